@@ -1,0 +1,133 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  API_KEY_REPOSITORY,
+  API_KEY_ROLES,
+  ApiKeyRecord,
+  ApiKeyRepository,
+  AUDIT_REPOSITORY,
+  AuditRepository,
+  ID_GENERATOR,
+  IdGenerator,
+  NotFoundError,
+  SESSION_STATUSES,
+  SessionStatus,
+  ValidationError,
+  WORKER_SESSION_REPOSITORY,
+  WorkerRecord,
+  WorkerSessionRepository,
+  parseWorkerId,
+  readInt,
+  readObject,
+  readString,
+} from '@ql/domain';
+import { apiKeyDigest, newApiKeyToken } from '../identity/api-keys';
+
+export const MAX_PAGE = 200;
+
+/** The admin slice of issue 2: workers (list, get, disable, enable), API keys, audit (R-ADM-1, R-ID-4/5). */
+@Injectable()
+export class AdminService {
+  constructor(
+    @Inject(WORKER_SESSION_REPOSITORY) private readonly sessions: WorkerSessionRepository,
+    @Inject(API_KEY_REPOSITORY) private readonly apiKeys: ApiKeyRepository,
+    @Inject(AUDIT_REPOSITORY) private readonly audit: AuditRepository,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+  ) {}
+
+  async listWorkers(query: unknown) {
+    const q = readObject(query ?? {}, 'query', ['status', 'after', 'limit']);
+    const status = q.status === undefined ? undefined : readEnum(q.status, 'status', SESSION_STATUSES);
+    const afterWorkerId = q.after === undefined ? undefined : parseWorkerId(q.after, 'after');
+    const limit = q.limit === undefined ? 50 : readInt(Number(q.limit), 'limit', 1, MAX_PAGE);
+    const workers = await this.sessions.listWorkers({ status, afterWorkerId, limit });
+    return {
+      items: workers.map(toWorkerView),
+      nextAfter: workers.length === limit ? workers[workers.length - 1]!.workerId : null,
+    };
+  }
+
+  async getWorker(workerId: string) {
+    const worker = await this.sessions.findWorker(parseWorkerId(workerId));
+    if (!worker) throw new NotFoundError('worker');
+    return toWorkerView(worker);
+  }
+
+  async setDisabled(actor: ApiKeyRecord, workerId: string, disabled: boolean) {
+    const id = parseWorkerId(workerId);
+    const worker = await this.sessions.setDisabled(id, disabled, {
+      actor: actor.id,
+      action: disabled ? 'worker.disable' : 'worker.enable',
+      target: `worker:${id}`,
+    });
+    return toWorkerView(worker);
+  }
+
+  async createApiKey(actor: ApiKeyRecord | { id: string }, body: unknown) {
+    const b = readObject(body, '', ['name', 'role']);
+    const name = readString(b.name, 'name', { max: 100 });
+    const role = readEnum(b.role, 'role', API_KEY_ROLES);
+    const token = newApiKeyToken();
+    const id = this.ids.uuidV7();
+    const record = await this.apiKeys.create(
+      { id, name, role, digest: apiKeyDigest(token) },
+      { actor: actor.id, action: 'api_key.create', target: `api_key:${id}`, detail: { role } },
+    );
+    return { ...toKeyView(record), token };
+  }
+
+  async listApiKeys() {
+    return { items: (await this.apiKeys.list()).map(toKeyView) };
+  }
+
+  async revokeApiKey(actor: ApiKeyRecord, id: string) {
+    readString(id, 'id', { max: 36, pattern: /^[0-9a-f-]{36}$/ });
+    return toKeyView(
+      await this.apiKeys.revoke(id, { actor: actor.id, action: 'api_key.revoke', target: `api_key:${id}` }),
+    );
+  }
+
+  async listAudit(query: unknown) {
+    const q = readObject(query ?? {}, 'query', ['limit']);
+    const limit = q.limit === undefined ? 50 : readInt(Number(q.limit), 'limit', 1, MAX_PAGE);
+    const entries = await this.audit.list(limit);
+    return { items: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString() })) };
+  }
+}
+
+function readEnum<T extends string>(value: unknown, field: string, values: readonly T[]): T {
+  if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
+    throw new ValidationError(field, `must_be_one_of:${values.join('|')}`);
+  }
+  return value as T;
+}
+
+export function toWorkerView(w: WorkerRecord) {
+  const s = w.session;
+  return {
+    workerId: w.workerId,
+    disabled: w.disabled,
+    status: s.status as SessionStatus,
+    sessionId: s.sessionId,
+    generation: s.generation,
+    version: s.version,
+    leaseExpiresAt: new Date(s.leaseExpiresAt).toISOString(),
+    maxConcurrentRuns: s.maxConcurrentRuns,
+    availableSlots: s.availableSlots,
+    softwareVersion: w.softwareVersion,
+    protocolVersion: w.protocolVersion,
+    capabilities: w.capabilities,
+    capabilitiesDigest: w.capabilitiesDigest,
+    registeredAt: new Date(w.registeredAt).toISOString(),
+    lastSeenAt: new Date(w.lastSeenAt).toISOString(),
+  };
+}
+
+function toKeyView(k: ApiKeyRecord) {
+  return {
+    id: k.id,
+    name: k.name,
+    role: k.role,
+    createdAt: new Date(k.createdAt).toISOString(),
+    revokedAt: k.revokedAt === null ? null : new Date(k.revokedAt).toISOString(),
+  };
+}

@@ -1,0 +1,54 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { TerminusModule } from '@nestjs/terminus';
+import {
+  ApiKeysController,
+  AuditController,
+  OpenApiController,
+  WorkersController,
+} from './admin/admin.controllers';
+import { AdminService } from './admin/admin.service';
+import { ControlPlaneCore } from './core/core';
+import { CoreModule } from './core/core.module';
+import { HealthController } from './health/health.controller';
+import { AdminExceptionFilter } from './http/admin-errors';
+import { ApiKeyGuard } from './identity/api-key.guard';
+import { IngressExceptionFilter } from './registry/ingress-exception.filter';
+import { RegistryService } from './registry/registry.service';
+import { WorkerIngressController } from './registry/worker-ingress.controller';
+
+/** The plain-HTTP listener: admin API (API keys) and probes (no credentials). */
+@Module({})
+export class AdminAppModule {
+  static forCore(core: ControlPlaneCore): DynamicModule {
+    return {
+      module: AdminAppModule,
+      imports: [CoreModule.forCore(core), TerminusModule.forRoot({ errorLogStyle: 'json', logger: false })],
+      controllers: [
+        HealthController,
+        OpenApiController,
+        WorkersController,
+        ApiKeysController,
+        AuditController,
+      ],
+      providers: [
+        AdminService,
+        { provide: APP_GUARD, useClass: ApiKeyGuard },
+        { provide: APP_FILTER, useClass: AdminExceptionFilter },
+      ],
+    };
+  }
+}
+
+/** The mTLS listener: worker ingress only (R-ID-1, R-WIRE-1). */
+@Module({})
+export class IngressAppModule {
+  static forCore(core: ControlPlaneCore): DynamicModule {
+    return {
+      module: IngressAppModule,
+      imports: [CoreModule.forCore(core)],
+      controllers: [WorkerIngressController],
+      providers: [RegistryService, { provide: APP_FILTER, useClass: IngressExceptionFilter }],
+    };
+  }
+}

@@ -1,0 +1,255 @@
+/**
+ * Every setting comes from one environment variable, validated once at start, with a default and a
+ * line of documentation (R-OPS-3). `npm run config-docs` prints the README table from this list.
+ */
+export const PROFILES = ['standalone', 'cluster-control', 'worker'] as const;
+export type Profile = (typeof PROFILES)[number];
+
+export interface ControlPlaneConfig {
+  readonly profile: Profile;
+  readonly databaseUrl: string;
+  readonly dbPoolSize: number;
+  readonly sqliteBusyRetries: number;
+  readonly adminHost: string;
+  readonly adminPort: number;
+  readonly ingressHost: string;
+  readonly ingressPort: number;
+  readonly tlsCaPath: string;
+  readonly tlsCertPath: string;
+  readonly tlsKeyPath: string;
+  readonly devPkiDir: string;
+  readonly devPki: boolean;
+  readonly trustDomain: string;
+  readonly sessionLeaseMs: number;
+  readonly ingressRatePerSecond: number;
+  readonly ingressRateBurst: number;
+  readonly shutdownGraceMs: number;
+  readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+type Parser<T> = (raw: string, name: string) => T;
+
+interface Setting<K extends keyof ControlPlaneConfig> {
+  readonly key: K;
+  readonly env: string;
+  readonly default: string | ((partial: Partial<ControlPlaneConfig>) => string);
+  readonly doc: string;
+  readonly parse: Parser<ControlPlaneConfig[K]>;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const oneOf =
+  <T extends string>(values: readonly T[]): Parser<T> =>
+  (raw, name) => {
+    if (!(values as readonly string[]).includes(raw)) {
+      throw new ConfigError(`${name}=${raw} is not one of ${values.join(', ')}`);
+    }
+    return raw as T;
+  };
+const int =
+  (min: number, max: number): Parser<number> =>
+  (raw, name) => {
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new ConfigError(`${name}=${raw} must be an integer in ${min}..${max}`);
+    }
+    return n;
+  };
+const bool: Parser<boolean> = (raw, name) => {
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name}=${raw} must be true or false`);
+};
+const text: Parser<string> = (raw, name) => {
+  if (!raw.trim()) throw new ConfigError(`${name} must not be empty`);
+  return raw;
+};
+const trustDomain: Parser<string> = (raw, name) => {
+  if (!/^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/.test(raw))
+    throw new ConfigError(`${name}=${raw} is not a DNS-like trust domain`);
+  return raw;
+};
+const pki = (file: string) => (c: Partial<ControlPlaneConfig>) => `${c.devPkiDir ?? './var/pki'}/${file}`;
+
+/** Order matters where a default depends on an earlier setting. */
+export const SETTINGS = [
+  {
+    key: 'profile',
+    env: 'QL_PROFILE',
+    default: 'standalone',
+    doc: '`standalone` (SQLite, one replica), `cluster-control` (PostgreSQL, many replicas) or `worker`',
+    parse: oneOf(PROFILES),
+  },
+  {
+    key: 'databaseUrl',
+    env: 'QL_DATABASE_URL',
+    default: 'sqlite:./var/ql.sqlite',
+    doc: '`sqlite:<file>` or `postgres://user@host:port/db`; `cluster-control` requires PostgreSQL',
+    parse: text,
+  },
+  {
+    key: 'dbPoolSize',
+    env: 'QL_DB_POOL_SIZE',
+    default: '10',
+    doc: 'PostgreSQL connections per replica',
+    parse: int(1, 200),
+  },
+  {
+    key: 'sqliteBusyRetries',
+    env: 'QL_SQLITE_BUSY_RETRIES',
+    default: '40',
+    doc: 'attempts for a SQLite write that finds the database locked by another process',
+    parse: int(1, 1000),
+  },
+  {
+    key: 'adminHost',
+    env: 'QL_ADMIN_HOST',
+    default: '127.0.0.1',
+    doc: 'address of the admin API and probe listener (plain HTTP)',
+    parse: text,
+  },
+  {
+    key: 'adminPort',
+    env: 'QL_ADMIN_PORT',
+    default: '8080',
+    doc: 'port of the admin API and probes (`/livez`, `/readyz`, `/openapi.json`); 0 picks a free one',
+    parse: int(0, 65535),
+  },
+  {
+    key: 'ingressHost',
+    env: 'QL_INGRESS_HOST',
+    default: '127.0.0.1',
+    doc: 'address of the worker ingress listener (TLS 1.3, client certificates required)',
+    parse: text,
+  },
+  {
+    key: 'ingressPort',
+    env: 'QL_INGRESS_PORT',
+    default: '8443',
+    doc: 'port of the worker ingress listener; 0 picks a free one',
+    parse: int(0, 65535),
+  },
+  {
+    key: 'devPkiDir',
+    env: 'QL_DEV_PKI_DIR',
+    default: './var/pki',
+    doc: 'folder of the development PKI',
+    parse: text,
+  },
+  {
+    key: 'devPki',
+    env: 'QL_DEV_PKI',
+    default: (c) => String(c.profile === 'standalone'),
+    doc: 'create the development PKI on first start when the files are missing (default: true for `standalone`)',
+    parse: bool,
+  },
+  {
+    key: 'tlsCaPath',
+    env: 'QL_TLS_CA',
+    default: pki('ca.crt'),
+    doc: 'PEM of the worker CA; worker client certificates must chain to it',
+    parse: text,
+  },
+  {
+    key: 'tlsCertPath',
+    env: 'QL_TLS_CERT',
+    default: pki('server.crt'),
+    doc: 'PEM certificate of the ingress listener',
+    parse: text,
+  },
+  {
+    key: 'tlsKeyPath',
+    env: 'QL_TLS_KEY',
+    default: pki('server.key'),
+    doc: 'PEM private key of the ingress listener',
+    parse: text,
+  },
+  {
+    key: 'trustDomain',
+    env: 'QL_TRUST_DOMAIN',
+    default: 'qinglong.local',
+    doc: 'SPIFFE trust domain: worker certificates carry `spiffe://<domain>/worker/<workerId>`',
+    parse: trustDomain,
+  },
+  {
+    key: 'sessionLeaseMs',
+    env: 'QL_SESSION_LEASE_MS',
+    default: '30000',
+    doc: 'session lease a registration or heartbeat grants (5 s … 10 min)',
+    parse: int(5_000, 600_000),
+  },
+  {
+    key: 'ingressRatePerSecond',
+    env: 'QL_INGRESS_RATE_PER_SECOND',
+    default: '50',
+    doc: 'sustained ingress requests per second per worker before 429',
+    parse: int(1, 100_000),
+  },
+  {
+    key: 'ingressRateBurst',
+    env: 'QL_INGRESS_RATE_BURST',
+    default: '100',
+    doc: 'ingress burst per worker before 429',
+    parse: int(1, 100_000),
+  },
+  {
+    key: 'shutdownGraceMs',
+    env: 'QL_SHUTDOWN_GRACE_MS',
+    default: '10000',
+    doc: 'how long SIGTERM waits for in-flight requests',
+    parse: int(0, 600_000),
+  },
+  {
+    key: 'logLevel',
+    env: 'QL_LOG_LEVEL',
+    default: 'info',
+    doc: '`debug`, `info`, `warn` or `error`',
+    parse: oneOf(['debug', 'info', 'warn', 'error'] as const),
+  },
+] as const satisfies readonly Setting<keyof ControlPlaneConfig>[];
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneConfig {
+  const known = new Set<string>(SETTINGS.map((s) => s.env));
+  const unknown = Object.keys(env).filter(
+    (k) => k.startsWith('QL_') && !known.has(k) && !/^QL_(TEST|WORKER)_/.test(k),
+  );
+  if (unknown.length) throw new ConfigError(`unknown setting(s): ${unknown.join(', ')}`);
+  const config: Record<string, unknown> = {};
+  for (const setting of SETTINGS) {
+    const fallback =
+      typeof setting.default === 'function'
+        ? setting.default(config as Partial<ControlPlaneConfig>)
+        : setting.default;
+    const raw = env[setting.env] ?? fallback;
+    config[setting.key] = (setting.parse as Parser<unknown>)(raw, setting.env);
+  }
+  const result = config as unknown as ControlPlaneConfig;
+  if (result.profile === 'cluster-control' && !/^postgres(ql)?:\/\//.test(result.databaseUrl)) {
+    throw new ConfigError('QL_PROFILE=cluster-control refuses SQLite: set QL_DATABASE_URL=postgres://…');
+  }
+  return result;
+}
+
+/** The README's configuration table. */
+export function configTable(): string {
+  const rows = SETTINGS.map((s) => {
+    const d =
+      typeof s.default === 'function'
+        ? `\`${s.default({ profile: 'standalone', devPkiDir: '$QL_DEV_PKI_DIR' })}\`*`
+        : `\`${s.default}\``;
+    return `| \`${s.env}\` | ${d} | ${s.doc} |`;
+  });
+  return [
+    '| variable | default | meaning |',
+    '|---|---|---|',
+    ...rows,
+    '',
+    '\\* derived from the settings above (shown for `standalone`).',
+  ].join('\n');
+}

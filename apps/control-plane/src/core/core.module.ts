@@ -1,0 +1,27 @@
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import {
+  API_KEY_REPOSITORY,
+  AUDIT_REPOSITORY,
+  CLOCK,
+  ID_GENERATOR,
+  WORKER_SESSION_REPOSITORY,
+} from '@ql/domain';
+import { CONFIG, CORE, ControlPlaneCore } from './core';
+
+/** Hands the one shared core to a Nest application; both listeners import it with the same instance. */
+@Global()
+@Module({})
+export class CoreModule {
+  static forCore(core: ControlPlaneCore): DynamicModule {
+    const providers = [
+      { provide: CORE, useValue: core },
+      { provide: CONFIG, useValue: core.config },
+      { provide: CLOCK, useValue: core.clock },
+      { provide: ID_GENERATOR, useValue: core.ids },
+      { provide: WORKER_SESSION_REPOSITORY, useValue: core.repositories.sessions },
+      { provide: API_KEY_REPOSITORY, useValue: core.repositories.apiKeys },
+      { provide: AUDIT_REPOSITORY, useValue: core.repositories.audit },
+    ];
+    return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
+  }
+}

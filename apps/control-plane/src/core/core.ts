@@ -1,0 +1,56 @@
+import { Clock, IdGenerator } from '@ql/domain';
+import {
+  Repositories,
+  SqlDatabase,
+  createRepositories,
+  openDatabase,
+  parseDatabaseUrl,
+} from '@ql/persistence';
+import { createIdGenerator, systemClock } from '@ql/contracts';
+import { ControlPlaneConfig } from '../config/config';
+
+/** Readiness as `/readyz` reports it (R-OPS-1). */
+export class Readiness {
+  private started = false;
+  private stopping = false;
+  markStarted(): void {
+    this.started = true;
+  }
+  markStopping(): void {
+    this.stopping = true;
+  }
+  get state(): 'starting' | 'ready' | 'stopping' {
+    return this.stopping ? 'stopping' : this.started ? 'ready' : 'starting';
+  }
+}
+
+/** What both listeners share: one database, one set of repositories, one readiness. */
+export interface ControlPlaneCore {
+  readonly config: ControlPlaneConfig;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  readonly db: SqlDatabase;
+  readonly repositories: Repositories;
+  readonly readiness: Readiness;
+}
+
+export const CORE = Symbol('ControlPlaneCore');
+export const CONFIG = Symbol('ControlPlaneConfig');
+
+/** Opens the database; standalone applies migrations itself, cluster replicas wait for `npm run migrate`. */
+export async function openCore(
+  config: ControlPlaneConfig,
+  clock: Clock = systemClock,
+): Promise<ControlPlaneCore> {
+  const target = parseDatabaseUrl(config.databaseUrl);
+  if (config.profile === 'cluster-control' && target.dialect === 'sqlite') {
+    throw new Error('cluster-control refuses SQLite');
+  }
+  const withOptions =
+    target.dialect === 'sqlite'
+      ? { ...target, busyRetries: config.sqliteBusyRetries }
+      : { ...target, poolSize: config.dbPoolSize };
+  const db = await openDatabase(withOptions, clock, config.profile === 'standalone');
+  const ids = createIdGenerator(clock);
+  return { config, clock, ids, db, repositories: createRepositories(db, ids), readiness: new Readiness() };
+}

@@ -1,0 +1,77 @@
+import { HttpException } from '@nestjs/common';
+import { DomainError } from '@ql/domain';
+import { IngressError, IngressErrorCode } from '@ql/contracts';
+
+/** An ingress refusal decided at the edge (guard, hook), before any repository call. */
+export class IngressRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: IngressErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface RenderedError {
+  readonly status: number;
+  readonly body: IngressError;
+}
+
+/** One mapping from anything thrown on the ingress path to `{code, message, reason?}` (R-WIRE-3). */
+export function renderIngressError(error: unknown): RenderedError {
+  if (error instanceof IngressRefusal)
+    return { status: error.status, body: { code: error.code, message: error.message } };
+  if (error instanceof DomainError) return renderDomainError(error);
+  const fastifyCode = (error as { code?: string } | null)?.code;
+  switch (fastifyCode) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return {
+        status: 413,
+        body: { code: 'worker_request_too_large', message: 'request body is over the route limit' },
+      };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { status: 400, body: { code: 'invalid_worker_request', message: 'body must be a JSON object' } };
+  }
+  if (error instanceof SyntaxError) {
+    return { status: 400, body: { code: 'invalid_worker_request', message: 'body is not valid JSON' } };
+  }
+  if (error instanceof HttpException && error.getStatus() === 404) {
+    return { status: 404, body: { code: 'worker_route_not_found', message: 'no such ingress route' } };
+  }
+  return {
+    status: 503,
+    body: { code: 'worker_ingress_unavailable', message: 'the control plane cannot serve this now' },
+  };
+}
+
+function renderDomainError(
+  error: DomainError & { field?: string; rule?: string; reason?: string },
+): RenderedError {
+  switch (error.kind) {
+    case 'validation':
+      return { status: 400, body: { code: 'invalid_worker_request', message: error.message } };
+    case 'fenced':
+      return {
+        status: 409,
+        body: {
+          code: (error as unknown as { code: IngressErrorCode }).code,
+          message: error.message,
+          reason: error.reason!,
+        },
+      };
+    case 'conflict':
+      return {
+        status: 409,
+        body: { code: 'worker_session_fenced', message: error.message, reason: error.reason! },
+      };
+    case 'not_found':
+      return { status: 404, body: { code: 'worker_route_not_found', message: error.message } };
+    case 'forbidden':
+      return { status: 401, body: { code: 'worker_authentication_required', message: error.message } };
+    case 'unavailable':
+      return { status: 503, body: { code: 'worker_ingress_unavailable', message: error.message } };
+  }
+}

@@ -1,0 +1,66 @@
+import { CanActivate, ExecutionContext, Inject, Injectable, createParamDecorator } from '@nestjs/common';
+import type { TLSSocket } from 'node:tls';
+import type { FastifyRequest } from 'fastify';
+import { CONFIG } from '../core/core';
+import { ControlPlaneConfig } from '../config/config';
+import { IngressRefusal } from '../http/ingress-errors';
+import { RateLimiter } from './rate-limiter';
+import { WorkerPrincipal, principalFromCertificate } from './worker-principal';
+
+type IngressRequest = FastifyRequest & { principal?: WorkerPrincipal };
+
+/** Parsing a certificate costs more than a request; a TLS connection keeps its peer for its lifetime. */
+const principals = new WeakMap<TLSSocket, WorkerPrincipal | null>();
+
+/**
+ * R-ID-2/R-ID-3: the principal comes from the verified peer certificate on every request, before any
+ * repository call; the path's worker id must be the principal's. Then the per-worker rate limit.
+ */
+@Injectable()
+export class MtlsPrincipalGuard implements CanActivate {
+  private readonly limiter: RateLimiter;
+
+  constructor(@Inject(CONFIG) private readonly config: ControlPlaneConfig) {
+    this.limiter = new RateLimiter(config.ingressRatePerSecond, config.ingressRateBurst);
+  }
+
+  canActivate(context: ExecutionContext): boolean {
+    const request = context.switchToHttp().getRequest<IngressRequest>();
+    const principal = this.principalOf(request.raw.socket as TLSSocket);
+    if (!principal) {
+      throw new IngressRefusal(
+        401,
+        'worker_authentication_required',
+        'a valid worker client certificate is required',
+      );
+    }
+    const params = request.params as { workerId?: string };
+    if (params.workerId !== principal.workerId) {
+      throw new IngressRefusal(
+        401,
+        'worker_authentication_required',
+        'the certificate does not speak for this worker',
+      );
+    }
+    if (!this.limiter.take(principal.workerId)) {
+      throw new IngressRefusal(429, 'worker_rate_limited', 'too many requests from this worker');
+    }
+    request.principal = principal;
+    return true;
+  }
+
+  private principalOf(socket: TLSSocket): WorkerPrincipal | null {
+    if (!socket || typeof socket.getPeerX509Certificate !== 'function' || !socket.authorized) return null;
+    if (principals.has(socket)) return principals.get(socket)!;
+    // Resumed sessions can report no peer certificate: that is a refusal, never an anonymous pass.
+    const cert = socket.getPeerX509Certificate();
+    const principal = cert ? principalFromCertificate(cert, this.config.trustDomain) : null;
+    if (cert) principals.set(socket, principal);
+    return principal;
+  }
+}
+
+export const Principal = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): WorkerPrincipal =>
+    context.switchToHttp().getRequest<IngressRequest>().principal!,
+);

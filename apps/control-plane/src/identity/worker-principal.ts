@@ -1,0 +1,47 @@
+import { X509Certificate } from 'node:crypto';
+import { isWorkerId } from '@ql/domain';
+
+/** Who is calling the worker ingress, derived only from the verified client certificate (R-ID-2). */
+export interface WorkerPrincipal {
+  readonly workerId: string;
+  readonly fingerprint256: string;
+  readonly serialNumber: string;
+  readonly notAfter: string;
+}
+
+const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
+
+/**
+ * Returns the principal, or null when the certificate may not speak for a worker: it must not be a
+ * CA, must allow clientAuth, and must carry exactly one URI SAN `spiffe://<trustDomain>/worker/<id>`.
+ */
+export function principalFromCertificate(cert: X509Certificate, trustDomain: string): WorkerPrincipal | null {
+  if (cert.ca) return null;
+  const usages = cert.keyUsage;
+  if (!usages || !usages.includes(CLIENT_AUTH_OID)) return null;
+  const uris = uriSans(cert.subjectAltName);
+  if (uris.length !== 1) return null;
+  const prefix = `spiffe://${trustDomain}/worker/`;
+  const uri = uris[0]!;
+  if (!uri.startsWith(prefix)) return null;
+  const workerId = uri.slice(prefix.length);
+  if (!isWorkerId(workerId)) return null;
+  return {
+    workerId,
+    fingerprint256: cert.fingerprint256.replace(/:/g, '').toLowerCase(),
+    serialNumber: cert.serialNumber.toLowerCase(),
+    notAfter: new Date(cert.validTo).toISOString(),
+  };
+}
+
+/** Node renders SANs as `DNS:a, URI:b`; values with special characters are JSON-quoted. */
+function uriSans(subjectAltName: string | undefined): string[] {
+  if (!subjectAltName) return [];
+  const result: string[] = [];
+  const pattern = /(?:^|, )URI:("(?:[^"\\]|\\.)*"|[^,]*)/g;
+  for (const match of subjectAltName.matchAll(pattern)) {
+    const raw = match[1]!;
+    result.push(raw.startsWith('"') ? (JSON.parse(raw) as string) : raw);
+  }
+  return result;
+}

@@ -1,0 +1,78 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  WORKER_SESSION_REPOSITORY,
+  WorkerSession,
+  WorkerSessionRepository,
+  parseFenceOnly,
+  parseHeartbeat,
+  parseRegistration,
+  parseSessionId,
+} from '@ql/domain';
+import { RegisterResponse, SessionResponse } from '@ql/contracts';
+import { CONFIG } from '../core/core';
+import { ControlPlaneConfig } from '../config/config';
+import { WorkerPrincipal } from '../identity/worker-principal';
+
+/** Register, heartbeat, drain and offline for the calling worker's session (R-REG-3..6). */
+@Injectable()
+export class RegistryService {
+  constructor(
+    @Inject(WORKER_SESSION_REPOSITORY) private readonly sessions: WorkerSessionRepository,
+    @Inject(CONFIG) private readonly config: ControlPlaneConfig,
+  ) {}
+
+  async register(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<RegisterResponse> {
+    const snapshot = parseRegistration(body);
+    const result = await this.sessions.register({
+      workerId: principal.workerId,
+      sessionId: parseSessionId(sessionId),
+      snapshot,
+      leaseMs: this.config.sessionLeaseMs,
+    });
+    return { outcome: result.outcome, ...toResponse(result.session) };
+  }
+
+  async heartbeat(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<SessionResponse> {
+    const request = parseHeartbeat(body);
+    return toResponse(
+      await this.sessions.heartbeat({
+        ...this.command(principal, sessionId, request),
+        availableSlots: request.availableSlots,
+      }),
+    );
+  }
+
+  async drain(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<SessionResponse> {
+    return toResponse(await this.sessions.drain(this.command(principal, sessionId, parseFenceOnly(body))));
+  }
+
+  async offline(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<SessionResponse> {
+    return toResponse(await this.sessions.offline(this.command(principal, sessionId, parseFenceOnly(body))));
+  }
+
+  private command(
+    principal: WorkerPrincipal,
+    sessionId: string,
+    fence: { generation: number; expectedVersion: number },
+  ) {
+    return {
+      workerId: principal.workerId,
+      sessionId: parseSessionId(sessionId),
+      fence: { generation: fence.generation, expectedVersion: fence.expectedVersion },
+      leaseMs: this.config.sessionLeaseMs,
+    };
+  }
+}
+
+export function toResponse(session: WorkerSession): SessionResponse {
+  return {
+    workerId: session.workerId,
+    sessionId: session.sessionId,
+    generation: session.generation,
+    version: session.version,
+    status: session.status,
+    leaseExpiresAt: new Date(session.leaseExpiresAt).toISOString(),
+    maxConcurrentRuns: session.maxConcurrentRuns,
+    availableSlots: session.availableSlots,
+  };
+}

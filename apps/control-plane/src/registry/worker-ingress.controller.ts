@@ -1,0 +1,35 @@
+import { Body, Controller, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { MtlsPrincipalGuard, Principal } from '../identity/mtls-principal.guard';
+import { WorkerPrincipal } from '../identity/worker-principal';
+import { RegistryService } from './registry.service';
+
+/** R-WIRE-1 session actions; bodies never carry worker or session identity. */
+@Controller('api/v3/worker-ingress/workers/:workerId/sessions/:sessionId')
+@UseGuards(MtlsPrincipalGuard)
+export class WorkerIngressController {
+  constructor(private readonly registry: RegistryService) {}
+
+  @Post('register')
+  @HttpCode(200)
+  register(@Principal() p: WorkerPrincipal, @Param('sessionId') s: string, @Body() body: unknown) {
+    return this.registry.register(p, s, body);
+  }
+
+  @Post('heartbeat')
+  @HttpCode(200)
+  heartbeat(@Principal() p: WorkerPrincipal, @Param('sessionId') s: string, @Body() body: unknown) {
+    return this.registry.heartbeat(p, s, body);
+  }
+
+  @Post('drain')
+  @HttpCode(200)
+  drain(@Principal() p: WorkerPrincipal, @Param('sessionId') s: string, @Body() body: unknown) {
+    return this.registry.drain(p, s, body);
+  }
+
+  @Post('offline')
+  @HttpCode(200)
+  offline(@Principal() p: WorkerPrincipal, @Param('sessionId') s: string, @Body() body: unknown) {
+    return this.registry.offline(p, s, body);
+  }
+}

@@ -1,0 +1,140 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { WORKER_SOFTWARE_VERSION } from '../worker.tokens';
+import { HostProbe, detectCapabilities, pythonSemver } from './capabilities';
+import { WORKER_SETTINGS, WorkerConfigError, loadWorkerConfig, workerConfigTable } from './worker-config';
+
+describe('loadWorkerConfig', () => {
+  it('has a default for everything', () => {
+    expect(loadWorkerConfig({})).toEqual({
+      workerId: 'worker-1',
+      controlPlaneUrl: 'https://127.0.0.1:8443',
+      tlsCaPath: './var/pki/ca.crt',
+      tlsCertPath: './var/pki/workers/worker-1.crt',
+      tlsKeyPath: './var/pki/workers/worker-1.key',
+      maxConcurrentRuns: 1,
+      heartbeatMs: 5000,
+      requestTimeoutMs: 5000,
+      stopBudgetMs: 10000,
+      labels: {},
+      logLevel: 'info',
+    });
+  });
+
+  it('derives the certificate paths from the worker id and parses labels', () => {
+    const c = loadWorkerConfig({
+      QL_WORKER_ID: 'edge-7',
+      QL_WORKER_LABELS: 'zone=lab, kubernetes.io/hostname=node-1,empty=',
+    });
+    expect(c.tlsCertPath).toBe('./var/pki/workers/edge-7.crt');
+    expect(c.tlsKeyPath).toBe('./var/pki/workers/edge-7.key');
+    expect(c.labels).toEqual({ zone: 'lab', 'kubernetes.io/hostname': 'node-1', empty: '' });
+  });
+
+  it.each<[string, Record<string, string>, RegExp]>([
+    ['a bad worker id', { QL_WORKER_ID: 'Worker_1' }, /QL_WORKER_ID=Worker_1 must match/],
+    ['an http URL', { QL_WORKER_CONTROL_PLANE_URL: 'http://127.0.0.1:8443' }, /must be an https:\/\/ URL/],
+    ['a URL with a path', { QL_WORKER_CONTROL_PLANE_URL: 'https://cp:8443/api' }, /must be an origin/],
+    ['not a URL', { QL_WORKER_CONTROL_PLANE_URL: 'cp:8443' }, /https/],
+    [
+      'zero runs',
+      { QL_WORKER_MAX_CONCURRENT_RUNS: '0' },
+      /QL_WORKER_MAX_CONCURRENT_RUNS=0 must be an integer in 1..1024/,
+    ],
+    [
+      'a fractional heartbeat',
+      { QL_WORKER_HEARTBEAT_MS: '1.5' },
+      /QL_WORKER_HEARTBEAT_MS=1.5 must be an integer/,
+    ],
+    [
+      'a request timeout above the stop budget',
+      { QL_WORKER_STOP_BUDGET_MS: '1000', QL_WORKER_REQUEST_TIMEOUT_MS: '2000' },
+      /must be below QL_WORKER_STOP_BUDGET_MS/,
+    ],
+    ['a label without =', { QL_WORKER_LABELS: 'zone' }, /item 1 is not k=v/],
+    ['a bad label key', { QL_WORKER_LABELS: 'Zone=x' }, /label key "Zone"/],
+    ['a duplicate label key', { QL_WORKER_LABELS: 'a=1,a=2' }, /appears twice/],
+    [
+      '33 labels',
+      { QL_WORKER_LABELS: Array.from({ length: 33 }, (_, i) => `k${i}=v`).join(',') },
+      /at most 32/,
+    ],
+    [
+      'a typo in a setting name',
+      { QL_WORKER_HEARTBEAT: '100' },
+      /unknown worker setting\(s\): QL_WORKER_HEARTBEAT/,
+    ],
+    ['an unknown log level', { QL_WORKER_LOG_LEVEL: 'trace' }, /not one of debug, info, warn, error/],
+  ])('fails fast with a clear message on %s', (_name, env, message) => {
+    expect(() => loadWorkerConfig(env)).toThrow(WorkerConfigError);
+    expect(() => loadWorkerConfig(env)).toThrow(message);
+  });
+
+  it('never echoes a label value in an error', () => {
+    expect(() => loadWorkerConfig({ QL_WORKER_LABELS: `site=${'s3cret'.repeat(30)}` })).toThrow(
+      /value of "site"/,
+    );
+    expect(() => loadWorkerConfig({ QL_WORKER_LABELS: `site=${'s3cret'.repeat(30)}` })).not.toThrow(/s3cret/);
+  });
+
+  it('ignores the settings of other deployables', () => {
+    expect(() => loadWorkerConfig({ QL_PROFILE: 'worker', QL_DATABASE_URL: 'x' })).not.toThrow();
+  });
+
+  it('documents every setting in the README table', () => {
+    const table = workerConfigTable();
+    for (const s of WORKER_SETTINGS) expect(table).toContain(`| \`${s.env}\` |`);
+    expect(table).toContain('`./var/pki/workers/$QL_WORKER_ID.crt`*');
+  });
+
+  it('declares the package version as its software version', () => {
+    const pkg = JSON.parse(readFileSync(join(__dirname, '../../../../package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(WORKER_SOFTWARE_VERSION).toBe(pkg.version);
+  });
+});
+
+describe('detectCapabilities', () => {
+  const probe = (over: Partial<HostProbe> = {}): HostProbe => ({
+    arch: () => 'x64',
+    platform: () => 'linux',
+    totalMemoryBytes: () => 256 * 1024 * 1024 + 12345,
+    freeDiskBytes: async () => 0,
+    nodeVersion: () => '20.20.2',
+    python3VersionOutput: async () => null,
+    ...over,
+  });
+
+  it('describes the host in canonical form; python is left out when missing', async () => {
+    const { capabilities } = await detectCapabilities({}, probe());
+    expect(capabilities).toEqual({
+      architecture: 'x64',
+      operatingSystem: 'linux',
+      executors: ['local-process'],
+      runtimes: [{ name: 'node', version: '20.20.2' }],
+      labels: {},
+      memoryMiB: 256,
+      diskMiB: 0,
+      gpus: [],
+      features: [],
+    });
+  });
+
+  it.each([
+    ['Python 3.11.7', '3.11.7'],
+    ['Python 3.13.0rc1', '3.13.0'],
+    ['Python 3.08.1', '3.8.1'],
+    ['python: command not found', null],
+    [null, null],
+  ])('reads %p as %p', (output, version) => {
+    expect(pythonSemver(output)).toBe(version);
+  });
+
+  it('detects this machine', async () => {
+    const { capabilities } = await detectCapabilities({ zone: 'lab' });
+    expect(capabilities.runtimes).toContainEqual({ name: 'node', version: process.versions.node });
+    expect(capabilities.memoryMiB).toBeGreaterThan(0);
+    expect(capabilities.labels).toEqual({ zone: 'lab' });
+  });
+});

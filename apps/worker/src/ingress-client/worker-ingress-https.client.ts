@@ -1,0 +1,449 @@
+import { createHash } from 'node:crypto';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { Agent, request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { SecureContext, createSecureContext } from 'node:tls';
+import type { Socket } from 'node:net';
+import {
+  INGRESS_ACTIONS,
+  IngressAction,
+  RegisterResponse,
+  SessionResponse,
+  ingressBodyLimit,
+  ingressPath,
+} from '@ql/contracts';
+import { isUuidV7, isWorkerId } from '@ql/domain';
+
+/** R-WIRE-4 / §12: no ingress answer may be larger than this. */
+export const INGRESS_RESPONSE_CAP_BYTES = 128 * 1024;
+
+/** PEM material for one call; re-read from the provider every time so rotation needs no restart. */
+export interface WorkerTlsCredentials {
+  readonly certPem: string | Buffer;
+  readonly keyPem: string | Buffer;
+  readonly caPem: string | Buffer;
+}
+export type WorkerCredentialsProvider = () => WorkerTlsCredentials | Promise<WorkerTlsCredentials>;
+
+export interface WorkerIngressClientOptions {
+  /** `https://host:port` of the ingress listener. */
+  readonly origin: string;
+  readonly workerId: string;
+  readonly credentials: WorkerCredentialsProvider;
+  /** Deadline of one call, connect to last byte. */
+  readonly timeoutMs?: number;
+}
+
+export interface IngressCallOptions {
+  readonly signal?: AbortSignal;
+  readonly timeoutMs?: number;
+  /** Lower the 128 KiB response cap for a call whose answer is known to be small. */
+  readonly maxResponseBytes?: number;
+}
+
+/** What each action answers on 200; actions not implemented by the worker yet answer `unknown`. */
+export interface IngressResponses {
+  register: RegisterResponse;
+  heartbeat: SessionResponse;
+  drain: SessionResponse;
+  offline: SessionResponse;
+}
+export type IngressResponse<A extends IngressAction> = A extends keyof IngressResponses
+  ? IngressResponses[A]
+  : unknown;
+
+/** Failures the client detects itself (status 0 unless an HTTP status was received). */
+export const CLIENT_ERROR_CODES = [
+  'client_closed',
+  'unknown_action',
+  'invalid_request',
+  'request_too_large',
+  'credentials_unavailable',
+  'credentials_invalid',
+  'transport_error',
+  'timeout',
+  'aborted',
+  'redirect',
+  'compressed_response',
+  'not_json',
+  'response_too_large',
+  'length_mismatch',
+  'invalid_json',
+  'unexpected_status',
+  'invalid_response',
+] as const;
+export type IngressClientErrorCode = (typeof CLIENT_ERROR_CODES)[number];
+
+/** One failed ingress call: the HTTP status (0 when none was received), a stable code and reason. */
+export class IngressCallError extends Error {
+  override readonly name = 'IngressCallError';
+  constructor(
+    readonly action: string,
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly reason?: string,
+  ) {
+    super(`${action}: ${message}`);
+  }
+
+  /** 409: the control plane refused this session or lease for good (R-REG-5). */
+  get fenced(): boolean {
+    return this.status === 409;
+  }
+}
+
+interface AgentEntry {
+  readonly fingerprint: string;
+  readonly agent: Agent;
+  readonly sockets: Set<Socket>;
+  inflight: number;
+  retired: boolean;
+}
+
+/**
+ * The worker's one HTTPS client for every ingress call (R-WIRE-4). One keep-alive TLS 1.3 socket per
+ * origin, bounded requests and responses, nothing but a 200 JSON answer of the declared length counts
+ * as success. Building it opens nothing: the agent is made on the first call.
+ */
+export class WorkerIngressHttpsClient {
+  private readonly url: URL;
+  private readonly hostname: string;
+  private readonly hostIsIp: boolean;
+  private readonly timeoutMs: number;
+  private current: AgentEntry | undefined;
+  private readonly entries = new Set<AgentEntry>();
+  private closed = false;
+
+  constructor(private readonly options: WorkerIngressClientOptions) {
+    const url = new URL(options.origin);
+    if (
+      url.protocol !== 'https:' ||
+      url.pathname !== '/' ||
+      url.search ||
+      url.hash ||
+      url.username ||
+      url.password
+    ) {
+      throw new TypeError(
+        'WorkerIngressHttpsClient: origin must be https://host[:port] with nothing after it',
+      );
+    }
+    if (!isWorkerId(options.workerId)) throw new TypeError('WorkerIngressHttpsClient: invalid worker id');
+    this.url = url;
+    this.hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    this.hostIsIp = isIP(this.hostname) !== 0;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+  }
+
+  /** POSTs `body` to one ingress action of one session and returns the parsed 200 answer. */
+  async call<A extends IngressAction>(
+    action: A,
+    sessionId: string,
+    body: unknown,
+    options: IngressCallOptions = {},
+  ): Promise<IngressResponse<A>> {
+    if (this.closed) throw new IngressCallError(action, 0, 'client_closed', 'the ingress client is closed');
+    if (!(INGRESS_ACTIONS as readonly string[]).includes(action)) {
+      throw new IngressCallError(String(action), 0, 'unknown_action', 'not an ingress action');
+    }
+    if (!isUuidV7(sessionId))
+      throw new IngressCallError(action, 0, 'invalid_request', 'session id is not a UUIDv7');
+    const payload = Buffer.from(JSON.stringify(body ?? null), 'utf8');
+    const limit = ingressBodyLimit(action);
+    if (payload.length > limit) {
+      throw new IngressCallError(
+        action,
+        0,
+        'request_too_large',
+        `request body is ${payload.length} bytes; the limit is ${limit}`,
+      );
+    }
+    const cap = Math.min(options.maxResponseBytes ?? INGRESS_RESPONSE_CAP_BYTES, INGRESS_RESPONSE_CAP_BYTES);
+
+    let credentials: WorkerTlsCredentials;
+    try {
+      credentials = await this.options.credentials();
+    } catch (error) {
+      const detail = error instanceof Error ? `: ${error.message}` : '';
+      throw new IngressCallError(
+        action,
+        0,
+        'credentials_unavailable',
+        `could not read the TLS credentials${detail}`,
+        errorCode(error),
+      );
+    }
+    if (this.closed) throw new IngressCallError(action, 0, 'client_closed', 'the ingress client is closed');
+    const entry = this.agentFor(action, credentials);
+    entry.inflight++;
+    try {
+      return (await this.send(
+        entry,
+        action,
+        ingressPath(this.options.workerId, sessionId, action),
+        payload,
+        cap,
+        options,
+      )) as IngressResponse<A>;
+    } finally {
+      entry.inflight--;
+      if (entry.retired && entry.inflight === 0) this.destroy(entry);
+    }
+  }
+
+  /** Destroys every agent and resolves once their sockets are closed; later calls fail. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.current = undefined;
+    const closing: Promise<void>[] = [];
+    for (const entry of [...this.entries]) closing.push(...this.destroy(entry));
+    await Promise.all(closing);
+  }
+
+  /** The agent is keyed by a SHA-256 of cert + key + CA: new material, new agent; the old one goes. */
+  private agentFor(action: string, credentials: WorkerTlsCredentials): AgentEntry {
+    const fingerprint = credentialFingerprint(credentials);
+    if (this.current?.fingerprint === fingerprint) return this.current;
+    let secureContext: SecureContext;
+    try {
+      // Parsed once per credential set: a bad PEM fails here, clearly, before any connection.
+      secureContext = createSecureContext({
+        minVersion: 'TLSv1.3',
+        cert: credentials.certPem,
+        key: credentials.keyPem,
+        ca: credentials.caPem,
+      });
+    } catch (error) {
+      throw new IngressCallError(
+        action,
+        0,
+        'credentials_invalid',
+        'the TLS credentials cannot be used',
+        errorCode(error),
+      );
+    }
+    const previous = this.current;
+    const entry: AgentEntry = {
+      fingerprint,
+      agent: new Agent({
+        keepAlive: true,
+        maxSockets: 1,
+        maxFreeSockets: 1,
+        maxTotalSockets: 1,
+        secureContext,
+      }),
+      sockets: new Set(),
+      inflight: 0,
+      retired: false,
+    };
+    this.entries.add(entry);
+    this.current = entry;
+    if (previous) {
+      previous.retired = true;
+      // A call still running on the old credentials finishes first; the agent goes right after it.
+      if (previous.inflight === 0) this.destroy(previous);
+    }
+    return entry;
+  }
+
+  private destroy(entry: AgentEntry): Promise<void>[] {
+    this.entries.delete(entry);
+    const closing = [...entry.sockets].map((socket) =>
+      socket.closed
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => socket.once('close', () => resolve())),
+    );
+    entry.agent.destroy();
+    return closing;
+  }
+
+  private send(
+    entry: AgentEntry,
+    action: string,
+    path: string,
+    payload: Buffer,
+    cap: number,
+    options: IngressCallOptions,
+  ): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      let complete = false; // the whole answer was read: the socket may go back to the pool
+      let req: ClientRequest | undefined;
+      const fail = (
+        status: number,
+        code: IngressClientErrorCode | string,
+        message: string,
+        reason?: string,
+      ) => finish(new IngressCallError(action, status, code, message, reason));
+      const finish = (error: IngressCallError | null, value?: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+        if (error) {
+          // The socket may hold half a response: never hand it back to the pool.
+          if (!complete) req?.destroy();
+          reject(error);
+        } else {
+          resolve(value);
+        }
+      };
+      const onAbort = () => fail(0, 'aborted', 'the call was aborted');
+      const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+      const timer = setTimeout(
+        () => fail(0, 'timeout', `no complete answer within ${timeoutMs} ms`),
+        timeoutMs,
+      );
+      timer.unref();
+      if (options.signal?.aborted) return onAbort();
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+
+      try {
+        req = this.open(entry, path, payload.length);
+      } catch (error) {
+        return fail(
+          0,
+          'transport_error',
+          `could not open the request: ${errorCode(error)}`,
+          errorCode(error),
+        );
+      }
+      req.on('socket', (socket: Socket) => {
+        if (!entry.sockets.has(socket)) {
+          entry.sockets.add(socket);
+          socket.once('close', () => entry.sockets.delete(socket));
+        }
+      });
+      req.on('error', (error) =>
+        this.closed
+          ? fail(0, 'client_closed', 'the ingress client was closed during the call')
+          : fail(0, 'transport_error', `transport failed: ${errorCode(error)}`, errorCode(error)),
+      );
+      req.on('response', (res: IncomingMessage) =>
+        this.read(
+          res,
+          cap,
+          fail,
+          (value) => {
+            complete = true;
+            finish(null, value);
+          },
+          () => (complete = true),
+        ),
+      );
+      req.end(payload);
+    });
+  }
+
+  private open(entry: AgentEntry, path: string, length: number): ClientRequest {
+    return httpsRequest({
+      protocol: 'https:',
+      hostname: this.hostname,
+      port: this.url.port || 443,
+      path,
+      method: 'POST',
+      agent: entry.agent,
+      // RFC 6066 forbids an IP address as server name: send no SNI; the certificate is still checked against the IP.
+      ...(this.hostIsIp ? { servername: '' } : {}),
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(length),
+        accept: 'application/json',
+        'accept-encoding': 'identity',
+      },
+    });
+  }
+
+  private read(
+    res: IncomingMessage,
+    cap: number,
+    fail: (status: number, code: string, message: string, reason?: string) => void,
+    succeed: (value: unknown) => void,
+    readToEnd: () => void,
+  ): void {
+    const status = res.statusCode ?? 0;
+    if (status >= 300 && status < 400)
+      return fail(status, 'redirect', `redirects are not followed (status ${status})`);
+    if (res.headers['content-encoding'] !== undefined) {
+      return fail(status, 'compressed_response', 'compressed answers are refused');
+    }
+    const mediaType = (res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (mediaType !== 'application/json')
+      return fail(status, 'not_json', `answer is not JSON (status ${status})`);
+    const declaredHeader = res.headers['content-length'];
+    const declared = declaredHeader === undefined ? undefined : Number(declaredHeader);
+    if (declared !== undefined && !(Number.isSafeInteger(declared) && declared >= 0)) {
+      return fail(status, 'length_mismatch', 'invalid content-length');
+    }
+    if (declared !== undefined && declared > cap) {
+      return fail(status, 'response_too_large', `answer declares ${declared} bytes; the cap is ${cap}`);
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let ended = false;
+    res.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > cap) return fail(status, 'response_too_large', `answer is over the ${cap}-byte cap`);
+      chunks.push(chunk);
+    });
+    const short = () => {
+      if (ended) return;
+      if (declared !== undefined)
+        fail(status, 'length_mismatch', `answer ended after ${received} of ${declared} bytes`);
+      else fail(status, 'transport_error', 'connection closed mid-answer');
+    };
+    res.on('aborted', short);
+    res.on('error', short);
+    res.on('close', short);
+    res.on('end', () => {
+      ended = true;
+      if (declared === undefined || received === declared) readToEnd();
+      if (declared !== undefined && received !== declared) {
+        return fail(
+          status,
+          'length_mismatch',
+          `answer has ${received} bytes; content-length says ${declared}`,
+        );
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks, received).toString('utf8'));
+      } catch {
+        return fail(status, 'invalid_json', `answer is not valid JSON (status ${status})`);
+      }
+      if (status !== 200) {
+        const e = body as { code?: unknown; message?: unknown; reason?: unknown } | null;
+        if (e && typeof e === 'object' && typeof e.code === 'string') {
+          return fail(
+            status,
+            e.code,
+            typeof e.message === 'string' ? e.message : e.code,
+            typeof e.reason === 'string' ? e.reason : undefined,
+          );
+        }
+        return fail(status, 'unexpected_status', `unexpected status ${status}`);
+      }
+      if (body === null || typeof body !== 'object' || Array.isArray(body))
+        return fail(status, 'invalid_json', 'answer is not a JSON object');
+      succeed(body);
+    });
+  }
+}
+
+export function credentialFingerprint(c: WorkerTlsCredentials): string {
+  const hash = createHash('sha256');
+  // Length-prefixed, so moving bytes from one part to the next changes the fingerprint.
+  for (const part of [c.certPem, c.keyPem, c.caPem]) {
+    const bytes = Buffer.isBuffer(part) ? part : Buffer.from(part, 'utf8');
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64BE(BigInt(bytes.length));
+    hash.update(len).update(bytes);
+  }
+  return hash.digest('hex');
+}
+
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : error instanceof Error ? error.name : 'unknown';
+}

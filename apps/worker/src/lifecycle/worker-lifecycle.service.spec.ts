@@ -1,0 +1,295 @@
+import type { IngressAction } from '@ql/contracts';
+import { isUuidV7, parseRegistration } from '@ql/domain';
+import { createIdGenerator } from '@ql/contracts';
+import { HostProbe } from '../config/capabilities';
+import { loadWorkerConfig } from '../config/worker-config';
+import { IngressCallError, IngressCallOptions } from '../ingress-client/worker-ingress-https.client';
+import { JsonLineLog } from '../logging/worker-log';
+import { WorkerIngress, WorkerLifecycleService, WorkerStopError } from './worker-lifecycle.service';
+
+interface Call {
+  readonly action: IngressAction;
+  readonly sessionId: string;
+  readonly body: Record<string, unknown>;
+}
+type Reply = (call: Call) => Promise<unknown> | unknown;
+
+/** A control plane in memory: versions advance by one per accepted call, like the real one; `reply` overrides an answer. */
+class FakeIngress implements WorkerIngress {
+  readonly calls: Call[] = [];
+  inflight = 0;
+  maxInflight = 0;
+  closed = 0;
+  version = 0;
+  status: 'online' | 'draining' | 'offline' = 'online';
+  reply: Partial<Record<IngressAction, Reply>> = {};
+
+  async call<A extends IngressAction>(
+    action: A,
+    sessionId: string,
+    body: unknown,
+    options: IngressCallOptions = {},
+  ): Promise<never> {
+    const call: Call = { action, sessionId, body: body as Record<string, unknown> };
+    this.calls.push(call);
+    this.inflight++;
+    this.maxInflight = Math.max(this.maxInflight, this.inflight);
+    try {
+      const answer = Promise.resolve(this.reply[action] ? this.reply[action]!(call) : this.accept(call));
+      const aborted = new Promise<never>((_, reject) => {
+        const fail = () => reject(new IngressCallError(action, 0, 'aborted', 'aborted'));
+        if (options.signal?.aborted) fail();
+        options.signal?.addEventListener('abort', fail, { once: true });
+      });
+      return (await Promise.race([answer, aborted])) as never;
+    } finally {
+      this.inflight--;
+    }
+  }
+
+  accept(call: Call) {
+    if (call.action !== 'register') {
+      if (call.body.expectedVersion !== this.version) {
+        throw new IngressCallError(call.action, 409, 'worker_session_fenced', 'stale', 'version_mismatch');
+      }
+      this.version++;
+    }
+    if (call.action === 'drain') this.status = 'draining';
+    if (call.action === 'offline') this.status = 'offline';
+    return {
+      outcome: 'created',
+      workerId: 'worker-a',
+      sessionId: call.sessionId,
+      generation: 1,
+      version: this.version,
+      status: this.status,
+      leaseExpiresAt: new Date().toISOString(),
+      maxConcurrentRuns: 2,
+      availableSlots: 2,
+    };
+  }
+
+  async close() {
+    this.closed++;
+  }
+}
+
+const probe: HostProbe = {
+  arch: () => 'arm64',
+  platform: () => 'linux',
+  totalMemoryBytes: () => 512 * 1024 * 1024,
+  freeDiskBytes: async () => 2048 * 1024 * 1024,
+  nodeVersion: () => '20.20.2',
+  python3VersionOutput: async () => 'Python 3.11.7',
+};
+
+/** Timers are fake: heartbeats and budgets fire when a test moves the clock, never on wall time. */
+const tick = (ms: number) => jest.advanceTimersByTimeAsync(ms);
+const beats = (ingress: FakeIngress) => ingress.calls.filter((c) => c.action === 'heartbeat');
+
+describe('WorkerLifecycleService', () => {
+  let ingress: FakeIngress;
+  let lines: string[];
+  let service: WorkerLifecycleService;
+
+  const build = (env: Record<string, string> = {}) => {
+    const config = loadWorkerConfig({
+      QL_WORKER_ID: 'worker-a',
+      QL_WORKER_MAX_CONCURRENT_RUNS: '2',
+      QL_WORKER_HEARTBEAT_MS: '50',
+      QL_WORKER_REQUEST_TIMEOUT_MS: '100',
+      QL_WORKER_STOP_BUDGET_MS: '2000',
+      QL_WORKER_LABELS: 'zone=secret-site',
+      ...env,
+    });
+    return new WorkerLifecycleService(
+      config,
+      ingress,
+      createIdGenerator(),
+      new JsonLineLog('debug', (l) => lines.push(l)),
+      probe,
+    );
+  };
+  const logged = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  beforeEach(() => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    ingress = new FakeIngress();
+    lines = [];
+    service = build();
+  });
+  afterEach(async () => {
+    await service.onModuleDestroy();
+    expect(jest.getTimerCount()).toBe(0); // nothing left armed once the module is destroyed
+    jest.useRealTimers();
+  });
+
+  it('does nothing until start(): no call, no timer, no log', () => {
+    expect(ingress.calls).toHaveLength(0);
+    expect(jest.getTimerCount()).toBe(0);
+    expect(lines).toHaveLength(0);
+    expect(service.currentState).toBe('idle');
+  });
+
+  it('registers a new UUIDv7 session with a valid snapshot, then heartbeats carry the last returned version', async () => {
+    await service.start();
+    const [register] = ingress.calls;
+    expect(register!.action).toBe('register');
+    expect(isUuidV7(register!.sessionId)).toBe(true);
+    const snapshot = parseRegistration(register!.body);
+    expect(snapshot).toMatchObject({
+      maxConcurrentRuns: 2,
+      availableSlots: 2,
+      softwareVersion: '0.1.0',
+      protocolVersion: 3,
+    });
+    expect(snapshot.capabilities.capabilities).toMatchObject({
+      architecture: 'arm64',
+      operatingSystem: 'linux',
+      executors: ['local-process'],
+      runtimes: [
+        { name: 'node', version: '20.20.2' },
+        { name: 'python', version: '3.11.7' },
+      ],
+      memoryMiB: 512,
+      diskMiB: 2048,
+      labels: { zone: 'secret-site' },
+    });
+    expect(jest.getTimerCount()).toBe(1); // exactly one heartbeat timer
+    await tick(150);
+    expect(beats(ingress).map((c) => c.body)).toEqual(
+      [0, 1, 2].map((v) => ({ generation: 1, expectedVersion: v, availableSlots: 2 })),
+    );
+    expect(beats(ingress).every((c) => c.sessionId === register!.sessionId)).toBe(true);
+    expect(jest.getTimerCount()).toBe(1);
+    expect(lines.join('')).not.toContain('secret-site'); // label values never reach the log
+  });
+
+  it('never overlaps heartbeats: a slow answer delays the next beat instead of stacking calls', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    ingress.reply.heartbeat = async (call) => {
+      await gate;
+      return ingress.accept(call);
+    };
+    await service.start();
+    await tick(50);
+    expect(beats(ingress)).toHaveLength(1);
+    await tick(1000); // twenty periods pass while the first beat hangs
+    expect(beats(ingress)).toHaveLength(1);
+    expect(jest.getTimerCount()).toBe(0); // not re-armed until the beat completes
+    release();
+    await tick(50);
+    expect(beats(ingress)).toHaveLength(2);
+    expect(beats(ingress)[1]!.body).toMatchObject({ expectedVersion: 1 });
+    expect(ingress.maxInflight).toBe(1);
+  });
+
+  it('on 409 from a heartbeat: announces the fence, stops calling, closes the client and never re-registers', async () => {
+    await service.start();
+    await tick(50);
+    ingress.reply.heartbeat = (call) => {
+      throw new IngressCallError(call.action, 409, 'worker_session_fenced', 'replaced', 'session_replaced');
+    };
+    await tick(50);
+    await expect(service.whenFenced()).resolves.toEqual({
+      action: 'heartbeat',
+      code: 'worker_session_fenced',
+      reason: 'session_replaced',
+    });
+    expect(service.currentState).toBe('fenced');
+    expect(ingress.closed).toBeGreaterThan(0);
+    expect(jest.getTimerCount()).toBe(0);
+    const callsAtFence = ingress.calls.length;
+    await tick(1000);
+    expect(ingress.calls).toHaveLength(callsAtFence);
+    expect(ingress.calls.filter((c) => c.action === 'register')).toHaveLength(1);
+    await expect(service.stop()).rejects.toThrow(/cannot go from fenced/);
+    expect(logged().find((l) => String(l.msg).includes('fenced'))).toMatchObject({
+      level: 'error',
+      reason: 'session_replaced',
+    });
+  });
+
+  it('stop(): drain, heartbeats go on with 0 slots and the drain version, then offline, then close', async () => {
+    let releaseDrain!: () => void;
+    const drainGate = new Promise<void>((r) => (releaseDrain = r));
+    ingress.reply.drain = async (call) => {
+      await drainGate;
+      return ingress.accept(call);
+    };
+    await service.start();
+    await tick(50);
+    const stopping = service.stop();
+    await tick(60); // the heartbeat timer fires while the drain is in flight: its beat waits behind it
+    const drainAt = ingress.calls.findIndex((c) => c.action === 'drain');
+    expect(ingress.calls.slice(drainAt).map((c) => c.action)).toEqual(['drain']);
+    releaseDrain();
+    await stopping;
+    const after = ingress.calls.slice(drainAt);
+    expect(after.map((c) => c.action)).toEqual(['drain', 'heartbeat', 'offline']);
+    expect(after[0]!.body).toEqual({ generation: 1, expectedVersion: 1 });
+    expect(after[1]!.body).toEqual({ generation: 1, expectedVersion: 2, availableSlots: 0 });
+    expect(after[2]!.body).toEqual({ generation: 1, expectedVersion: 3 });
+    expect(ingress.maxInflight).toBe(1);
+    expect(ingress.closed).toBe(1);
+    expect(service.currentState).toBe('stopped');
+    expect(jest.getTimerCount()).toBe(0);
+    await tick(1000);
+    expect(ingress.calls.slice(drainAt)).toHaveLength(3); // no heartbeat after offline
+  });
+
+  it('stop() past its budget rejects, says so and names the phase', async () => {
+    service = build({ QL_WORKER_STOP_BUDGET_MS: '300' });
+    ingress.reply.offline = () => new Promise(() => undefined); // never answers
+    await service.start();
+    const stopping = service.stop().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await tick(300);
+    const error = await stopping;
+    expect(error).toBeInstanceOf(WorkerStopError);
+    expect((error as Error).message).toBe(
+      'stop did not finish within the stop budget of 300 ms during offline',
+    );
+    expect(ingress.closed).toBe(1);
+  });
+
+  it('stop() reports a refused drain with its status and code, and never goes offline', async () => {
+    ingress.reply.drain = (call) => {
+      throw new IngressCallError(call.action, 503, 'worker_ingress_unavailable', 'down');
+    };
+    await service.start();
+    await expect(service.stop()).rejects.toThrow('stop failed: 503 worker_ingress_unavailable during drain');
+    expect(ingress.calls.some((c) => c.action === 'offline')).toBe(false);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('a transient heartbeat failure is logged and the next beat still comes', async () => {
+    await service.start();
+    let failures = 0;
+    ingress.reply.heartbeat = (call) => {
+      if (failures++ === 0)
+        throw new IngressCallError(call.action, 0, 'transport_error', 'reset', 'ECONNRESET');
+      return ingress.accept(call);
+    };
+    await tick(100);
+    expect(beats(ingress).map((c) => c.body.expectedVersion)).toEqual([0, 0]);
+    expect(logged().find((l) => l.msg === 'heartbeat failed')).toMatchObject({
+      level: 'warn',
+      code: 'transport_error',
+      reason: 'ECONNRESET',
+    });
+  });
+
+  it('a failed registration leaves no heartbeat and closes the client', async () => {
+    ingress.reply.register = (call) => {
+      throw new IngressCallError(call.action, 401, 'worker_authentication_required', 'no');
+    };
+    await expect(service.start()).rejects.toMatchObject({ status: 401 });
+    expect(service.currentState).toBe('failed');
+    expect(ingress.closed).toBe(1);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+});

@@ -1,0 +1,330 @@
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import type { IngressAction, RegisterResponse, SessionResponse } from '@ql/contracts';
+import { ID_GENERATOR, IdGenerator, IllegalStateError, parseRegistration } from '@ql/domain';
+import { HostProbe, detectCapabilities } from '../config/capabilities';
+import type { WorkerConfig } from '../config/worker-config';
+import {
+  IngressCallError,
+  IngressCallOptions,
+  IngressResponse,
+} from '../ingress-client/worker-ingress-https.client';
+import { WORKER_LOG, WorkerLog } from '../logging/worker-log';
+import {
+  HOST_PROBE,
+  WORKER_CONFIG,
+  WORKER_INGRESS_CLIENT,
+  WORKER_PROTOCOL_VERSION,
+  WORKER_SOFTWARE_VERSION,
+} from '../worker.tokens';
+
+/** The slice of the HTTPS client the lifecycle needs (a fake in unit tests). */
+export interface WorkerIngress {
+  call<A extends IngressAction>(
+    action: A,
+    sessionId: string,
+    body: unknown,
+    options?: IngressCallOptions,
+  ): Promise<IngressResponse<A>>;
+  close(): Promise<void>;
+}
+
+export const WORKER_STATES = [
+  'idle',
+  'starting',
+  'online',
+  'stopping',
+  'stopped',
+  'fenced',
+  'failed',
+] as const;
+export type WorkerState = (typeof WORKER_STATES)[number];
+
+/** Why the worker must end: the control plane fenced its session (R-WRK-6). */
+export interface WorkerFenced {
+  readonly action: string;
+  readonly code: string;
+  readonly reason?: string;
+}
+
+/** `stop()` failed or ran out of budget; the message says which phase. */
+export class WorkerStopError extends Error {
+  override readonly name = 'WorkerStopError';
+  constructor(
+    readonly phase: 'drain' | 'local-runs' | 'offline',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+class StopBudgetExceeded extends Error {}
+
+interface SessionState {
+  readonly sessionId: string;
+  readonly generation: number;
+  version: number;
+  status: SessionResponse['status'];
+}
+
+/**
+ * The headless worker's session lifecycle (R-WRK-1, -5, -6): register a fresh session, heartbeat on
+ * one non-overlapping unref'd timer, drain then offline on stop, and end for good when fenced. The
+ * constructor and module init do nothing; everything starts in `start()` (R-PROF-3).
+ */
+@Injectable()
+export class WorkerLifecycleService implements OnModuleDestroy {
+  private state: WorkerState = 'idle';
+  private session: SessionState | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private heartbeats = false;
+  /** Session calls carry an expected version, so they run strictly one after another. */
+  private chain: Promise<unknown> = Promise.resolve();
+  /** Aborts whatever call is in flight: on fence, stop budget or module destroy. */
+  private readonly abort = new AbortController();
+  private readonly fencedSignal: Promise<WorkerFenced>;
+  private announceFenced!: (event: WorkerFenced) => void;
+
+  constructor(
+    @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
+    @Inject(WORKER_INGRESS_CLIENT) private readonly ingress: WorkerIngress,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    @Inject(WORKER_LOG) private readonly log: WorkerLog,
+    @Inject(HOST_PROBE) private readonly probe: HostProbe,
+  ) {
+    this.fencedSignal = new Promise((resolve) => (this.announceFenced = resolve));
+  }
+
+  get currentState(): WorkerState {
+    return this.state;
+  }
+
+  /** The session as last acknowledged by the control plane. */
+  get currentSession(): Readonly<SessionState> | undefined {
+    return this.session && { ...this.session };
+  }
+
+  /** Resolves once if the control plane fences this session; the owner decides how to exit. */
+  whenFenced(): Promise<WorkerFenced> {
+    return this.fencedSignal;
+  }
+
+  async start(): Promise<RegisterResponse> {
+    this.transition(['idle'], 'starting');
+    try {
+      const capabilities = await detectCapabilities(this.config.labels, this.probe);
+      const body = {
+        capabilities: capabilities.capabilities,
+        maxConcurrentRuns: this.config.maxConcurrentRuns,
+        availableSlots: this.config.maxConcurrentRuns,
+        softwareVersion: WORKER_SOFTWARE_VERSION,
+        protocolVersion: WORKER_PROTOCOL_VERSION,
+      };
+      parseRegistration(body); // the control plane's own rules, so a local mistake fails here, clearly
+      const sessionId = this.ids.uuidV7();
+      const res = await this.ingress.call('register', sessionId, body, { signal: this.abort.signal });
+      const session = readSessionResponse(res, this.config.workerId, sessionId);
+      this.session = {
+        sessionId,
+        generation: session.generation,
+        version: session.version,
+        status: session.status,
+      };
+      this.state = 'online';
+      this.log.info('worker registered', {
+        workerId: this.config.workerId,
+        sessionId,
+        generation: session.generation,
+        version: session.version,
+        outcome: res.outcome,
+        architecture: capabilities.capabilities.architecture,
+        operatingSystem: capabilities.capabilities.operatingSystem,
+        runtimes: capabilities.capabilities.runtimes.map((r) => `${r.name}@${r.version}`),
+        labelCount: Object.keys(capabilities.capabilities.labels).length,
+        capabilitiesDigest: capabilities.digest,
+        maxConcurrentRuns: this.config.maxConcurrentRuns,
+      });
+      this.heartbeats = true;
+      this.armHeartbeat();
+      return res;
+    } catch (error) {
+      this.state = 'failed';
+      await this.ingress.close();
+      throw error;
+    }
+  }
+
+  /**
+   * R-WRK-5: drain (capacity 0, heartbeats go on), wait for local runs, then offline, all within the
+   * stop budget. Rejects with a `WorkerStopError` naming the phase on failure or timeout.
+   */
+  async stop(): Promise<void> {
+    this.transition(['online'], 'stopping');
+    const budgetMs = this.config.stopBudgetMs;
+    const budget = setTimeout(() => this.abort.abort(new StopBudgetExceeded()), budgetMs);
+    budget.unref();
+    let phase: WorkerStopError['phase'] = 'drain';
+    try {
+      await this.sessionCall('drain');
+      this.log.info('worker draining', this.logIds());
+      phase = 'local-runs';
+      await this.waitForLocalRuns();
+      phase = 'offline';
+      this.stopHeartbeats();
+      await this.sessionCall('offline');
+      this.state = 'stopped';
+      this.log.info('worker offline', this.logIds());
+    } catch (error) {
+      this.stopHeartbeats();
+      if (this.state !== 'fenced') this.state = 'failed';
+      const why =
+        this.abort.signal.reason instanceof StopBudgetExceeded
+          ? `did not finish within the stop budget of ${budgetMs} ms`
+          : error instanceof IngressCallError
+            ? `failed: ${error.status || 'no status'} ${error.code}${error.reason ? ` (${error.reason})` : ''}`
+            : `failed: ${error instanceof Error ? error.message : String(error)}`;
+      throw new WorkerStopError(phase, `stop ${why} during ${phase}`);
+    } finally {
+      clearTimeout(budget);
+      await this.ingress.close();
+    }
+  }
+
+  /** Closing the context without `stop()` releases the timer and socket; the session then expires. */
+  async onModuleDestroy(): Promise<void> {
+    if (this.state === 'online' || this.state === 'stopping') {
+      this.log.warn('worker closed without stop; its session lease will expire', this.logIds());
+    }
+    this.stopHeartbeats();
+    if (!this.abort.signal.aborted) this.abort.abort();
+    await this.ingress.close();
+  }
+
+  /** Runs are not executed yet (executor/journal issues); nothing local to wait for. */
+  private async waitForLocalRuns(): Promise<void> {}
+
+  private armHeartbeat(): void {
+    if (!this.heartbeats || this.timer) return;
+    // setTimeout re-armed after each beat completes: beats never overlap, and the timer never keeps
+    // the process alive on its own (the owner of the process decides its lifetime).
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.heartbeat().finally(() => this.armHeartbeat());
+    }, this.config.heartbeatMs);
+    this.timer.unref();
+  }
+
+  private stopHeartbeats(): void {
+    this.heartbeats = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private async heartbeat(): Promise<void> {
+    try {
+      await this.sessionCall('heartbeat', () => ({ availableSlots: this.availableSlots() }));
+      this.log.debug('heartbeat', this.logIds());
+    } catch (error) {
+      // A fence is handled in sessionCall; anything else is transient until the lease says otherwise.
+      if (!(error instanceof IngressCallError && error.fenced) && this.heartbeats) {
+        this.log.warn('heartbeat failed', { ...this.logIds(), ...describe(error) });
+      }
+    }
+  }
+
+  /** Capacity 0 from the moment stop() begins (R-REG-6: drain sets capacity 0). */
+  private availableSlots(): number {
+    return this.state === 'online' && this.session?.status === 'online' ? this.config.maxConcurrentRuns : 0;
+  }
+
+  /**
+   * One fenced session call, serialized behind the previous one; its body is built when it runs, so
+   * it carries the latest version and capacity.
+   */
+  private sessionCall(
+    action: 'heartbeat' | 'drain' | 'offline',
+    extra: () => Record<string, number> = () => ({}),
+  ): Promise<void> {
+    const run = this.chain.then(async () => {
+      const s = this.session;
+      if (!s || this.state === 'fenced') throw new IllegalStateError(`${action} without a live session`);
+      try {
+        const res = await this.ingress.call(
+          action,
+          s.sessionId,
+          { generation: s.generation, expectedVersion: s.version, ...extra() },
+          { signal: this.abort.signal },
+        );
+        const next = readSessionResponse(res, this.config.workerId, s.sessionId);
+        s.version = next.version;
+        s.status = next.status;
+      } catch (error) {
+        if (error instanceof IngressCallError && error.fenced) this.fence(action, error);
+        throw error;
+      }
+    });
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** R-WRK-6: stop everything, never re-register; the owner exits non-zero. */
+  private fence(action: string, error: IngressCallError): void {
+    if (this.state === 'fenced') return;
+    this.state = 'fenced';
+    this.stopHeartbeats();
+    this.abort.abort();
+    this.log.error('worker session fenced; stopping without re-registering', {
+      ...this.logIds(),
+      action,
+      code: error.code,
+      reason: error.reason,
+    });
+    void this.ingress.close();
+    this.announceFenced({ action, code: error.code, ...(error.reason ? { reason: error.reason } : {}) });
+  }
+
+  private transition(from: readonly WorkerState[], to: WorkerState): void {
+    if (!from.includes(this.state))
+      throw new IllegalStateError(`worker cannot go from ${this.state} to ${to}`);
+    this.state = to;
+  }
+
+  private logIds() {
+    return {
+      workerId: this.config.workerId,
+      sessionId: this.session?.sessionId,
+      generation: this.session?.generation,
+      version: this.session?.version,
+    };
+  }
+}
+
+const SESSION_STATUSES = ['online', 'draining', 'offline'] as const;
+
+/** The answer must be about this worker and session, with sane numbers: anything else is refused. */
+export function readSessionResponse(value: unknown, workerId: string, sessionId: string): SessionResponse {
+  const r = value as Partial<SessionResponse> | null;
+  const ok =
+    r !== null &&
+    typeof r === 'object' &&
+    r.workerId === workerId &&
+    r.sessionId === sessionId &&
+    Number.isSafeInteger(r.generation) &&
+    (r.generation ?? 0) >= 1 &&
+    Number.isSafeInteger(r.version) &&
+    (r.version ?? -1) >= 0 &&
+    (SESSION_STATUSES as readonly unknown[]).includes(r.status);
+  if (!ok)
+    throw new IngressCallError(
+      'session',
+      200,
+      'invalid_response',
+      'session answer does not match this worker and session',
+    );
+  return r as SessionResponse;
+}
+
+function describe(error: unknown): Record<string, string | number | undefined> {
+  if (error instanceof IngressCallError)
+    return { status: error.status, code: error.code, reason: error.reason };
+  return { error: error instanceof Error ? error.message : String(error) };
+}

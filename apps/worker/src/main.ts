@@ -1,0 +1,120 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { WorkerConfigError, loadWorkerConfig } from './config/worker-config';
+import { IngressCallError } from './ingress-client/worker-ingress-https.client';
+import { WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
+import { JsonLineLog, NestJsonLogger, WorkerLog } from './logging/worker-log';
+import { WorkerModule } from './worker.module';
+import { WORKER_EXIT } from './worker-exit';
+
+/** `npm run start:worker`: the headless worker (QL_PROFILE=worker). */
+async function main(): Promise<number> {
+  if (process.env.QL_PROFILE !== 'worker') {
+    process.stderr.write(
+      `refusing to start the worker: QL_PROFILE is ${process.env.QL_PROFILE === undefined ? 'unset' : `"${process.env.QL_PROFILE}"`}; ` +
+        'set QL_PROFILE=worker (npm run start:worker does)\n',
+    );
+    return WORKER_EXIT.config;
+  }
+  let config;
+  try {
+    config = loadWorkerConfig(process.env);
+  } catch (error) {
+    if (!(error instanceof WorkerConfigError)) throw error;
+    process.stderr.write(`worker configuration error: ${error.message}\n`);
+    return WORKER_EXIT.config;
+  }
+  const log = new JsonLineLog(config.logLevel, undefined, { workerId: config.workerId });
+  log.info('worker starting', {
+    controlPlane: config.controlPlaneUrl,
+    maxConcurrentRuns: config.maxConcurrentRuns,
+    heartbeatMs: config.heartbeatMs,
+    stopBudgetMs: config.stopBudgetMs,
+    labelCount: Object.keys(config.labels).length,
+  });
+  const releaseProcess = holdProcessOpen();
+  const signal = firstSignal(log);
+  const app = await NestFactory.createApplicationContext(WorkerModule, {
+    logger: new NestJsonLogger(log),
+    abortOnError: false,
+  });
+  try {
+    const lifecycle = app.get(WorkerLifecycleService);
+    try {
+      await lifecycle.start();
+    } catch (error) {
+      log.error('worker failed to start', describe(error));
+      return WORKER_EXIT.failed;
+    }
+    const outcome = await Promise.race([
+      signal.then((name) => ({ kind: 'signal' as const, name })),
+      lifecycle.whenFenced().then((event) => ({ kind: 'fenced' as const, event })),
+    ]);
+    if (outcome.kind === 'fenced') {
+      log.error('worker exiting: its session was fenced by the control plane; not re-registering', {
+        ...outcome.event,
+      });
+      return WORKER_EXIT.fenced;
+    }
+    log.info('worker stopping', { signal: outcome.name });
+    try {
+      await lifecycle.stop();
+    } catch (error) {
+      log.error(
+        `worker stop failed: ${error instanceof Error ? error.message : String(error)}`,
+        describe(error),
+      );
+      return WORKER_EXIT.failed;
+    }
+    log.info('worker stopped');
+    return WORKER_EXIT.ok;
+  } finally {
+    await app.close();
+    releaseProcess();
+  }
+}
+
+/**
+ * The heartbeat timer and the idle keep-alive socket are unref'd by design, so the entry point
+ * alone keeps the process alive until it decides to exit. One timer, re-armed every ~24.8 days.
+ */
+function holdProcessOpen(): () => void {
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    timer = setTimeout(arm, 2 ** 31 - 1);
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
+
+/** Resolves on the first SIGTERM/SIGINT; a second one means "now": exit non-zero at once. */
+function firstSignal(log: WorkerLog): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    let received = false;
+    const on = (name: NodeJS.Signals) => {
+      if (received) {
+        log.error('second signal during stop: exiting without finishing drain/offline', { signal: name });
+        process.exit(WORKER_EXIT.failed);
+      }
+      received = true;
+      resolve(name);
+    };
+    process.on('SIGTERM', on);
+    process.on('SIGINT', on);
+  });
+}
+
+function describe(error: unknown): Record<string, string | number | undefined> {
+  if (error instanceof IngressCallError) {
+    return { error: error.message, status: error.status, code: error.code, reason: error.reason };
+  }
+  return { error: error instanceof Error ? error.message : String(error) };
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`worker failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(WORKER_EXIT.failed);
+  },
+);

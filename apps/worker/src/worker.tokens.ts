@@ -1,0 +1,8 @@
+/** Injection tokens of the worker module graph. */
+export const WORKER_CONFIG = Symbol('WorkerConfig');
+export const WORKER_INGRESS_CLIENT = Symbol('WorkerIngressClient');
+export const HOST_PROBE = Symbol('HostProbe');
+
+/** The software version the worker declares at registration; kept equal to package.json by a test. */
+export const WORKER_SOFTWARE_VERSION = '0.1.0';
+export const WORKER_PROTOCOL_VERSION = 3;

@@ -1,0 +1,2 @@
+export * from './system-ports';
+export * from './ingress-wire';

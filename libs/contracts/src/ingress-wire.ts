@@ -1,0 +1,65 @@
+/** Worker ingress wire (R-WIRE-1..3): paths, per-route limits, error bodies, shared by both sides. */
+export const INGRESS_PREFIX = '/api/v3/worker-ingress/workers';
+
+export const INGRESS_ACTIONS = [
+  'register',
+  'heartbeat',
+  'drain',
+  'offline',
+  'offers',
+  'renew',
+  'release',
+  'starting',
+  'running',
+  'start-failure',
+  'completion',
+  'logs',
+] as const;
+export type IngressAction = (typeof INGRESS_ACTIONS)[number];
+
+const KiB = 1024;
+/** Request byte limits, enforced before the body is parsed. */
+export function ingressBodyLimit(action: string): number {
+  if (action === 'register') return 20 * KiB;
+  if (action === 'logs') return 64 * KiB;
+  return 4 * KiB;
+}
+export const INGRESS_MAX_BODY = 64 * KiB;
+
+export function ingressPath(workerId: string, sessionId: string, action: IngressAction): string {
+  return `${INGRESS_PREFIX}/${encodeURIComponent(workerId)}/sessions/${encodeURIComponent(sessionId)}/${action}`;
+}
+
+export const INGRESS_ERROR_CODES = [
+  'invalid_worker_request',
+  'worker_authentication_required',
+  'worker_route_not_found',
+  'worker_session_fenced',
+  'worker_lease_fenced',
+  'worker_request_too_large',
+  'worker_rate_limited',
+  'worker_ingress_unavailable',
+] as const;
+export type IngressErrorCode = (typeof INGRESS_ERROR_CODES)[number];
+
+export interface IngressError {
+  readonly code: IngressErrorCode;
+  readonly message: string;
+  readonly reason?: string;
+}
+
+/** The session projection every session call answers with. */
+export interface SessionResponse {
+  readonly workerId: string;
+  readonly sessionId: string;
+  readonly generation: number;
+  readonly version: number;
+  readonly status: 'online' | 'draining' | 'offline';
+  readonly leaseExpiresAt: string;
+  readonly maxConcurrentRuns: number;
+  readonly availableSlots: number;
+}
+
+export interface RegisterResponse extends SessionResponse {
+  readonly outcome: 'created' | 'replayed' | 'replaced';
+}

@@ -1,0 +1,104 @@
+import { RegistrationSnapshot, SessionFence } from './registration';
+import { SessionStatus, WorkerSession } from './sessions';
+
+/** Time comes in through this port; on PostgreSQL the adapters read the database clock instead. */
+export interface Clock {
+  now(): number;
+}
+export const CLOCK = Symbol('Clock');
+
+export interface IdGenerator {
+  uuidV7(): string;
+}
+export const ID_GENERATOR = Symbol('IdGenerator');
+
+export interface RegisterSessionCommand {
+  readonly workerId: string;
+  readonly sessionId: string;
+  readonly snapshot: RegistrationSnapshot;
+  readonly leaseMs: number;
+}
+
+export interface SessionCommand {
+  readonly workerId: string;
+  readonly sessionId: string;
+  readonly fence: SessionFence;
+  readonly leaseMs: number;
+}
+
+export interface RegistrationResult {
+  readonly outcome: 'created' | 'replayed' | 'replaced';
+  readonly session: WorkerSession;
+}
+
+/** A worker as the admin API shows it. */
+export interface WorkerRecord {
+  readonly workerId: string;
+  readonly disabled: boolean;
+  readonly session: WorkerSession;
+  readonly capabilities: unknown;
+  readonly capabilitiesDigest: string;
+  readonly softwareVersion: string;
+  readonly protocolVersion: number;
+  readonly registeredAt: number;
+  readonly lastSeenAt: number;
+}
+
+export interface WorkerListQuery {
+  readonly status?: SessionStatus;
+  readonly afterWorkerId?: string;
+  readonly limit: number;
+}
+
+/** Sessions of workers: registration, heartbeat CAS, drain, offline, fencing (R-REG-3..7). */
+export interface WorkerSessionRepository {
+  /** Serialised per worker: SQLite BEGIN IMMEDIATE; PostgreSQL advisory lock on the worker id + row lock. */
+  register(command: RegisterSessionCommand): Promise<RegistrationResult>;
+  /** One compare-and-set on (worker, session, generation, version, live lease); misses name a FenceReason. */
+  heartbeat(command: SessionCommand & { readonly availableSlots: number }): Promise<WorkerSession>;
+  /** Same CAS as heartbeat; capacity drops to 0 and the lease keeps being extended. */
+  drain(command: SessionCommand): Promise<WorkerSession>;
+  /** Same CAS; the session ends and can never be used again. */
+  offline(command: SessionCommand): Promise<WorkerSession>;
+  /** Sets the disabled flag, fences the current session and appends the audit entry in one transaction (R-ID-4). */
+  setDisabled(workerId: string, disabled: boolean, audit: AuditEntry): Promise<WorkerRecord>;
+  findWorker(workerId: string): Promise<WorkerRecord | null>;
+  listWorkers(query: WorkerListQuery): Promise<WorkerRecord[]>;
+}
+export const WORKER_SESSION_REPOSITORY = Symbol('WorkerSessionRepository');
+
+export const API_KEY_ROLES = ['viewer', 'admin'] as const;
+export type ApiKeyRole = (typeof API_KEY_ROLES)[number];
+
+export interface ApiKeyRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly role: ApiKeyRole;
+  readonly createdAt: number;
+  readonly revokedAt: number | null;
+}
+
+/** API keys are stored only as SHA-256 digests (R-ID-5). */
+export interface ApiKeyRepository {
+  create(
+    key: { id: string; name: string; role: ApiKeyRole; digest: string },
+    audit: AuditEntry,
+  ): Promise<ApiKeyRecord>;
+  findActiveByDigest(digest: string): Promise<ApiKeyRecord | null>;
+  list(): Promise<ApiKeyRecord[]>;
+  revoke(id: string, audit: AuditEntry): Promise<ApiKeyRecord>;
+}
+export const API_KEY_REPOSITORY = Symbol('ApiKeyRepository');
+
+export interface AuditEntry {
+  readonly actor: string;
+  readonly action: string;
+  readonly target: string;
+  readonly detail?: Record<string, unknown>;
+}
+
+/** Every admin mutation is recorded (who, what, when), in the mutation's own transaction. */
+export interface AuditRepository {
+  list(limit: number): Promise<(AuditEntry & { id: string; at: number })[]>;
+}
+export const AUDIT_REPOSITORY = Symbol('AuditRepository');

@@ -1,0 +1,174 @@
+import fc from 'fast-check';
+import { FencedError } from './errors';
+import {
+  RegistrationContext,
+  WorkerSession,
+  applySessionAction,
+  decideRegistration,
+  fenceViolation,
+  isCandidate,
+} from './sessions';
+
+const NOW = 1_000_000;
+const session: WorkerSession = {
+  workerId: 'w1',
+  sessionId: 's-current',
+  generation: 3,
+  version: 7,
+  status: 'online',
+  leaseExpiresAt: NOW + 10_000,
+  maxConcurrentRuns: 4,
+  availableSlots: 2,
+  registrationDigest: 'digest-a',
+};
+const ctx = (over: Partial<RegistrationContext> = {}): RegistrationContext => ({
+  current: session,
+  disabled: false,
+  sessionPreviouslyUsed: false,
+  ...over,
+});
+
+function reasonOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+    return undefined;
+  } catch (e) {
+    if (e instanceof FencedError) return e.reason;
+    throw e;
+  }
+}
+
+describe('decideRegistration (R-REG-4)', () => {
+  it.each<[string, RegistrationContext, string, string, string]>([
+    ['first registration', ctx({ current: null }), 's-new', 'digest-a', 'create'],
+    ['replay of the live session', ctx(), 's-current', 'digest-a', 'replay'],
+    ['new session replaces', ctx(), 's-new', 'digest-b', 'replace'],
+  ])('%s', (_name, c, sessionId, digest, kind) => {
+    expect(decideRegistration(c, sessionId, { digest }, NOW).kind).toBe(kind);
+  });
+
+  it('replacement strictly increases generation and version', () => {
+    const d = decideRegistration(ctx(), 's-new', { digest: 'x' }, NOW);
+    expect(d).toMatchObject({ kind: 'replace', generation: 4, version: 8 });
+  });
+
+  it.each<[string, RegistrationContext, string, string, string]>([
+    ['disabled worker', ctx({ disabled: true }), 's-new', 'digest-a', 'worker_disabled'],
+    [
+      'disabled worker, first time',
+      ctx({ current: null, disabled: true }),
+      's-new',
+      'digest-a',
+      'worker_disabled',
+    ],
+    ['same session, other content', ctx(), 's-current', 'digest-b', 'session_content_mismatch'],
+    [
+      'same session after offline',
+      ctx({ current: { ...session, status: 'offline' } }),
+      's-current',
+      'digest-a',
+      'session_offline',
+    ],
+    [
+      'same session after expiry',
+      ctx({ current: { ...session, leaseExpiresAt: NOW } }),
+      's-current',
+      'digest-a',
+      'session_expired',
+    ],
+    [
+      'a replaced session comes back',
+      ctx({ sessionPreviouslyUsed: true }),
+      's-old',
+      'digest-a',
+      'session_fenced',
+    ],
+  ])('refuses %s', (_name, c, sessionId, digest, reason) => {
+    expect(reasonOf(() => decideRegistration(c, sessionId, { digest }, NOW))).toBe(reason);
+  });
+});
+
+describe('fenceViolation (R-REG-5)', () => {
+  const fence = { generation: 3, expectedVersion: 7 };
+  it.each<[string, WorkerSession | null, boolean, string, typeof fence, string | null]>([
+    ['a matching live session', session, false, 's-current', fence, null],
+    ['no worker', null, false, 's-current', fence, 'unknown_worker'],
+    ['a disabled worker', session, true, 's-current', fence, 'worker_disabled'],
+    ['another session', session, false, 's-other', fence, 'session_replaced'],
+    ['another generation', session, false, 's-current', { ...fence, generation: 2 }, 'generation_mismatch'],
+    ['an offline session', { ...session, status: 'offline' }, false, 's-current', fence, 'session_offline'],
+    ['an expired lease', { ...session, leaseExpiresAt: NOW }, false, 's-current', fence, 'session_expired'],
+    ['a stale version', session, false, 's-current', { ...fence, expectedVersion: 6 }, 'version_mismatch'],
+    ['a future version', session, false, 's-current', { ...fence, expectedVersion: 8 }, 'version_mismatch'],
+  ])('%s', (_name, current, disabled, sessionId, f, expected) => {
+    expect(fenceViolation(current, disabled, sessionId, f, NOW)).toBe(expected);
+  });
+});
+
+describe('applySessionAction (R-REG-6)', () => {
+  it('heartbeat bumps the version, extends the lease and caps slots at the maximum', () => {
+    const next = applySessionAction(session, 'heartbeat', 9, NOW, 30_000);
+    expect(next).toMatchObject({
+      version: 8,
+      availableSlots: 4,
+      leaseExpiresAt: NOW + 30_000,
+      status: 'online',
+    });
+  });
+  it('drain sets capacity 0 and keeps the lease alive', () => {
+    expect(applySessionAction(session, 'drain', 3, NOW, 30_000)).toMatchObject({
+      status: 'draining',
+      availableSlots: 0,
+      leaseExpiresAt: NOW + 30_000,
+    });
+  });
+  it('a draining session stays at capacity 0 on heartbeat', () => {
+    expect(
+      applySessionAction({ ...session, status: 'draining' }, 'heartbeat', 3, NOW, 1).availableSlots,
+    ).toBe(0);
+  });
+  it('offline ends the lease now', () => {
+    expect(applySessionAction(session, 'offline', 3, NOW, 30_000)).toMatchObject({
+      status: 'offline',
+      leaseExpiresAt: NOW,
+    });
+  });
+  it('only online, enabled, unexpired sessions are candidates', () => {
+    expect(isCandidate(session, false, NOW)).toBe(true);
+    expect(isCandidate(session, true, NOW)).toBe(false);
+    expect(isCandidate({ ...session, status: 'draining' }, false, NOW)).toBe(false);
+    expect(isCandidate({ ...session, leaseExpiresAt: NOW }, false, NOW)).toBe(false);
+  });
+
+  it('versions only grow under any action sequence, and a fence from before never passes again (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom('heartbeat', 'drain', 'offline' as const), { maxLength: 30 }),
+        (actions) => {
+          let s = session;
+          const seen: number[] = [s.version];
+          for (const action of actions) {
+            if (
+              fenceViolation(
+                s,
+                false,
+                s.sessionId,
+                { generation: s.generation, expectedVersion: s.version },
+                NOW,
+              )
+            )
+              break;
+            s = applySessionAction(s, action, 2, NOW, 1000);
+            expect(s.version).toBeGreaterThan(seen[seen.length - 1]!);
+            seen.push(s.version);
+          }
+          for (const old of seen.slice(0, -1)) {
+            expect(
+              fenceViolation(s, false, s.sessionId, { generation: s.generation, expectedVersion: old }, NOW),
+            ).not.toBeNull();
+          }
+        },
+      ),
+    );
+  });
+});

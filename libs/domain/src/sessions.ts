@@ -1,0 +1,110 @@
+import { FenceReason, FencedError } from './errors';
+import { RegistrationSnapshot, SessionFence } from './registration';
+
+export const SESSION_STATUSES = ['online', 'draining', 'offline'] as const;
+export type SessionStatus = (typeof SESSION_STATUSES)[number];
+
+/** The current session of one worker as stored (R-REG-3). Times are epoch milliseconds. */
+export interface WorkerSession {
+  readonly workerId: string;
+  readonly sessionId: string;
+  readonly generation: number;
+  readonly version: number;
+  readonly status: SessionStatus;
+  readonly leaseExpiresAt: number;
+  readonly maxConcurrentRuns: number;
+  readonly availableSlots: number;
+  readonly registrationDigest: string;
+}
+
+/** What the registry knows about a worker when a registration arrives (read under the worker's lock). */
+export interface RegistrationContext {
+  readonly current: WorkerSession | null;
+  readonly disabled: boolean;
+  /** The requested session id was used by this worker before and is no longer current. */
+  readonly sessionPreviouslyUsed: boolean;
+}
+
+export type RegistrationDecision =
+  | { readonly kind: 'create'; readonly generation: 1; readonly version: 0 }
+  | { readonly kind: 'replay' }
+  | {
+      readonly kind: 'replace';
+      readonly generation: number;
+      readonly version: number;
+      readonly previous: WorkerSession;
+    };
+
+/** R-REG-4: first registration, idempotent replay, conflict, or atomic replacement. */
+export function decideRegistration(
+  ctx: RegistrationContext,
+  sessionId: string,
+  snapshot: Pick<RegistrationSnapshot, 'digest'>,
+  now: number,
+): RegistrationDecision {
+  if (ctx.disabled) throw new FencedError('session', 'worker_disabled');
+  const current = ctx.current;
+  if (current && current.sessionId === sessionId) {
+    if (current.status === 'offline') throw new FencedError('session', 'session_offline');
+    if (current.registrationDigest !== snapshot.digest)
+      throw new FencedError('session', 'session_content_mismatch');
+    if (current.leaseExpiresAt <= now) throw new FencedError('session', 'session_expired');
+    return { kind: 'replay' };
+  }
+  if (ctx.sessionPreviouslyUsed) throw new FencedError('session', 'session_fenced');
+  if (!current) return { kind: 'create', generation: 1, version: 0 };
+  return {
+    kind: 'replace',
+    generation: current.generation + 1,
+    version: current.version + 1,
+    previous: current,
+  };
+}
+
+/**
+ * R-REG-5: why a fenced call must be refused, or null when it may proceed. Storage adapters encode
+ * the same rule in their compare-and-set; this function names the reason when the CAS misses.
+ */
+export function fenceViolation(
+  current: WorkerSession | null,
+  disabled: boolean,
+  sessionId: string,
+  fence: SessionFence,
+  now: number,
+): FenceReason | null {
+  if (!current) return 'unknown_worker';
+  if (disabled) return 'worker_disabled';
+  if (current.sessionId !== sessionId) return 'session_replaced';
+  if (current.generation !== fence.generation) return 'generation_mismatch';
+  if (current.status === 'offline') return 'session_offline';
+  if (current.leaseExpiresAt <= now) return 'session_expired';
+  if (current.version !== fence.expectedVersion) return 'version_mismatch';
+  return null;
+}
+
+export type SessionAction = 'heartbeat' | 'drain' | 'offline';
+
+/** R-REG-6: the state after an accepted heartbeat, drain or offline. */
+export function applySessionAction(
+  current: WorkerSession,
+  action: SessionAction,
+  availableSlots: number,
+  now: number,
+  leaseMs: number,
+): WorkerSession {
+  const status: SessionStatus =
+    action === 'offline' ? 'offline' : action === 'drain' ? 'draining' : current.status;
+  const slots = status === 'online' ? Math.min(availableSlots, current.maxConcurrentRuns) : 0;
+  return {
+    ...current,
+    status,
+    version: current.version + 1,
+    availableSlots: slots,
+    leaseExpiresAt: status === 'offline' ? now : now + leaseMs,
+  };
+}
+
+/** A worker is a placement candidate only while online with an unexpired lease (R-REG-6). */
+export function isCandidate(session: WorkerSession, disabled: boolean, now: number): boolean {
+  return !disabled && session.status === 'online' && session.leaseExpiresAt > now;
+}

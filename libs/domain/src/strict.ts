@@ -1,0 +1,77 @@
+import { ValidationError } from './errors';
+
+/** Strict readers for untrusted JSON: unknown fields are rejected, never stripped. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+export function readObject(
+  value: unknown,
+  field: string,
+  allowed: readonly string[],
+): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ValidationError(field, 'must_be_object');
+  }
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key)) throw new ValidationError(field ? `${field}.${key}` : key, 'unknown_field');
+  }
+  return value as Record<string, unknown>;
+}
+
+export function readRecord(value: unknown, field: string): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ValidationError(field, 'must_be_object');
+  }
+  return value as Record<string, unknown>;
+}
+
+export function readString(
+  value: unknown,
+  field: string,
+  opts: { max: number; min?: number; pattern?: RegExp },
+): string {
+  if (typeof value !== 'string') throw new ValidationError(field, 'must_be_string');
+  if (CONTROL.test(value)) throw new ValidationError(field, 'control_character');
+  if (value.length < (opts.min ?? 1)) throw new ValidationError(field, 'too_short');
+  if (value.length > opts.max) throw new ValidationError(field, 'too_long');
+  if (opts.pattern && !opts.pattern.test(value)) throw new ValidationError(field, 'invalid_format');
+  return value;
+}
+
+export function readInt(value: unknown, field: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value))
+    throw new ValidationError(field, 'must_be_integer');
+  if (value < min || value > max) throw new ValidationError(field, 'out_of_range');
+  return value;
+}
+
+export function readArray(value: unknown, field: string, max: number): unknown[] {
+  if (!Array.isArray(value)) throw new ValidationError(field, 'must_be_array');
+  if (value.length > max) throw new ValidationError(field, 'too_many_items');
+  return value;
+}
+
+/** A set of strings: duplicates are an error, the result is sorted (canonical). */
+export function readStringSet(
+  value: unknown,
+  field: string,
+  opts: { maxItems: number; max: number; pattern?: RegExp },
+): string[] {
+  const items = readArray(value, field, opts.maxItems).map((v, i) => readString(v, `${field}[${i}]`, opts));
+  return sortedUnique(items, field);
+}
+
+export function sortedUnique(items: string[], field: string): string[] {
+  const sorted = [...items].sort(compareCodeUnits);
+  for (let i = 1; i < sorted.length; i++) {
+    if (sorted[i] === sorted[i - 1]) throw new ValidationError(field, 'duplicate_item');
+  }
+  return sorted;
+}
+
+/** Locale-independent ordering by UTF-16 code units, so every process sorts the same way. */
+export function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+import { Clock, IdGenerator } from '@ql/domain';
+import { SqlApiKeyRepository } from './api-key.repository';
+import { SqlAuditRepository } from './audit.repository';
+import { PostgresDatabase } from './postgres/postgres-database';
+import { SqlDatabase } from './sql-executor';
+import { SqliteDatabase } from './sqlite/sqlite-database';
+import { SqlWorkerSessionRepository } from './worker-session.repository';
+
+export type DatabaseTarget =
+  | { readonly dialect: 'sqlite'; readonly path: string; readonly busyRetries?: number }
+  | { readonly dialect: 'postgres'; readonly url: string; readonly poolSize?: number };
+
+/** Parses `sqlite:<path>` or `postgres://…` / `postgresql://…`. */
+export function parseDatabaseUrl(url: string): DatabaseTarget {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length).replace(/^\/\//, '');
+    if (!path) throw new Error('QL_DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./var/ql.sqlite');
+    return { dialect: 'sqlite', path };
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) return { dialect: 'postgres', url };
+  throw new Error('QL_DATABASE_URL must start with sqlite: or postgres://');
+}
+
+export async function openDatabase(
+  target: DatabaseTarget,
+  clock: Clock,
+  migrate: boolean,
+): Promise<SqlDatabase> {
+  return target.dialect === 'sqlite'
+    ? SqliteDatabase.open({ path: target.path, busyRetries: target.busyRetries }, clock, migrate)
+    : PostgresDatabase.open({ url: target.url, poolSize: target.poolSize }, migrate);
+}
+
+export interface Repositories {
+  readonly sessions: SqlWorkerSessionRepository;
+  readonly apiKeys: SqlApiKeyRepository;
+  readonly audit: SqlAuditRepository;
+}
+
+export function createRepositories(db: SqlDatabase, ids: IdGenerator): Repositories {
+  return {
+    sessions: new SqlWorkerSessionRepository(db, ids),
+    apiKeys: new SqlApiKeyRepository(db, ids),
+    audit: new SqlAuditRepository(db),
+  };
+}

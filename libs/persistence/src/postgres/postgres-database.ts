@@ -1,0 +1,153 @@
+import { createHash } from 'node:crypto';
+import { Pool, PoolClient } from 'pg';
+import { DataSource } from 'typeorm';
+import { POSTGRES_MIGRATIONS } from '../../../../migrations';
+import {
+  CompiledSql,
+  SqlDatabase,
+  SqlParams,
+  SqlTransaction,
+  StatementCounter,
+  bindNames,
+  compilePostgres,
+} from '../sql-executor';
+
+export interface PostgresOptions {
+  readonly url: string;
+  readonly poolSize?: number;
+  readonly applicationName?: string;
+}
+
+/** Serialises concurrent migrators (several replicas starting at once). */
+const MIGRATION_LOCK_KEY = 0x716c6d67;
+const RETRYABLE = new Set(['40001', '40P01']); // serialization_failure, deadlock_detected
+const MAX_TX_ATTEMPTS = 5;
+
+interface Compiled extends CompiledSql {
+  readonly name: string;
+}
+
+/** PostgreSQL through `pg`: a pool, named prepared statements, and database time inside the SQL. */
+export class PostgresDatabase implements SqlDatabase {
+  readonly dialect = 'postgres' as const;
+  readonly statements = new StatementCounter();
+  private readonly cache = new Map<string, Compiled>();
+  private migrated = false;
+
+  private constructor(readonly pool: Pool) {}
+
+  static async open(options: PostgresOptions, migrate = true): Promise<PostgresDatabase> {
+    if (migrate) await migratePostgres(options.url);
+    const pool = new Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      application_name: options.applicationName ?? 'ql-control-plane',
+    });
+    // A dropped idle connection must not crash the process; the next checkout reconnects.
+    pool.on('error', () => undefined);
+    return new PostgresDatabase(pool);
+  }
+
+  async one<T>(sql: string, params?: SqlParams): Promise<T | undefined> {
+    return (await this.query<T>(this.pool, sql, params)).rows[0];
+  }
+  async many<T>(sql: string, params?: SqlParams): Promise<T[]> {
+    return (await this.query<T>(this.pool, sql, params)).rows;
+  }
+  async run(sql: string, params?: SqlParams): Promise<number> {
+    return (await this.query(this.pool, sql, params)).rowCount ?? 0;
+  }
+
+  /** BEGIN … COMMIT on one connection; retried (bounded) on serialization failure or deadlock. */
+  async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      let broken = false;
+      try {
+        await client.query('BEGIN');
+        this.statements.add();
+        const result = await fn(this.transactionOn(client));
+        await client.query('COMMIT');
+        this.statements.add();
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => (broken = true));
+        const code = (error as { code?: string }).code;
+        if (!code || !RETRYABLE.has(code) || attempt >= MAX_TX_ATTEMPTS) throw error;
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.one('SELECT 1 AS ok');
+  }
+
+  async migrationsApplied(): Promise<boolean> {
+    if (this.migrated) return true;
+    const row = await this.one<{ n: string }>(
+      `SELECT count(*) AS n FROM information_schema.tables t WHERE t.table_name = 'schema_migrations'`,
+    );
+    if (Number(row?.n) === 0) return false;
+    const applied = await this.one<{ n: string }>('SELECT count(*) AS n FROM schema_migrations');
+    this.migrated = Number(applied?.n) >= POSTGRES_MIGRATIONS.length;
+    return this.migrated;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  private transactionOn(client: PoolClient): SqlTransaction {
+    return {
+      one: async <T>(sql: string, params?: SqlParams) => (await this.query<T>(client, sql, params)).rows[0],
+      many: async <T>(sql: string, params?: SqlParams) => (await this.query<T>(client, sql, params)).rows,
+      run: async (sql, params) => (await this.query(client, sql, params)).rowCount ?? 0,
+      lock: async (key) => {
+        await this.query(client, 'SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))', { key });
+      },
+    };
+  }
+
+  private async query<T>(on: Pool | PoolClient, sql: string, params: SqlParams | undefined) {
+    let compiled = this.cache.get(sql);
+    if (!compiled) {
+      const c = compilePostgres(sql);
+      // Named prepared statements: parsed once per connection, like `pgbench -M prepared`.
+      compiled = { ...c, name: `ql_${createHash('sha1').update(c.text).digest('hex').slice(0, 16)}` };
+      this.cache.set(sql, compiled);
+    }
+    this.statements.add();
+    return on.query<T & object>({
+      name: compiled.name,
+      text: compiled.text,
+      values: bindNames(compiled, params),
+    });
+  }
+}
+
+/** Applies pending migrations through TypeORM under a session advisory lock. */
+export async function migratePostgres(url: string): Promise<void> {
+  const lock = new Pool({ connectionString: url, max: 1 });
+  const client = await lock.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    const dataSource = new DataSource({
+      type: 'postgres',
+      url,
+      migrations: POSTGRES_MIGRATIONS,
+      migrationsTableName: 'schema_migrations',
+    });
+    await dataSource.initialize();
+    try {
+      await dataSource.runMigrations({ transaction: 'all' });
+    } finally {
+      await dataSource.destroy();
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    client.release();
+    await lock.end();
+  }
+}

@@ -1,0 +1,109 @@
+/** Named parameters (`:name`) bound by name; booleans are encoded per dialect. */
+export type SqlParams = Readonly<Record<string, string | number | boolean | null>>;
+
+/** The statements a repository issues, either autocommit or inside one transaction. */
+export interface SqlExecutor {
+  one<T>(sql: string, params?: SqlParams): Promise<T | undefined>;
+  many<T>(sql: string, params?: SqlParams): Promise<T[]>;
+  /** Returns the number of rows changed. */
+  run(sql: string, params?: SqlParams): Promise<number>;
+}
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/**
+ * A database the repositories can use without knowing the dialect. SQL is written once with named
+ * parameters and these macros, which each dialect compiles:
+ *   {now}              the database clock (PostgreSQL `clock_timestamp()`, read after locks are held;
+ *                      SQLite: the process clock, the same machine's clock)
+ *   {now + :param}     the clock plus `:param` milliseconds
+ *   {forUpdate}        a row lock on PostgreSQL; nothing on SQLite, where BEGIN IMMEDIATE already
+ *                      holds the database's only write lock
+ */
+export interface SqlDatabase extends SqlExecutor {
+  readonly dialect: Dialect;
+  readonly statements: StatementCounter;
+  transaction<T>(fn: (tx: SqlTransaction) => Promise<T>): Promise<T>;
+  ping(): Promise<void>;
+  migrationsApplied(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface SqlTransaction extends SqlExecutor {
+  /** Serialises transactions on `key` until commit (PostgreSQL advisory lock; SQLite: already serial). */
+  lock(key: string): Promise<void>;
+}
+
+/** Counts statements sent to the database, so tests can prove a request made none. */
+export class StatementCounter {
+  private count = 0;
+  add(n = 1): void {
+    this.count += n;
+  }
+  get value(): number {
+    return this.count;
+  }
+}
+
+export interface CompiledSql {
+  readonly text: string;
+  readonly names: readonly string[];
+}
+
+const PARAM = /(?<![:\w]):([A-Za-z_]\w*)/g;
+
+/** Rewrites the dialect macros; the caller then binds named parameters. */
+export function expandMacros(sql: string, dialect: Dialect): string {
+  return sql
+    .replace(/\{now \+ :(\w+)\}/g, (_m, p: string) =>
+      dialect === 'postgres'
+        ? `(clock_timestamp() + :${p}::int8 * interval '1 millisecond')`
+        : `(:now + :${p})`,
+    )
+    .replace(/\{now\}/g, dialect === 'postgres' ? 'clock_timestamp()' : ':now')
+    .replace(/\{forUpdate\}/g, dialect === 'postgres' ? 'FOR UPDATE' : '');
+}
+
+/** PostgreSQL: `:name` becomes `$n` in order of first use. */
+export function compilePostgres(sql: string): CompiledSql {
+  const names: string[] = [];
+  const text = expandMacros(sql, 'postgres').replace(PARAM, (_m, name: string) => {
+    let index = names.indexOf(name);
+    if (index < 0) index = names.push(name) - 1;
+    return `$${index + 1}`;
+  });
+  return { text, names };
+}
+
+/** SQLite: better-sqlite3 binds `:name` itself; we only need the names to build the object. */
+export function compileSqlite(sql: string): CompiledSql {
+  const text = expandMacros(sql, 'sqlite');
+  const names = [...new Set(Array.from(text.matchAll(PARAM), (m) => m[1]!))];
+  return { text, names };
+}
+
+export function bindNames(
+  compiled: CompiledSql,
+  params: SqlParams | undefined,
+  extra?: SqlParams,
+): unknown[] {
+  return compiled.names.map((name) => {
+    const value = extra && name in extra ? extra[name] : params?.[name];
+    if (value === undefined) throw new Error(`SQL parameter :${name} has no value`);
+    return value;
+  });
+}
+
+/** Times arrive as epoch ms (SQLite), Date (pg timestamptz) or a numeric string (pg int8). */
+export function toMs(value: unknown): number {
+  if (value instanceof Date) return value.getTime();
+  if (typeof value === 'number') return value;
+  if (typeof value === 'string' || typeof value === 'bigint') return Number(value);
+  throw new TypeError(`not a time value: ${String(value)}`);
+}
+
+export function toInt(value: unknown): number {
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isSafeInteger(n)) throw new TypeError(`not an integer: ${String(value)}`);
+  return n;
+}

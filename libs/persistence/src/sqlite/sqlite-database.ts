@@ -1,0 +1,191 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import { DataSource } from 'typeorm';
+import { Clock, UnavailableError } from '@ql/domain';
+import { SQLITE_MIGRATIONS } from '../../../../migrations';
+import {
+  CompiledSql,
+  SqlDatabase,
+  SqlParams,
+  SqlTransaction,
+  StatementCounter,
+  compileSqlite,
+} from '../sql-executor';
+
+export interface SqliteOptions {
+  readonly path: string;
+  /** Attempts for a statement that meets SQLITE_BUSY (another process holds the write lock). */
+  readonly busyRetries?: number;
+  /** How long SQLite itself waits for the lock on each attempt; short, because it blocks the loop. */
+  readonly busyTimeoutMs?: number;
+}
+
+interface Prepared {
+  readonly compiled: CompiledSql;
+  readonly statement: BetterSqlite3.Statement;
+}
+
+/**
+ * One SQLite file through TypeORM's better-sqlite3 driver. better-sqlite3 is synchronous, so one
+ * connection serves the process: an in-process queue keeps an async transaction from interleaving
+ * with any other statement, and BEGIN IMMEDIATE with a bounded SQLITE_BUSY retry orders writers
+ * across processes.
+ */
+export class SqliteDatabase implements SqlDatabase {
+  readonly dialect = 'sqlite' as const;
+  readonly statements = new StatementCounter();
+  private readonly cache = new Map<string, Prepared>();
+  private queue: Promise<void> = Promise.resolve();
+  private busy = false;
+  private migrated = false;
+
+  private constructor(
+    private readonly dataSource: DataSource,
+    readonly native: BetterSqlite3.Database,
+    private readonly clock: Clock,
+    private readonly busyRetries: number,
+  ) {}
+
+  static async open(options: SqliteOptions, clock: Clock, migrate = true): Promise<SqliteDatabase> {
+    const dataSource = new DataSource({
+      type: 'better-sqlite3',
+      database: options.path,
+      enableWAL: true,
+      timeout: options.busyTimeoutMs ?? 25,
+      migrations: SQLITE_MIGRATIONS,
+      migrationsTableName: 'schema_migrations',
+      prepareDatabase: (db: BetterSqlite3.Database) => {
+        // WAL + NORMAL: a commit survives a process crash; only an OS crash may lose the last ones.
+        db.pragma('synchronous = NORMAL');
+      },
+    });
+    await dataSource.initialize();
+    const native = (dataSource.driver as unknown as { databaseConnection: BetterSqlite3.Database })
+      .databaseConnection;
+    const db = new SqliteDatabase(dataSource, native, clock, options.busyRetries ?? 40);
+    if (migrate) await db.withBusyRetry(() => dataSource.runMigrations({ transaction: 'all' }));
+    return db;
+  }
+
+  async migrationsApplied(): Promise<boolean> {
+    if (this.migrated) return true;
+    const table = await this.one<{ n: number }>(
+      `SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`,
+    );
+    const applied = table?.n
+      ? await this.one<{ n: number }>('SELECT count(*) AS n FROM schema_migrations')
+      : undefined;
+    this.migrated = (applied?.n ?? 0) >= SQLITE_MIGRATIONS.length;
+    return this.migrated;
+  }
+
+  one<T>(sql: string, params?: SqlParams): Promise<T | undefined> {
+    return this.single(() => this.exec(sql, params, (s, a) => s.get(a) as T | undefined));
+  }
+  many<T>(sql: string, params?: SqlParams): Promise<T[]> {
+    return this.single(() => this.exec(sql, params, (s, a) => s.all(a) as T[]));
+  }
+  run(sql: string, params?: SqlParams): Promise<number> {
+    return this.single(() => this.exec(sql, params, (s, a) => s.run(a).changes));
+  }
+
+  /** BEGIN IMMEDIATE … COMMIT around fn, serialised with every other statement of this process. */
+  async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>): Promise<T> {
+    return this.exclusive(async () => {
+      await this.withBusyRetry(() => this.native.exec('BEGIN IMMEDIATE'));
+      this.statements.add();
+      const tx: SqlTransaction = {
+        one: async (sql, params) => this.exec(sql, params, (s, a) => s.get(a) as never),
+        many: async (sql, params) => this.exec(sql, params, (s, a) => s.all(a) as never),
+        run: async (sql, params) => this.exec(sql, params, (s, a) => s.run(a).changes),
+        lock: async () => undefined,
+      };
+      try {
+        const result = await fn(tx);
+        this.native.exec('COMMIT');
+        this.statements.add();
+        return result;
+      } catch (error) {
+        if (this.native.inTransaction) this.native.exec('ROLLBACK');
+        throw error;
+      }
+    });
+  }
+
+  async ping(): Promise<void> {
+    await this.one('SELECT 1 AS ok');
+  }
+
+  async close(): Promise<void> {
+    await this.exclusive(async () => {
+      this.cache.clear();
+      if (this.dataSource.isInitialized) await this.dataSource.destroy();
+    });
+  }
+
+  private exec<T>(
+    sql: string,
+    params: SqlParams | undefined,
+    call: (statement: BetterSqlite3.Statement, args: Record<string, unknown>) => T,
+  ): T {
+    let prepared = this.cache.get(sql);
+    if (!prepared) {
+      const compiled = compileSqlite(sql);
+      prepared = { compiled, statement: this.native.prepare(compiled.text) };
+      this.cache.set(sql, prepared);
+    }
+    const args: Record<string, unknown> = {};
+    for (const name of prepared.compiled.names) {
+      const value = name === 'now' && !(params && 'now' in params) ? this.clock.now() : params?.[name];
+      if (value === undefined) throw new Error(`SQL parameter :${name} has no value`);
+      args[name] = typeof value === 'boolean' ? (value ? 1 : 0) : value;
+    }
+    this.statements.add();
+    return call(prepared.statement, args);
+  }
+
+  /** One autocommit statement; runs at once when no transaction holds the connection. */
+  private async single<T>(fn: () => T): Promise<T> {
+    if (!this.busy) {
+      try {
+        return fn();
+      } catch (error) {
+        if (!isBusy(error)) throw error;
+      }
+    }
+    // A retry waits, and a transaction may open meanwhile: from here on take the queue.
+    return this.exclusive(() => this.withBusyRetry(fn));
+  }
+
+  private async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const previous = this.queue;
+    let release!: () => void;
+    this.queue = new Promise<void>((resolve) => (release = resolve));
+    await previous;
+    this.busy = true;
+    try {
+      return await fn();
+    } finally {
+      this.busy = false;
+      release();
+    }
+  }
+
+  private async withBusyRetry<T>(fn: () => T | Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (error) {
+        if (!isBusy(error)) throw error;
+        if (attempt >= this.busyRetries) throw new UnavailableError('database_busy', 'SQLite stayed busy');
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.min(2 ** attempt, 50) * (0.5 + Math.random())),
+        );
+      }
+    }
+  }
+}
+
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT' || code === 'SQLITE_LOCKED';
+}

@@ -1,0 +1,298 @@
+import {
+  AuditEntry,
+  FencedError,
+  IdGenerator,
+  NotFoundError,
+  RegisterSessionCommand,
+  RegistrationResult,
+  SessionAction,
+  SessionCommand,
+  SessionStatus,
+  ValidationError,
+  WorkerListQuery,
+  WorkerRecord,
+  WorkerSession,
+  WorkerSessionRepository,
+  decideRegistration,
+  fenceViolation,
+} from '@ql/domain';
+import { appendAudit } from './audit.repository';
+import { SqlDatabase, SqlExecutor, SqlTransaction, toInt, toMs } from './sql-executor';
+
+interface WorkerRow {
+  worker_id: string;
+  disabled: number | boolean;
+  session_id: string;
+  generation: number;
+  version: number | string;
+  status: SessionStatus;
+  lease_expires_at: number | Date;
+  max_concurrent_runs: number;
+  available_slots: number;
+  registration_digest: string;
+  capabilities_json: string;
+  capabilities_digest: string;
+  software_version: string;
+  protocol_version: number;
+  registered_at: number | Date;
+  last_seen_at: number | Date;
+}
+
+const COLUMNS = `worker_id, disabled, session_id, generation, version, status, lease_expires_at,
+  max_concurrent_runs, available_slots, registration_digest, capabilities_json, capabilities_digest,
+  software_version, protocol_version, registered_at, last_seen_at`;
+
+/** The compare-and-set every fenced session call shares (R-REG-5); keep it equal to `fenceViolation`. */
+const FENCE = `worker_id = :workerId AND session_id = :sessionId AND generation = :generation
+  AND version = :expectedVersion AND disabled = :no AND status <> 'offline' AND lease_expires_at > {now}`;
+
+const HEARTBEAT = `UPDATE workers SET version = version + 1,
+    available_slots = CASE WHEN status = 'online' THEN :slots ELSE 0 END,
+    lease_expires_at = {now + :leaseMs}, last_seen_at = {now}
+  WHERE ${FENCE} AND max_concurrent_runs >= :slots
+  RETURNING ${COLUMNS}`;
+
+const DRAIN = `UPDATE workers SET version = version + 1, status = 'draining', available_slots = 0,
+    lease_expires_at = {now + :leaseMs}, last_seen_at = {now}
+  WHERE ${FENCE}
+  RETURNING ${COLUMNS}`;
+
+const OFFLINE = `UPDATE workers SET version = version + 1, status = 'offline', available_slots = 0,
+    lease_expires_at = {now}, last_seen_at = {now}
+  WHERE ${FENCE}
+  RETURNING ${COLUMNS}`;
+
+/**
+ * Worker sessions on either dialect: the SQL is shared, and what differs (locks, clock, placeholders)
+ * is compiled by the SqlDatabase adapter.
+ */
+export class SqlWorkerSessionRepository implements WorkerSessionRepository {
+  constructor(
+    private readonly db: SqlDatabase,
+    private readonly ids: IdGenerator,
+  ) {}
+
+  // Serialised per worker: SQLite BEGIN IMMEDIATE; PostgreSQL advisory lock on the worker id, then row lock.
+  async register(command: RegisterSessionCommand): Promise<RegistrationResult> {
+    const { workerId, sessionId, snapshot } = command;
+    return this.db.transaction(async (tx) => {
+      await tx.lock(`worker:${workerId}`);
+      const row = await tx.one<WorkerRow>(
+        `SELECT ${COLUMNS} FROM workers WHERE worker_id = :workerId {forUpdate}`,
+        {
+          workerId,
+        },
+      );
+      const now = await readNow(tx);
+      const owner = await tx.one<{ worker_id: string }>(
+        'SELECT worker_id FROM worker_sessions WHERE session_id = :sessionId',
+        { sessionId },
+      );
+      const current = row ? toSession(row) : null;
+      const decision = decideRegistration(
+        {
+          current,
+          disabled: row ? isTrue(row.disabled) : false,
+          sessionPreviouslyUsed: owner !== undefined && current?.sessionId !== sessionId,
+        },
+        sessionId,
+        snapshot,
+        now,
+      );
+      if (decision.kind === 'replay') return { outcome: 'replayed', session: current! };
+      const values = {
+        workerId,
+        sessionId,
+        generation: decision.generation,
+        version: decision.version,
+        leaseMs: command.leaseMs,
+        maxRuns: snapshot.maxConcurrentRuns,
+        slots: snapshot.availableSlots,
+        registrationDigest: snapshot.digest,
+        capabilities: snapshot.capabilities.canonical,
+        capabilitiesDigest: snapshot.capabilities.digest,
+        softwareVersion: snapshot.softwareVersion,
+        protocolVersion: snapshot.protocolVersion,
+      };
+      let written: WorkerRow | undefined;
+      if (decision.kind === 'create') {
+        written = await tx.one<WorkerRow>(
+          `INSERT INTO workers (worker_id, disabled, session_id, generation, version, status, lease_expires_at,
+             max_concurrent_runs, available_slots, registration_digest, capabilities_json, capabilities_digest,
+             software_version, protocol_version, registered_at, last_seen_at, created_at)
+           VALUES (:workerId, :no, :sessionId, :generation, :version, 'online', {now + :leaseMs},
+             :maxRuns, :slots, :registrationDigest, :capabilities, :capabilitiesDigest,
+             :softwareVersion, :protocolVersion, {now}, {now}, {now})
+           RETURNING ${COLUMNS}`,
+          { ...values, no: false },
+        );
+      } else {
+        written = await tx.one<WorkerRow>(
+          `UPDATE workers SET session_id = :sessionId, generation = :generation, version = :version,
+             status = 'online', lease_expires_at = {now + :leaseMs}, max_concurrent_runs = :maxRuns,
+             available_slots = :slots, registration_digest = :registrationDigest,
+             capabilities_json = :capabilities, capabilities_digest = :capabilitiesDigest,
+             software_version = :softwareVersion, protocol_version = :protocolVersion,
+             registered_at = {now}, last_seen_at = {now}
+           WHERE worker_id = :workerId AND session_id = :previousSessionId AND generation = :previousGeneration
+           RETURNING ${COLUMNS}`,
+          {
+            ...values,
+            previousSessionId: decision.previous.sessionId,
+            previousGeneration: decision.previous.generation,
+          },
+        );
+        await endSession(tx, decision.previous.sessionId, 'replaced');
+      }
+      if (!written) throw new Error('registration lost its row under the worker lock');
+      await tx.run(
+        `INSERT INTO worker_sessions (session_id, worker_id, generation, started_at)
+         VALUES (:sessionId, :workerId, :generation, {now})`,
+        { sessionId, workerId, generation: decision.generation },
+      );
+      return { outcome: decision.kind === 'create' ? 'created' : 'replaced', session: toSession(written) };
+    });
+  }
+
+  // One compare-and-set on (worker, session, generation, version, live lease, slots <= max).
+  async heartbeat(command: SessionCommand & { readonly availableSlots: number }): Promise<WorkerSession> {
+    const row = await this.db.one<WorkerRow>(HEARTBEAT, {
+      ...fenceParams(command),
+      slots: command.availableSlots,
+    });
+    return row ? toSession(row) : this.explainMiss(command, 'heartbeat', command.availableSlots);
+  }
+
+  // Same compare-and-set as heartbeat; capacity 0 from the same commit on.
+  async drain(command: SessionCommand): Promise<WorkerSession> {
+    const row = await this.db.one<WorkerRow>(DRAIN, fenceParams(command));
+    return row ? toSession(row) : this.explainMiss(command, 'drain', 0);
+  }
+
+  // Same compare-and-set; the session row is ended in the same transaction.
+  async offline(command: SessionCommand): Promise<WorkerSession> {
+    const row = await this.db.transaction(async (tx) => {
+      const updated = await tx.one<WorkerRow>(OFFLINE, fenceParams(command));
+      if (updated) await endSession(tx, command.sessionId, 'offline');
+      return updated;
+    });
+    return row ? toSession(row) : this.explainMiss(command, 'offline', 0);
+  }
+
+  // Flag and fence in one transaction: the session's version moves, so every in-flight CAS misses.
+  async setDisabled(workerId: string, disabled: boolean, audit: AuditEntry): Promise<WorkerRecord> {
+    return this.db.transaction(async (tx) => {
+      await tx.lock(`worker:${workerId}`);
+      const row = await tx.one<WorkerRow>(
+        disabled
+          ? `UPDATE workers SET disabled = :yes, version = version + 1, status = 'offline', available_slots = 0,
+               lease_expires_at = {now} WHERE worker_id = :workerId RETURNING ${COLUMNS}`
+          : `UPDATE workers SET disabled = :no WHERE worker_id = :workerId RETURNING ${COLUMNS}`,
+        disabled ? { workerId, yes: true } : { workerId, no: false },
+      );
+      if (!row) throw new NotFoundError('worker');
+      if (disabled) await endSession(tx, row.session_id, 'disabled');
+      await appendAudit(tx, this.ids, audit);
+      return toRecord(row);
+    });
+  }
+
+  async findWorker(workerId: string): Promise<WorkerRecord | null> {
+    const row = await this.db.one<WorkerRow>(`SELECT ${COLUMNS} FROM workers WHERE worker_id = :workerId`, {
+      workerId,
+    });
+    return row ? toRecord(row) : null;
+  }
+
+  // Keyset pagination on worker_id.
+  async listWorkers(query: WorkerListQuery): Promise<WorkerRecord[]> {
+    const rows = await this.db.many<WorkerRow>(
+      `SELECT ${COLUMNS} FROM workers
+       WHERE worker_id > :after ${query.status ? 'AND status = :status' : ''}
+       ORDER BY worker_id LIMIT :limit`,
+      {
+        after: query.afterWorkerId ?? '',
+        limit: query.limit,
+        ...(query.status ? { status: query.status } : {}),
+      },
+    );
+    return rows.map(toRecord);
+  }
+
+  /** The CAS missed: read the row and name the reason (or the bad slot count). */
+  private async explainMiss(command: SessionCommand, action: SessionAction, slots: number): Promise<never> {
+    const row = await this.db.one<WorkerRow & { now: number | Date }>(
+      `SELECT ${COLUMNS}, {now} AS now FROM workers WHERE worker_id = :workerId`,
+      { workerId: command.workerId },
+    );
+    const current = row ? toSession(row) : null;
+    const reason = fenceViolation(
+      current,
+      row ? isTrue(row.disabled) : false,
+      command.sessionId,
+      command.fence,
+      row ? toMs(row.now) : 0,
+    );
+    if (reason) throw new FencedError('session', reason);
+    if (action === 'heartbeat' && current && slots > current.maxConcurrentRuns) {
+      throw new ValidationError('availableSlots', 'above_maximum');
+    }
+    // The row moved between the CAS and this read; versions only grow, so the caller's is stale.
+    throw new FencedError('session', 'version_mismatch');
+  }
+}
+
+async function readNow(tx: SqlExecutor): Promise<number> {
+  const row = await tx.one<{ now: number | Date }>('SELECT {now} AS now');
+  return toMs(row!.now);
+}
+
+async function endSession(tx: SqlTransaction, sessionId: string, reason: string): Promise<void> {
+  await tx.run(
+    `UPDATE worker_sessions SET ended_at = {now}, end_reason = :reason WHERE session_id = :sessionId AND ended_at IS NULL`,
+    { sessionId, reason },
+  );
+}
+
+function fenceParams(command: SessionCommand) {
+  return {
+    workerId: command.workerId,
+    sessionId: command.sessionId,
+    generation: command.fence.generation,
+    expectedVersion: command.fence.expectedVersion,
+    leaseMs: command.leaseMs,
+    no: false,
+  };
+}
+
+function isTrue(value: number | boolean): boolean {
+  return value === true || value === 1;
+}
+
+function toSession(row: WorkerRow): WorkerSession {
+  return {
+    workerId: row.worker_id,
+    sessionId: row.session_id,
+    generation: toInt(row.generation),
+    version: toInt(row.version),
+    status: row.status,
+    leaseExpiresAt: toMs(row.lease_expires_at),
+    maxConcurrentRuns: toInt(row.max_concurrent_runs),
+    availableSlots: toInt(row.available_slots),
+    registrationDigest: row.registration_digest,
+  };
+}
+
+function toRecord(row: WorkerRow): WorkerRecord {
+  return {
+    workerId: row.worker_id,
+    disabled: isTrue(row.disabled),
+    session: toSession(row),
+    capabilities: JSON.parse(row.capabilities_json) as unknown,
+    capabilitiesDigest: row.capabilities_digest,
+    softwareVersion: row.software_version,
+    protocolVersion: toInt(row.protocol_version),
+    registeredAt: toMs(row.registered_at),
+    lastSeenAt: toMs(row.last_seen_at),
+  };
+}

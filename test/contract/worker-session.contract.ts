@@ -1,0 +1,221 @@
+import { FencedError, ValidationError, WorkerSessionRepository } from '@ql/domain';
+import { createIdGenerator } from '@ql/contracts';
+import { SqlDatabase, SqlWorkerSessionRepository } from '@ql/persistence';
+import { newSessionId, snapshot } from '../support/fixtures';
+
+export interface ContractTarget {
+  /** A freshly migrated, empty database. */
+  open(): Promise<SqlDatabase>;
+  /** Opens a second, independent connection (pool) to the same database. */
+  openSecond(): Promise<SqlDatabase>;
+  dispose(): Promise<void>;
+}
+
+const LEASE = 60_000;
+
+async function expectFence(promise: Promise<unknown>, reason: string): Promise<void> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(FencedError);
+  expect((error as FencedError).reason).toBe(reason);
+}
+
+/** One contract, run on SQLite and on PostgreSQL (R-REG-3..7). */
+export function describeWorkerSessionContract(dialect: string, makeTarget: () => ContractTarget): void {
+  describe(`WorkerSessionRepository contract (${dialect})`, () => {
+    let target: ContractTarget;
+    let db: SqlDatabase;
+    let repo: WorkerSessionRepository;
+    const ids = createIdGenerator();
+
+    beforeAll(async () => {
+      target = makeTarget();
+      db = await target.open();
+      repo = new SqlWorkerSessionRepository(db, ids);
+    });
+    afterAll(async () => {
+      await target.dispose();
+    });
+
+    let n = 0;
+    const workerId = () => `worker-${dialect}-${++n}`;
+    const register = (w: string, s: string, leaseMs = LEASE, snap = snapshot()) =>
+      repo.register({ workerId: w, sessionId: s, snapshot: snap, leaseMs });
+    const cmd = (w: string, s: string, generation: number, expectedVersion: number, leaseMs = LEASE) => ({
+      workerId: w,
+      sessionId: s,
+      fence: { generation, expectedVersion },
+      leaseMs,
+    });
+
+    it('first registration is generation 1, version 0, online with a future lease', async () => {
+      const w = workerId();
+      const s = newSessionId();
+      const result = await register(w, s);
+      expect(result.outcome).toBe('created');
+      expect(result.session).toMatchObject({
+        workerId: w,
+        sessionId: s,
+        generation: 1,
+        version: 0,
+        status: 'online',
+      });
+      expect(result.session.leaseExpiresAt).toBeGreaterThan(Date.now() + LEASE / 2);
+      const stored = await repo.findWorker(w);
+      expect(stored?.session).toEqual(result.session);
+      expect(stored?.capabilitiesDigest).toBe(snapshot().capabilities.digest);
+    });
+
+    it('same session and content is an idempotent replay; different content is a 409 conflict', async () => {
+      const w = workerId();
+      const s = newSessionId();
+      const first = await register(w, s);
+      const replay = await register(w, s);
+      expect(replay).toEqual({ outcome: 'replayed', session: first.session });
+      await expectFence(
+        register(w, s, LEASE, snapshot({ maxConcurrentRuns: 8, availableSlots: 8 })),
+        'session_content_mismatch',
+      );
+      expect((await repo.findWorker(w))?.session).toEqual(first.session);
+    });
+
+    it('a new session replaces the old one; the old one is fenced for ever', async () => {
+      const w = workerId();
+      const s1 = newSessionId();
+      const s2 = newSessionId();
+      const first = await register(w, s1);
+      const hb = await repo.heartbeat({ ...cmd(w, s1, 1, 0), availableSlots: 2 });
+      const second = await register(w, s2);
+      expect(second.outcome).toBe('replaced');
+      expect(second.session.generation).toBe(2);
+      expect(second.session.version).toBeGreaterThan(hb.version);
+      expect(first.session.generation).toBe(1);
+      await expectFence(
+        repo.heartbeat({ ...cmd(w, s1, 1, hb.version), availableSlots: 1 }),
+        'session_replaced',
+      );
+      await expectFence(register(w, s1), 'session_fenced');
+      await expectFence(repo.drain(cmd(w, s1, 1, hb.version)), 'session_replaced');
+    });
+
+    it('heartbeat is a CAS on version that extends the lease and reports slots', async () => {
+      const w = workerId();
+      const s = newSessionId();
+      const { session } = await register(w, s, 5_000);
+      const next = await repo.heartbeat({ ...cmd(w, s, 1, session.version), availableSlots: 3 });
+      expect(next.version).toBe(session.version + 1);
+      expect(next.availableSlots).toBe(3);
+      expect(next.leaseExpiresAt).toBeGreaterThan(session.leaseExpiresAt);
+      await expectFence(
+        repo.heartbeat({ ...cmd(w, s, 1, session.version), availableSlots: 3 }),
+        'version_mismatch',
+      );
+      await expectFence(
+        repo.heartbeat({ ...cmd(w, s, 2, next.version), availableSlots: 3 }),
+        'generation_mismatch',
+      );
+      const error = await repo
+        .heartbeat({ ...cmd(w, s, 1, next.version), availableSlots: 5 })
+        .catch((e) => e);
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((await repo.findWorker(w))?.session).toEqual(next);
+    });
+
+    it('an expired session lease fails closed', async () => {
+      const w = workerId();
+      const s = newSessionId();
+      await register(w, s, 0);
+      await expectFence(repo.heartbeat({ ...cmd(w, s, 1, 0), availableSlots: 1 }), 'session_expired');
+      await expectFence(register(w, s, 0), 'session_expired');
+    });
+
+    it('drain zeroes capacity and keeps heartbeating; offline ends the session for good', async () => {
+      const w = workerId();
+      const s = newSessionId();
+      await register(w, s);
+      const drained = await repo.drain(cmd(w, s, 1, 0));
+      expect(drained).toMatchObject({ status: 'draining', availableSlots: 0, version: 1 });
+      const hb = await repo.heartbeat({ ...cmd(w, s, 1, 1), availableSlots: 4 });
+      expect(hb).toMatchObject({ status: 'draining', availableSlots: 0, version: 2 });
+      const off = await repo.offline(cmd(w, s, 1, 2));
+      expect(off).toMatchObject({ status: 'offline', availableSlots: 0, version: 3 });
+      await expectFence(repo.heartbeat({ ...cmd(w, s, 1, 3), availableSlots: 0 }), 'session_offline');
+      await expectFence(register(w, s), 'session_offline');
+      const again = await register(w, newSessionId());
+      expect(again.session).toMatchObject({ generation: 2, version: 4, status: 'online' });
+    });
+
+    it('unknown workers and sessions are fenced', async () => {
+      await expectFence(
+        repo.heartbeat({ ...cmd('nobody', newSessionId(), 1, 0), availableSlots: 0 }),
+        'unknown_worker',
+      );
+    });
+
+    it('disabling fences the live session at once and refuses new sessions; enabling allows a new one', async () => {
+      const w = workerId();
+      const s = newSessionId();
+      await register(w, s);
+      const audit = { actor: 'test', action: 'worker.disable', target: w };
+      const disabled = await repo.setDisabled(w, true, audit);
+      expect(disabled.disabled).toBe(true);
+      expect(disabled.session.status).toBe('offline');
+      await expectFence(
+        repo.heartbeat({ ...cmd(w, s, 1, disabled.session.version), availableSlots: 1 }),
+        'worker_disabled',
+      );
+      await expectFence(register(w, newSessionId()), 'worker_disabled');
+      await repo.setDisabled(w, false, { ...audit, action: 'worker.enable' });
+      expect((await register(w, newSessionId())).session.generation).toBe(2);
+    });
+
+    it('lists workers by keyset pages and filters by status', async () => {
+      const prefix = `list-${dialect}`;
+      for (const suffix of ['a', 'b', 'c']) await register(`${prefix}-${suffix}`, newSessionId());
+      await repo.drain(cmd(`${prefix}-b`, (await repo.findWorker(`${prefix}-b`))!.session.sessionId, 1, 0));
+      const page1 = await repo.listWorkers({ afterWorkerId: `${prefix}`, limit: 2 });
+      expect(page1.map((w) => w.workerId)).toEqual([`${prefix}-a`, `${prefix}-b`]);
+      const page2 = await repo.listWorkers({ afterWorkerId: `${prefix}-b`, limit: 1 });
+      expect(page2.map((w) => w.workerId)).toEqual([`${prefix}-c`]);
+      const draining = await repo.listWorkers({ status: 'draining', limit: 100 });
+      expect(draining.map((w) => w.workerId)).toContain(`${prefix}-b`);
+      expect(draining.every((w) => w.session.status === 'draining')).toBe(true);
+    });
+
+    it('two connections racing to replace one worker 200 times: generations 1..200, older sessions rejected', async () => {
+      const second = await target.openSecond();
+      try {
+        const repos = [repo, new SqlWorkerSessionRepository(second, ids)];
+        const w = workerId();
+        const sessions = Array.from({ length: 200 }, () => newSessionId());
+        const results = await Promise.all(
+          sessions.map((s, i) =>
+            repos[i % 2]!.register({ workerId: w, sessionId: s, snapshot: snapshot(), leaseMs: LEASE }),
+          ),
+        );
+        const generations = results.map((r) => r.session.generation).sort((a, b) => a - b);
+        expect(generations).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+        // Within each generation order, versions strictly increase as well.
+        const byGeneration = [...results].sort((a, b) => a.session.generation - b.session.generation);
+        for (let i = 1; i < byGeneration.length; i++) {
+          expect(byGeneration[i]!.session.version).toBeGreaterThan(byGeneration[i - 1]!.session.version);
+        }
+        const latest = byGeneration[199]!.session;
+        expect((await repo.findWorker(w))?.session).toEqual(latest);
+        for (const r of byGeneration.slice(0, 199)) {
+          await expectFence(
+            repos[r.session.generation % 2]!.heartbeat({
+              ...cmd(w, r.session.sessionId, r.session.generation, r.session.version),
+              availableSlots: 1,
+            }),
+            'session_replaced',
+          );
+        }
+      } finally {
+        await second.close();
+      }
+    });
+  });
+}

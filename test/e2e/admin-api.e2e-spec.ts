@@ -1,0 +1,203 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ingressPath } from '@ql/contracts';
+import { PostgresDatabase } from '@ql/persistence';
+import { OPENAPI_DOCUMENT } from '../../apps/control-plane/src/admin/openapi';
+import { snapshotDatabase } from '../support/db-snapshot';
+import { createPostgresDatabase } from '../support/databases';
+import { newSessionId, registerBody } from '../support/fixtures';
+import {
+  Dialect,
+  TestDatabase,
+  TestPlane,
+  createTestDatabase,
+  createTestPki,
+  readPair,
+  startTestPlane,
+} from '../support/test-plane';
+
+describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dialect) => {
+  let db: TestDatabase;
+  let pki: Awaited<ReturnType<typeof createTestPki>>;
+  let t: TestPlane;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(dialect);
+    pki = await createTestPki(['worker-a', 'worker-b']);
+    t = await startTestPlane(db, pki);
+    for (const id of ['worker-a', 'worker-b']) {
+      const res = await t.ingress(
+        readPair(pki.workers[id]!),
+        ingressPath(id, newSessionId(), 'register'),
+        registerBody(),
+      );
+      expect(res.status).toBe(200);
+    }
+  });
+  afterAll(async () => {
+    await t?.close();
+    await db?.dispose();
+    pki?.remove();
+  });
+
+  it('probes answer without credentials', async () => {
+    const live = await t.admin('GET', '/livez', undefined, null);
+    const ready = await t.admin('GET', '/readyz', undefined, null);
+    expect(live.status).toBe(200);
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({ status: 'ok', details: { database: { status: 'up', dialect } } });
+  });
+
+  it('refuses the API without a key (401), with a bad key (401) and viewers on admin routes (403)', async () => {
+    expect((await t.admin('GET', '/api/v1/workers', undefined, null)).status).toBe(401);
+    const bad = await t.admin('GET', '/api/v1/workers', undefined, 'qlk_' + 'A'.repeat(43));
+    expect(bad.status).toBe(401);
+    expect(bad.headers['content-type']).toContain('application/problem+json');
+    expect(bad.body).toMatchObject({ code: 'authentication_required', status: 401 });
+    expect((await t.admin('GET', '/api/v1/workers', undefined, t.viewerToken)).status).toBe(200);
+    const forbidden = await t.admin('POST', '/api/v1/workers/worker-a/disable', undefined, t.viewerToken);
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.body).toMatchObject({ code: 'forbidden' });
+    expect((await t.admin('GET', '/api/v1/workers/worker-a')).body).toMatchObject({ disabled: false });
+  });
+
+  it('lists workers with keyset pages and shows status, generation, version, lease and capabilities', async () => {
+    const first = await t.admin('GET', '/api/v1/workers?limit=1', undefined, t.viewerToken);
+    expect(first.body).toMatchObject({ items: [{ workerId: 'worker-a' }], nextAfter: 'worker-a' });
+    const second = await t.admin('GET', '/api/v1/workers?limit=1&after=worker-a', undefined, t.viewerToken);
+    expect(second.body).toMatchObject({ items: [{ workerId: 'worker-b' }] });
+    const detail = await t.admin('GET', '/api/v1/workers/worker-b', undefined, t.viewerToken);
+    expect(detail.body).toMatchObject({
+      workerId: 'worker-b',
+      status: 'online',
+      generation: 1,
+      version: 0,
+      leaseExpiresAt: expect.stringMatching(/Z$/),
+      capabilities: { architecture: 'x64', executors: ['local-process'] },
+    });
+    expect((await t.admin('GET', '/api/v1/workers/nobody')).status).toBe(404);
+    expect((await t.admin('GET', '/api/v1/workers?limit=0')).status).toBe(400);
+    expect((await t.admin('GET', '/api/v1/workers?color=red')).body).toMatchObject({
+      code: 'invalid_request',
+    });
+  });
+
+  it('creates, uses and revokes API keys; only digests are stored; every mutation is audited', async () => {
+    const created = await t.admin('POST', '/api/v1/api-keys', { name: 'ops', role: 'viewer' });
+    expect(created.status).toBe(201);
+    const { token, id } = created.body as { token: string; id: string };
+    expect(token).toMatch(/^qlk_/);
+    const stored = await snapshotDatabase(t.plane.core.db);
+    expect(JSON.stringify(stored)).not.toContain(token);
+    expect((await t.admin('GET', '/api/v1/workers', undefined, token)).status).toBe(200);
+    const list = await t.admin('GET', '/api/v1/api-keys');
+    expect(JSON.stringify(list.body)).not.toContain(token);
+    expect((await t.admin('POST', `/api/v1/api-keys/${id}/revoke`)).status).toBe(200);
+    expect((await t.admin('GET', '/api/v1/workers', undefined, token)).status).toBe(401);
+    const audit = await t.admin('GET', '/api/v1/audit');
+    const actions = (audit.body as { items: { action: string; target: string }[] }).items.map(
+      (e) => `${e.action} ${e.target}`,
+    );
+    expect(actions).toEqual(
+      expect.arrayContaining([`api_key.create api_key:${id}`, `api_key.revoke api_key:${id}`]),
+    );
+  });
+
+  it('rejects a key request with an unknown field and writes nothing', async () => {
+    const before = await snapshotDatabase(t.plane.core.db);
+    const res = await t.admin('POST', '/api/v1/api-keys', { name: 'x', role: 'admin', scopes: ['*'] });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'invalid_request' });
+    const badRole = await t.admin('POST', '/api/v1/api-keys', { name: 'x', role: 'root' });
+    expect(badRole.status).toBe(400);
+    expect(await snapshotDatabase(t.plane.core.db)).toEqual(before);
+  });
+
+  it('disabling a worker fences its session, is audited, and enabling lets a new session in', async () => {
+    const creds = readPair(pki.workers['worker-b']!);
+    const s = newSessionId();
+    const reg = await t.ingress(creds, ingressPath('worker-b', s, 'register'), registerBody());
+    const version = (reg.body as { version: number }).version;
+    const disabled = await t.admin('POST', '/api/v1/workers/worker-b/disable');
+    expect(disabled.body).toMatchObject({ disabled: true, status: 'offline' });
+    const hb = await t.ingress(creds, ingressPath('worker-b', s, 'heartbeat'), {
+      generation: 2,
+      expectedVersion: version,
+      availableSlots: 1,
+    });
+    expect(hb.status).toBe(409);
+    const audit = await t.admin('GET', '/api/v1/audit?limit=5');
+    expect((audit.body as { items: { action: string; actor: string }[] }).items[0]).toMatchObject({
+      action: 'worker.disable',
+    });
+    expect((await t.admin('POST', '/api/v1/workers/worker-b/enable')).status).toBe(200);
+    expect(
+      (await t.ingress(creds, ingressPath('worker-b', newSessionId(), 'register'), registerBody())).body,
+    ).toMatchObject({ generation: 3 });
+  });
+
+  it('serves the OpenAPI document, identical to docs/openapi.json, covering every admin route', async () => {
+    const res = await t.admin('GET', '/openapi.json', undefined, null);
+    expect(res.status).toBe(200);
+    const committed = JSON.parse(readFileSync(join(__dirname, '../../docs/openapi.json'), 'utf8'));
+    expect(res.body).toEqual(committed);
+    const routes = t.plane.admin.getHttpAdapter().getInstance().printRoutes({ commonPrefix: false });
+    for (const path of Object.keys(OPENAPI_DOCUMENT.paths)) {
+      const last = path
+        .split('/')
+        .filter(Boolean)
+        .pop()!
+        .replace(/\{(\w+)\}/, ':$1');
+      expect(routes).toContain(last);
+    }
+  });
+
+  it('an unknown admin route is a problem+json 404', async () => {
+    const res = await t.admin('GET', '/api/v1/nothing');
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ code: 'route_not_found' });
+  });
+
+  it('readiness turns 503 once shutdown begins', async () => {
+    t.plane.core.readiness.markStopping();
+    const res = await t.admin('GET', '/readyz', undefined, null);
+    expect(res.status).toBe(503);
+    expect(res.body).toMatchObject({
+      code: 'unavailable',
+      checks: { details: { lifecycle: { status: 'down', state: 'stopping' } } },
+    });
+  });
+});
+
+describe('cluster-control readiness', () => {
+  it('is 503 until the migrations are applied, then 200', async () => {
+    const empty = await createPostgresDatabase();
+    const pki = await createTestPki(['worker-a']);
+    // An unmigrated database: drop the schema the template carries.
+    const raw = await PostgresDatabase.open({ url: empty.url }, false);
+    await raw.run('DROP SCHEMA public CASCADE');
+    await raw.run('CREATE SCHEMA public');
+    await raw.close();
+    const t = await startTestPlane(
+      { dialect: 'postgres', url: empty.url, dispose: () => empty.drop() },
+      pki,
+      {},
+      { seedKeys: false },
+    );
+    try {
+      const before = await t.admin('GET', '/readyz', undefined, null);
+      expect(before.status).toBe(503);
+      expect(before.body).toMatchObject({
+        code: 'unavailable',
+        checks: { details: { database: { status: 'down' } } },
+      });
+      const { runMigrations } = await import('@ql/persistence');
+      await runMigrations({ dialect: 'postgres', url: empty.url });
+      expect((await t.admin('GET', '/readyz', undefined, null)).status).toBe(200);
+    } finally {
+      await t.close();
+      await empty.drop();
+      pki.remove();
+    }
+  });
+});

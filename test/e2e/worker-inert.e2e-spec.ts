@@ -1,0 +1,99 @@
+import 'reflect-metadata';
+import { createHook } from 'node:async_hooks';
+import { NestFactory } from '@nestjs/core';
+import type * as LifecycleFile from '../../apps/worker/src/lifecycle/worker-lifecycle.service';
+import type * as WorkerModuleFile from '../../apps/worker/src/worker.module';
+
+/**
+ * R-PROF-3: the worker module graph is inert until `start()`. Importing it and building its Nest
+ * context must add no timer, socket, file request or child process — counted with
+ * `process.getActiveResourcesInfo()` before and after, once pending macrotasks had their turn.
+ * That count only sees ref'd resources, so an async hook also records every timer, socket, file
+ * request and child process *created* meanwhile, unref'd ones included (the heartbeat timer is unref'd).
+ * Signal handlers are not watched: jest's own cache writer installs some while it compiles an import.
+ */
+const WATCHED = [
+  'Timeout',
+  'Immediate',
+  'TCPSocketWrap',
+  'TCPWRAP',
+  'TLSWrap',
+  'PipeWrap',
+  'FSReqCallback',
+  'FSReqPromise',
+  'FileHandle',
+  'ProcessWrap',
+];
+
+function count(): Record<string, number> {
+  const counts: Record<string, number> = Object.fromEntries(WATCHED.map((t) => [t, 0]));
+  for (const r of process.getActiveResourcesInfo()) if (r in counts) counts[r]!++;
+  return counts;
+}
+const macrotask = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Every watched type: how many more there are now than before (never negative). */
+function added(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(WATCHED.map((t) => [t, Math.max(0, after[t]! - before[t]!)]));
+}
+const none = Object.fromEntries(WATCHED.map((t) => [t, 0]));
+
+const CREATED_WATCHED =
+  /^(Timeout|TCPWRAP|TCPCONNECTWRAP|TLSWRAP|PIPEWRAP|PIPECONNECTWRAP|FSREQCALLBACK|FSREQPROMISE|FILEHANDLE|PROCESSWRAP|GETADDRINFOREQWRAP|FSEVENTWRAP|STATWATCHER)$/;
+
+/** The watched resource types created while `fn` runs (no macrotask of this test in between). */
+async function createdDuring(fn: () => Promise<void>): Promise<string[]> {
+  const created: string[] = [];
+  const hook = createHook({
+    init: (_id, type) => {
+      if (CREATED_WATCHED.test(type)) created.push(type);
+    },
+  });
+  hook.enable();
+  try {
+    await fn();
+  } finally {
+    hook.disable();
+  }
+  return created;
+}
+
+/**
+ * Loaded inside the measured window, through variables: a literal extensionless `import('…')` fails
+ * `tsc` under `moduleResolution: nodenext` (TS2835); SWC turns this into a `require` from this file.
+ */
+const WORKER_MODULE = '../../apps/worker/src/worker.module';
+const LIFECYCLE = '../../apps/worker/src/lifecycle/worker-lifecycle.service';
+const load = (path: string): Promise<unknown> => import(path);
+
+describe('worker module without start() (R-PROF-3)', () => {
+  it('importing the module and building its standalone context adds no timer, socket, file or child process', async () => {
+    await macrotask();
+    const beforeImport = count();
+    let modules!: [typeof WorkerModuleFile, typeof LifecycleFile];
+    const createdByImport = await createdDuring(async () => {
+      modules = (await Promise.all([load(WORKER_MODULE), load(LIFECYCLE)])) as typeof modules;
+    });
+    const [{ WorkerModule }, { WorkerLifecycleService }] = modules;
+    await macrotask();
+    expect(added(beforeImport, count())).toEqual(none);
+    expect(createdByImport).toEqual([]);
+
+    const beforeContext = count();
+    let app!: Awaited<ReturnType<typeof NestFactory.createApplicationContext>>;
+    const createdByContext = await createdDuring(async () => {
+      app = await NestFactory.createApplicationContext(WorkerModule, { logger: false });
+    });
+    try {
+      await macrotask();
+      await macrotask();
+      expect(added(beforeContext, count())).toEqual(none);
+      expect(createdByContext).toEqual([]);
+      expect(app.get(WorkerLifecycleService).currentState).toBe('idle');
+    } finally {
+      await app.close();
+    }
+    await macrotask();
+    expect(added(beforeImport, count())).toEqual(none);
+  });
+});

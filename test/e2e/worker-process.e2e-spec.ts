@@ -1,0 +1,210 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { EventEmitter, once } from 'node:events';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { ingressPath } from '@ql/contracts';
+import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { newSessionId, registerBody } from '../support/fixtures';
+import {
+  TestDatabase,
+  TestPlane,
+  createTestDatabase,
+  createTestPki,
+  readPair,
+  startTestPlane,
+} from '../support/test-plane';
+
+const ROOT = resolve(__dirname, '..', '..');
+const DEADLINE_MS = 20_000;
+
+interface WorkerView {
+  workerId: string;
+  status: string;
+  sessionId: string;
+  generation: number;
+  version: number;
+}
+type LogLine = Record<string, unknown> & { msg?: string };
+
+/** The real worker entry point in a child process, running the TypeScript sources through SWC. */
+class WorkerProcess {
+  readonly lines: LogLine[] = [];
+  readonly stderr: string[] = [];
+  readonly events = new EventEmitter();
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private readonly child: ChildProcess;
+
+  constructor(env: Record<string, string>) {
+    this.child = spawn(
+      process.execPath,
+      ['-r', './apps/worker/test-support/swc-register.js', 'apps/worker/src/main.ts'],
+      {
+        cwd: ROOT,
+        // Only what the worker needs: no QL_* setting leaks in from the test run.
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    this.exited = once(this.child, 'exit').then(([code, signal]) => {
+      this.events.emit('exit');
+      return { code: code as number | null, signal: signal as NodeJS.Signals | null };
+    });
+    createInterface({ input: this.child.stdout! }).on('line', (line) => {
+      try {
+        this.lines.push(JSON.parse(line) as LogLine);
+      } catch {
+        this.lines.push({ msg: `(not JSON) ${line}` });
+      }
+      this.events.emit('line');
+    });
+    createInterface({ input: this.child.stderr! }).on('line', (line) => this.stderr.push(line));
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  kill(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
+  }
+
+  /**
+   * Re-checks `condition` each time the worker writes a log line (a heartbeat at debug level is one),
+   * so progress is awaited as events; fails at the deadline or if the worker exits first.
+   */
+  async until<T>(what: string, condition: () => Promise<T | undefined>): Promise<T> {
+    const deadline = Date.now() + DEADLINE_MS;
+    for (;;) {
+      const value = await condition();
+      if (value !== undefined) return value;
+      if (!this.running) throw new Error(`worker exited while waiting for ${what}\n${this.transcript()}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out waiting for ${what}\n${this.transcript()}`);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        once(this.events, 'line'),
+        once(this.events, 'exit'),
+        new Promise((r) => (timer = setTimeout(r, left))),
+      ]).finally(() => clearTimeout(timer));
+    }
+  }
+
+  messages(): string[] {
+    return this.lines.map((l) => String(l.msg));
+  }
+
+  transcript(): string {
+    return [...this.lines.map((l) => JSON.stringify(l)), ...this.stderr].join('\n');
+  }
+}
+
+describe('headless worker process against a real control plane (SQLite)', () => {
+  let db: TestDatabase;
+  let pki: Awaited<ReturnType<typeof createTestPki>>;
+  let t: TestPlane;
+  let workers: WorkerProcess[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase('sqlite');
+    pki = await createTestPki(['worker-a', 'worker-b']);
+    t = await startTestPlane(db, pki, { QL_SESSION_LEASE_MS: '5000' });
+  });
+  afterEach(async () => {
+    for (const w of workers.filter((w) => w.running)) {
+      w.kill('SIGKILL');
+      await w.exited;
+    }
+    workers = [];
+  });
+  afterAll(async () => {
+    await t?.close();
+    await db?.dispose();
+    pki?.remove();
+  });
+
+  const startWorker = (workerId: string, env: Record<string, string> = {}) => {
+    const w = new WorkerProcess({
+      QL_PROFILE: 'worker',
+      QL_WORKER_ID: workerId,
+      QL_WORKER_CONTROL_PLANE_URL: t.plane.ingressUrl,
+      QL_WORKER_TLS_CA: pki.caCertPath,
+      QL_WORKER_TLS_CERT: pki.workers[workerId]!.certPath,
+      QL_WORKER_TLS_KEY: pki.workers[workerId]!.keyPath,
+      QL_WORKER_HEARTBEAT_MS: '200',
+      QL_WORKER_LOG_LEVEL: 'debug',
+      QL_WORKER_LABELS: 'zone=secret-zone-value',
+      ...env,
+    });
+    workers.push(w);
+    return w;
+  };
+  const view = async (workerId: string): Promise<WorkerView | undefined> => {
+    const res = await t.admin('GET', `/api/v1/workers/${workerId}`);
+    return res.status === 200 ? (res.body as WorkerView) : undefined;
+  };
+  const registeredSession = (w: WorkerProcess) =>
+    w.lines.find((l) => l.msg === 'worker registered')?.sessionId as string | undefined;
+
+  it('registers, heartbeats, and on SIGTERM drains, goes offline and exits 0', async () => {
+    const w = startWorker('worker-a');
+    const online = await w.until('worker-a online with version >= 2', async () => {
+      const v = await view('worker-a');
+      return v && v.status === 'online' && v.version >= 2 ? v : undefined;
+    });
+    expect(online).toMatchObject({ generation: 1, sessionId: registeredSession(w) });
+
+    w.kill('SIGTERM');
+    const exit = await w.exited;
+    expect({ ...exit, stderr: w.stderr }).toEqual({ code: WORKER_EXIT.ok, signal: null, stderr: [] });
+    const after = await view('worker-a');
+    expect(after).toMatchObject({ status: 'offline', generation: 1, sessionId: online.sessionId });
+    expect(after!.version).toBeGreaterThan(online.version);
+    const messages = w.messages();
+    expect(messages.indexOf('worker stopping')).toBeLessThan(messages.indexOf('worker draining'));
+    expect(messages.indexOf('worker draining')).toBeLessThan(messages.indexOf('worker offline'));
+    expect(messages[messages.length - 1]).toBe('worker stopped');
+    // Logs are JSON lines with ids, and never carry key material or label values.
+    expect(w.lines.every((l) => typeof l.time === 'string' && typeof l.level === 'string')).toBe(true);
+    expect(w.transcript()).not.toMatch(/PRIVATE KEY|secret-zone-value/);
+  });
+
+  it('when a new session replaces it, the next heartbeat is fenced and the worker exits non-zero without re-registering', async () => {
+    const w = startWorker('worker-b');
+    const first = await w.until('worker-b online', async () => {
+      const v = await view('worker-b');
+      return v && v.status === 'online' && v.version >= 1 ? v : undefined;
+    });
+    expect(first.sessionId).toBe(registeredSession(w));
+
+    const replacement = newSessionId();
+    const res = await t.ingress(
+      readPair(pki.workers['worker-b']!),
+      ingressPath('worker-b', replacement, 'register'),
+      registerBody(),
+    );
+    expect(res.body).toMatchObject({ outcome: 'replaced', generation: first.generation + 1 });
+
+    const exit = await w.exited; // by itself: nobody signals it
+    expect(exit).toEqual({ code: WORKER_EXIT.fenced, signal: null });
+    expect(w.lines.find((l) => l.level === 'error' && l.msg?.includes('fenced'))).toMatchObject({
+      code: 'worker_session_fenced',
+      reason: 'session_replaced',
+    });
+    expect(w.messages().filter((m) => m === 'worker registered')).toHaveLength(1);
+    // The replacement session is untouched: same generation and version as its registration answered.
+    const registered = res.body as { generation: number; version: number };
+    expect(await view('worker-b')).toMatchObject({
+      sessionId: replacement,
+      generation: registered.generation,
+      version: registered.version,
+      status: 'online',
+    });
+  });
+
+  it('refuses to run without QL_PROFILE=worker', async () => {
+    const w = startWorker('worker-a', { QL_PROFILE: 'standalone' });
+    expect(await w.exited).toEqual({ code: WORKER_EXIT.config, signal: null });
+    expect(w.stderr.join('\n')).toMatch(/QL_PROFILE is "standalone"; set QL_PROFILE=worker/);
+    expect(w.lines).toEqual([]);
+  });
+});

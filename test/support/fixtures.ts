@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import { RegistrationSnapshot, formatUuidV7, parseRegistration } from '@ql/domain';
+
+export function validCapabilities(overrides: Record<string, unknown> = {}) {
+  return {
+    architecture: 'x64',
+    operatingSystem: 'linux',
+    executors: ['local-process'],
+    runtimes: [
+      { name: 'node', version: '20.20.2' },
+      { name: 'python', version: '3.11.7' },
+    ],
+    labels: { zone: 'lab', 'kubernetes.io/hostname': 'node-1' },
+    memoryMiB: 256,
+    diskMiB: 1024,
+    gpus: [],
+    features: ['cron'],
+    ...overrides,
+  };
+}
+
+export function registerBody(overrides: Record<string, unknown> = {}) {
+  return {
+    capabilities: validCapabilities(),
+    maxConcurrentRuns: 4,
+    availableSlots: 4,
+    softwareVersion: '0.1.0',
+    protocolVersion: 3,
+    ...overrides,
+  };
+}
+
+export function snapshot(overrides: Record<string, unknown> = {}): RegistrationSnapshot {
+  return parseRegistration(registerBody(overrides));
+}
+
+let lastMs = 0;
+/** A fresh UUIDv7, strictly later than the previous one made here. */
+export function newSessionId(): string {
+  lastMs = Math.max(Date.now(), lastMs + 1);
+  return formatUuidV7(lastMs, randomBytes(10));
+}
+
+/** A clock tests move by hand. */
+export class ManualClock {
+  constructor(private current = Date.UTC(2026, 11, 1)) {}
+  now(): number {
+    return this.current;
+  }
+  advance(ms: number): void {
+    this.current += ms;
+  }
+}

@@ -1,0 +1,200 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { Agent, request as httpsRequest } from 'node:https';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ControlPlane, startControlPlane } from '../../apps/control-plane/src/bootstrap';
+import { loadConfig } from '../../apps/control-plane/src/config/config';
+import { apiKeyDigest, newApiKeyToken } from '../../apps/control-plane/src/identity/api-keys';
+import { DevPkiPaths, PemPair, createWorkerCert, ensureDevPki } from '../../apps/control-plane/src/pki';
+import { createPostgresDatabase, createSqliteFile } from './databases';
+
+export const TRUST_DOMAIN = 'test.qinglong.local';
+
+export interface HttpResult {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: unknown;
+  readonly raw: string;
+}
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** A database for one test file; several control planes may share it. */
+export interface TestDatabase {
+  readonly dialect: Dialect;
+  readonly url: string;
+  dispose(): Promise<void>;
+}
+
+export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase> {
+  if (dialect === 'sqlite') {
+    const file = createSqliteFile();
+    return { dialect, url: `sqlite:${file.path}`, dispose: async () => file.remove() };
+  }
+  const db = await createPostgresDatabase();
+  return { dialect, url: db.url, dispose: () => db.drop() };
+}
+
+/** A dev PKI in a temp folder with the given workers. */
+export async function createTestPki(
+  workers: string[] = ['worker-a', 'worker-b'],
+): Promise<DevPkiPaths & { remove(): void; caPair(): PemPair }> {
+  const dir = mkdtempSync(join(tmpdir(), 'ql-test-pki-'));
+  const paths = await ensureDevPki(dir, { trustDomain: TRUST_DOMAIN, workers });
+  return {
+    ...paths,
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+    caPair: () => ({
+      certPem: readFileSync(paths.caCertPath, 'utf8'),
+      keyPem: readFileSync(paths.caKeyPath, 'utf8'),
+    }),
+  };
+}
+
+export interface TestPlane {
+  readonly plane: ControlPlane;
+  readonly adminToken: string;
+  readonly viewerToken: string;
+  /** Statements the database has executed so far (the query counter). */
+  statements(): number;
+  ingress(
+    credentials: PemPair | null,
+    path: string,
+    body?: unknown,
+    options?: RequestOptions,
+  ): Promise<HttpResult>;
+  admin(method: string, path: string, body?: unknown, token?: string | null): Promise<HttpResult>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  readonly method?: string;
+  readonly rawBody?: string | Buffer;
+  readonly headers?: Record<string, string>;
+  readonly maxVersion?: 'TLSv1.2' | 'TLSv1.3';
+}
+
+/** Starts a real control plane (both listeners, real TLS) on free ports. */
+export async function startTestPlane(
+  db: TestDatabase,
+  pki: DevPkiPaths,
+  env: Record<string, string> = {},
+  options: { seedKeys?: boolean } = {},
+): Promise<TestPlane> {
+  const config = loadConfig({
+    QL_PROFILE: db.dialect === 'sqlite' ? 'standalone' : 'cluster-control',
+    QL_DATABASE_URL: db.url,
+    QL_ADMIN_PORT: '0',
+    QL_INGRESS_PORT: '0',
+    QL_DEV_PKI: 'false',
+    QL_TLS_CA: pki.caCertPath,
+    QL_TLS_CERT: pki.serverCertPath,
+    QL_TLS_KEY: pki.serverKeyPath,
+    QL_TRUST_DOMAIN: TRUST_DOMAIN,
+    QL_LOG_LEVEL: 'error',
+    QL_DB_POOL_SIZE: '4',
+    ...env,
+  });
+  const plane = await startControlPlane(config, { logger: false });
+  const ca = readFileSync(pki.caCertPath);
+  const agents = new Map<string, Agent>();
+  const agentFor = (credentials: PemPair | null, maxVersion: RequestOptions['maxVersion']) => {
+    const key = `${credentials?.certPem ?? 'none'}|${maxVersion ?? ''}`;
+    let agent = agents.get(key);
+    if (!agent) {
+      agent = new Agent({
+        ca,
+        keepAlive: true,
+        maxSockets: 4,
+        ...(credentials ? { cert: credentials.certPem, key: credentials.keyPem } : {}),
+        ...(maxVersion ? { maxVersion } : {}),
+      });
+      agents.set(key, agent);
+    }
+    return agent;
+  };
+  const makeKey = async (role: 'admin' | 'viewer') => {
+    const token = newApiKeyToken();
+    await plane.core.repositories.apiKeys.create(
+      { id: plane.core.ids.uuidV7(), name: `test-${role}`, role, digest: apiKeyDigest(token) },
+      { actor: 'test', action: 'api_key.create', target: 'test' },
+    );
+    return token;
+  };
+  const seed = options.seedKeys ?? true;
+  const adminToken = seed ? await makeKey('admin') : '';
+  const viewerToken = seed ? await makeKey('viewer') : '';
+  return {
+    plane,
+    adminToken,
+    viewerToken,
+    statements: () => plane.core.db.statements.value,
+    ingress: (credentials, path, body, options = {}) => {
+      const url = new URL(path, plane.ingressUrl);
+      const payload = options.rawBody ?? (body === undefined ? undefined : JSON.stringify(body));
+      return send(
+        httpsRequest(url, {
+          method: options.method ?? 'POST',
+          agent: agentFor(credentials, options.maxVersion),
+          servername: 'localhost',
+          headers: {
+            ...(payload !== undefined
+              ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }
+              : {}),
+            ...options.headers,
+          },
+        }),
+        payload,
+      );
+    },
+    admin: (method, path, body, token = adminToken) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      return send(
+        httpRequest(new URL(path, plane.adminUrl), {
+          method,
+          headers: {
+            ...(token ? { authorization: `Bearer ${token}` } : {}),
+            ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+          },
+        }),
+        payload,
+      );
+    },
+    close: async () => {
+      for (const agent of agents.values()) agent.destroy();
+      await plane.close();
+    },
+  };
+}
+
+function send(
+  req: import('node:http').ClientRequest,
+  payload: string | Buffer | undefined,
+): Promise<HttpResult> {
+  return new Promise((resolve, reject) => {
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = raw;
+        try {
+          body = raw ? JSON.parse(raw) : undefined;
+        } catch {
+          /* not JSON: keep the text */
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, raw });
+      });
+    });
+    req.end(payload);
+  });
+}
+
+export function readPair(paths: { certPath: string; keyPath: string }): PemPair {
+  return { certPem: readFileSync(paths.certPath, 'utf8'), keyPem: readFileSync(paths.keyPath, 'utf8') };
+}
+
+export { createWorkerCert };
