@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { WorkerConfigError, loadWorkerConfig } from './config/worker-config';
+import { WorkerConfigError, loadWorkerConfig, workerConfigTable } from './config/worker-config';
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
 import { WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
 import { JsonLineLog, NestJsonLogger, WorkerLog } from './logging/worker-log';
@@ -9,6 +9,10 @@ import { WORKER_EXIT } from './worker-exit';
 
 /** `npm run start:worker`: the headless worker (QL_PROFILE=worker). */
 async function main(): Promise<number> {
+  if (process.argv.includes('--config-docs')) {
+    process.stdout.write(`${workerConfigTable()}\n`);
+    return WORKER_EXIT.ok;
+  }
   if (process.env.QL_PROFILE !== 'worker') {
     process.stderr.write(
       `refusing to start the worker: QL_PROFILE is ${process.env.QL_PROFILE === undefined ? 'unset' : `"${process.env.QL_PROFILE}"`}; ` +

@@ -1,0 +1,57 @@
+import { performance } from 'node:perf_hooks';
+
+export interface MeasureWindow {
+  /** Operations completing before this are not counted. */
+  readonly warmupMs: number;
+  /** Length of the counted window. */
+  readonly measureMs: number;
+}
+
+export interface Sample {
+  readonly ops: number;
+  readonly seconds: number;
+  readonly opsPerSecond: number;
+}
+
+/**
+ * Runs one closed loop per entry of `ops` concurrently (each awaits its operation, then issues the
+ * next) and counts the operations that complete inside the window after the warm-up.
+ *
+ * The loops read the clock themselves after each operation: with a synchronous driver (better-sqlite3)
+ * every `await` resolves in the microtask queue, so a timer would never get to fire.
+ */
+export async function closedLoops(
+  ops: ReadonlyArray<() => Promise<unknown>>,
+  window: MeasureWindow,
+): Promise<Sample> {
+  const start = performance.now();
+  const warmEnd = start + window.warmupMs;
+  const end = warmEnd + window.measureMs;
+  let counted = 0;
+  const loop = async (op: () => Promise<unknown>): Promise<void> => {
+    for (;;) {
+      await op();
+      const t = performance.now();
+      if (t >= end) return;
+      if (t >= warmEnd) counted++;
+    }
+  };
+  await Promise.all(ops.map(loop));
+  const seconds = window.measureMs / 1000;
+  return { ops: counted, seconds, opsPerSecond: counted / seconds };
+}
+
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function envNumber(name: string, fallback: number, min: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number >= ${min}, got "${raw}"`);
+  return value;
+}

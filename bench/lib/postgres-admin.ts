@@ -1,0 +1,63 @@
+import { Client } from 'pg';
+
+export function databaseUrl(adminUrl: string, database: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${encodeURIComponent(database)}`;
+  return url.toString();
+}
+
+/** The URL without its password, for printing. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '<invalid url>';
+  }
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+async function withAdmin<T>(adminUrl: string, fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: adminUrl, connectionTimeoutMillis: 5_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export interface BenchPostgresDatabase {
+  readonly name: string;
+  readonly url: string;
+  readonly serverVersion: string;
+  drop(): Promise<void>;
+}
+
+/** Creates an empty database for this run; throws if the server cannot be reached. */
+export async function createBenchDatabase(adminUrl: string): Promise<BenchPostgresDatabase> {
+  const name = `ql_bench_${Date.now().toString(36)}`;
+  const serverVersion = await withAdmin(adminUrl, async (client) => {
+    const { rows } = await client.query<{ v: string }>('SHOW server_version');
+    await client.query(`CREATE DATABASE ${quoteIdent(name)}`);
+    return rows[0]?.v ?? 'unknown';
+  });
+  let dropped = false;
+  return {
+    name,
+    url: databaseUrl(adminUrl, name),
+    serverVersion,
+    drop: async () => {
+      if (dropped) return;
+      dropped = true;
+      await withAdmin(adminUrl, async (client) => {
+        await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
+      });
+    },
+  };
+}
