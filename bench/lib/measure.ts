@@ -8,9 +8,17 @@ export interface MeasureWindow {
 }
 
 export interface Sample {
+  /** Operations completed inside the counted window. */
   readonly ops: number;
+  /** Operations completed in all, warm-up included. */
+  readonly totalOps: number;
   readonly seconds: number;
   readonly opsPerSecond: number;
+  /**
+   * CPU time of this Node process (user + system) per operation, warm-up included: what the
+   * TypeScript and the driver cost, much less sensitive to a busy neighbour than ops/s.
+   */
+  readonly processCpuUsPerOp: number;
 }
 
 /**
@@ -24,21 +32,31 @@ export async function closedLoops(
   ops: ReadonlyArray<() => Promise<unknown>>,
   window: MeasureWindow,
 ): Promise<Sample> {
+  const cpuStart = process.cpuUsage();
   const start = performance.now();
   const warmEnd = start + window.warmupMs;
   const end = warmEnd + window.measureMs;
   let counted = 0;
+  let total = 0;
   const loop = async (op: () => Promise<unknown>): Promise<void> => {
     for (;;) {
       await op();
+      total++;
       const t = performance.now();
       if (t >= end) return;
       if (t >= warmEnd) counted++;
     }
   };
   await Promise.all(ops.map(loop));
+  const cpu = process.cpuUsage(cpuStart);
   const seconds = window.measureMs / 1000;
-  return { ops: counted, seconds, opsPerSecond: counted / seconds };
+  return {
+    ops: counted,
+    totalOps: total,
+    seconds,
+    opsPerSecond: counted / seconds,
+    processCpuUsPerOp: (cpu.user + cpu.system) / Math.max(total, 1),
+  };
 }
 
 export function median(values: readonly number[]): number {
@@ -52,6 +70,7 @@ export function envNumber(name: string, fallback: number, min: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number >= ${min}, got "${raw}"`);
+  if (!Number.isFinite(value) || value < min)
+    throw new Error(`${name} must be a number >= ${min}, got "${raw}"`);
   return value;
 }

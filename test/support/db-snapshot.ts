@@ -1,6 +1,6 @@
 import { SqlDatabase } from '@ql/persistence';
 
-const TABLES = ['workers', 'worker_sessions', 'api_keys', 'audit_log'];
+const TABLES = ['workers', 'worker_sessions', 'api_keys', 'audit_log', 'revoked_certificates'];
 
 /** Every row of every table, for "a rejected request changes nothing" assertions. */
 export async function snapshotDatabase(db: SqlDatabase): Promise<Record<string, unknown[]>> {

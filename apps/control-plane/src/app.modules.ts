@@ -4,6 +4,7 @@ import { TerminusModule } from '@nestjs/terminus';
 import {
   ApiKeysController,
   AuditController,
+  CertificatesController,
   OpenApiController,
   WorkersController,
 } from './admin/admin.controllers';
@@ -13,6 +14,7 @@ import { CoreModule } from './core/core.module';
 import { HealthController } from './health/health.controller';
 import { AdminExceptionFilter } from './http/admin-errors';
 import { ApiKeyGuard } from './identity/api-key.guard';
+import { RevocationCache } from './identity/revocation-cache';
 import { IngressExceptionFilter } from './registry/ingress-exception.filter';
 import { RegistryService } from './registry/registry.service';
 import { WorkerIngressController } from './registry/worker-ingress.controller';
@@ -30,6 +32,7 @@ export class AdminAppModule {
         WorkersController,
         ApiKeysController,
         AuditController,
+        CertificatesController,
       ],
       providers: [
         AdminService,
@@ -48,7 +51,11 @@ export class IngressAppModule {
       module: IngressAppModule,
       imports: [CoreModule.forCore(core)],
       controllers: [WorkerIngressController],
-      providers: [RegistryService, { provide: APP_FILTER, useClass: IngressExceptionFilter }],
+      providers: [
+        RegistryService,
+        RevocationCache,
+        { provide: APP_FILTER, useClass: IngressExceptionFilter },
+      ],
     };
   }
 }

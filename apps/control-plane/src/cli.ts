@@ -43,7 +43,7 @@ async function main(argv: string[]): Promise<void> {
       try {
         const ids = createIdGenerator();
         const repos = createRepositories(db, ids);
-        const service = new AdminService(repos.sessions, repos.apiKeys, repos.audit, ids);
+        const service = new AdminService(repos.sessions, repos.apiKeys, repos.audit, ids, repos.revocations);
         const key = await service.createApiKey({ id: 'cli' }, { name: values.name, role: values.role });
         process.stdout.write(
           `${JSON.stringify(key, null, 2)}\nStore the token now: it is not shown again.\n`,

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
         `  Admin API + probes : ${plane.adminUrl}   (GET /readyz, GET /openapi.json)`,
         `  Worker ingress     : ${plane.ingressUrl} (mTLS, CA ${config.tlsCaPath})`,
         `  First API key      : npm run api-key -- --name me --role admin`,
-        `  Start a worker     : npm run start:worker   (uses ${config.devPkiDir}/workers/worker-1.*)`,
+        `  More workers       : npm run pki -- --worker <id>; QL_WORKER_ID=<id> npm run start:worker`,
         '',
       ].join('\n'),
     );

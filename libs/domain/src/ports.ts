@@ -102,3 +102,18 @@ export interface AuditRepository {
   list(limit: number): Promise<(AuditEntry & { id: string; at: number })[]>;
 }
 export const AUDIT_REPOSITORY = Symbol('AuditRepository');
+
+export interface RevokedCertificate {
+  readonly fingerprint: string;
+  readonly revokedAt: number;
+  readonly reason: string | null;
+}
+
+/** Worker certificates refused by fingerprint, whatever worker they name (R-ID-4). */
+export interface CertificateRevocationRepository {
+  /** Idempotent: revoking twice keeps the first time; the audit entry commits with it. */
+  revoke(fingerprint: string, reason: string | null, audit: AuditEntry): Promise<RevokedCertificate>;
+  isRevoked(fingerprint: string): Promise<boolean>;
+  list(limit: number): Promise<RevokedCertificate[]>;
+}
+export const CERTIFICATE_REVOCATION_REPOSITORY = Symbol('CertificateRevocationRepository');

@@ -4,5 +4,6 @@ export * from './postgres/postgres-database';
 export * from './worker-session.repository';
 export * from './api-key.repository';
 export * from './audit.repository';
+export * from './certificate-revocation.repository';
 export * from './open-database';
 export * from './migrations/run-migrations';

@@ -1,6 +1,7 @@
 import { Clock, IdGenerator } from '@ql/domain';
 import { SqlApiKeyRepository } from './api-key.repository';
 import { SqlAuditRepository } from './audit.repository';
+import { SqlCertificateRevocationRepository } from './certificate-revocation.repository';
 import { PostgresDatabase } from './postgres/postgres-database';
 import { SqlDatabase } from './sql-executor';
 import { SqliteDatabase } from './sqlite/sqlite-database';
@@ -35,6 +36,7 @@ export interface Repositories {
   readonly sessions: SqlWorkerSessionRepository;
   readonly apiKeys: SqlApiKeyRepository;
   readonly audit: SqlAuditRepository;
+  readonly revocations: SqlCertificateRevocationRepository;
 }
 
 export function createRepositories(db: SqlDatabase, ids: IdGenerator): Repositories {
@@ -42,5 +44,6 @@ export function createRepositories(db: SqlDatabase, ids: IdGenerator): Repositor
     sessions: new SqlWorkerSessionRepository(db, ids),
     apiKeys: new SqlApiKeyRepository(db, ids),
     audit: new SqlAuditRepository(db),
+    revocations: new SqlCertificateRevocationRepository(db, ids),
   };
 }

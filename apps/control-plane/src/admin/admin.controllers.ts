@@ -55,6 +55,23 @@ export class ApiKeysController {
   }
 }
 
+@Controller('api/v1/certificates')
+@RequireRole('admin')
+export class CertificatesController {
+  constructor(private readonly admin: AdminService) {}
+
+  @Post('revoke')
+  @HttpCode(200)
+  revoke(@Req() req: AdminRequest, @Body() body: unknown) {
+    return this.admin.revokeCertificate(req.apiKey!, body);
+  }
+
+  @Get('revoked')
+  list(@Query() query: unknown) {
+    return this.admin.listRevokedCertificates(query);
+  }
+}
+
 @Controller('api/v1/audit')
 @RequireRole('admin')
 export class AuditController {

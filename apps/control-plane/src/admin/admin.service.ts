@@ -5,6 +5,8 @@ import {
   ApiKeyRecord,
   ApiKeyRepository,
   AUDIT_REPOSITORY,
+  CERTIFICATE_REVOCATION_REPOSITORY,
+  CertificateRevocationRepository,
   AuditRepository,
   ID_GENERATOR,
   IdGenerator,
@@ -32,6 +34,7 @@ export class AdminService {
     @Inject(API_KEY_REPOSITORY) private readonly apiKeys: ApiKeyRepository,
     @Inject(AUDIT_REPOSITORY) private readonly audit: AuditRepository,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    @Inject(CERTIFICATE_REVOCATION_REPOSITORY) private readonly revocations: CertificateRevocationRepository,
   ) {}
 
   async listWorkers(query: unknown) {
@@ -84,6 +87,28 @@ export class AdminService {
     return toKeyView(
       await this.apiKeys.revoke(id, { actor: actor.id, action: 'api_key.revoke', target: `api_key:${id}` }),
     );
+  }
+
+  /** R-ID-4: refuse a worker certificate by SHA-256 fingerprint (hex, colons and case ignored). */
+  async revokeCertificate(actor: ApiKeyRecord, body: unknown) {
+    const b = readObject(body, '', ['fingerprint', 'reason']);
+    const raw = readString(b.fingerprint, 'fingerprint', { max: 95 });
+    const fingerprint = raw.replace(/:/g, '').toLowerCase();
+    if (!/^[0-9a-f]{64}$/.test(fingerprint)) throw new ValidationError('fingerprint', 'must_be_sha256_hex');
+    const reason = b.reason === undefined ? null : readString(b.reason, 'reason', { max: 200 });
+    const revoked = await this.revocations.revoke(fingerprint, reason, {
+      actor: actor.id,
+      action: 'certificate.revoke',
+      target: `certificate:${fingerprint}`,
+    });
+    return { ...revoked, revokedAt: new Date(revoked.revokedAt).toISOString() };
+  }
+
+  async listRevokedCertificates(query: unknown) {
+    const q = readObject(query ?? {}, 'query', ['limit']);
+    const limit = q.limit === undefined ? 50 : readInt(Number(q.limit), 'limit', 1, MAX_PAGE);
+    const items = await this.revocations.list(limit);
+    return { items: items.map((r) => ({ ...r, revokedAt: new Date(r.revokedAt).toISOString() })) };
   }
 
   async listAudit(query: unknown) {

@@ -220,6 +220,41 @@ export const OPENAPI_DOCUMENT = {
         },
       },
     },
+    '/api/v1/certificates/revoke': {
+      post: {
+        summary:
+          'Revoke a worker certificate by SHA-256 fingerprint; every replica refuses it within QL_REVOCATION_CACHE_MS (admin)',
+        security: auth,
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['fingerprint'],
+                properties: {
+                  fingerprint: { type: 'string', description: '64 hex digits; colons and case are ignored' },
+                  reason: { type: 'string', maxLength: 200 },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          '200': { description: 'the revocation (the first one, if revoked before)' },
+          default: problem,
+        },
+      },
+    },
+    '/api/v1/certificates/revoked': {
+      get: {
+        summary: 'Revoked certificates, newest first (admin)',
+        security: auth,
+        parameters: [{ name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200 } }],
+        responses: { '200': { description: 'revocations' }, default: problem },
+      },
+    },
     '/api/v1/audit': {
       get: {
         summary: 'Recent admin mutations: who, what, when (admin)',

@@ -21,6 +21,7 @@ export interface ControlPlaneConfig {
   readonly devPki: boolean;
   readonly trustDomain: string;
   readonly sessionLeaseMs: number;
+  readonly revocationCacheMs: number;
   readonly ingressRatePerSecond: number;
   readonly ingressRateBurst: number;
   readonly shutdownGraceMs: number;
@@ -183,6 +184,13 @@ export const SETTINGS = [
     default: '30000',
     doc: 'session lease a registration or heartbeat grants (5 s … 10 min)',
     parse: int(5_000, 600_000),
+  },
+  {
+    key: 'revocationCacheMs',
+    env: 'QL_REVOCATION_CACHE_MS',
+    default: '2000',
+    doc: 'how long a replica trusts its last look at a certificate revocation (0 … 5000; a revocation is enforced by every replica within this)',
+    parse: int(0, 5_000),
   },
   {
     key: 'ingressRatePerSecond',

@@ -2,6 +2,7 @@ import { DynamicModule, Global, Module } from '@nestjs/common';
 import {
   API_KEY_REPOSITORY,
   AUDIT_REPOSITORY,
+  CERTIFICATE_REVOCATION_REPOSITORY,
   CLOCK,
   ID_GENERATOR,
   WORKER_SESSION_REPOSITORY,
@@ -21,6 +22,7 @@ export class CoreModule {
       { provide: WORKER_SESSION_REPOSITORY, useValue: core.repositories.sessions },
       { provide: API_KEY_REPOSITORY, useValue: core.repositories.apiKeys },
       { provide: AUDIT_REPOSITORY, useValue: core.repositories.audit },
+      { provide: CERTIFICATE_REVOCATION_REPOSITORY, useValue: core.repositories.revocations },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
   }

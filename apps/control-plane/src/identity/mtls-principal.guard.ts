@@ -5,6 +5,7 @@ import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { IngressRefusal } from '../http/ingress-errors';
 import { RateLimiter } from './rate-limiter';
+import { RevocationCache } from './revocation-cache';
 import { WorkerPrincipal, principalFromCertificate } from './worker-principal';
 
 type IngressRequest = FastifyRequest & { principal?: WorkerPrincipal };
@@ -14,17 +15,21 @@ const principals = new WeakMap<TLSSocket, WorkerPrincipal | null>();
 
 /**
  * R-ID-2/R-ID-3: the principal comes from the verified peer certificate on every request, before any
- * repository call; the path's worker id must be the principal's. Then the per-worker rate limit.
+ * repository call; the path's worker id must be the principal's. Then the per-worker rate limit and
+ * the certificate revocation list.
  */
 @Injectable()
 export class MtlsPrincipalGuard implements CanActivate {
   private readonly limiter: RateLimiter;
 
-  constructor(@Inject(CONFIG) private readonly config: ControlPlaneConfig) {
+  constructor(
+    @Inject(CONFIG) private readonly config: ControlPlaneConfig,
+    private readonly revocations: RevocationCache,
+  ) {
     this.limiter = new RateLimiter(config.ingressRatePerSecond, config.ingressRateBurst);
   }
 
-  canActivate(context: ExecutionContext): boolean {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<IngressRequest>();
     const principal = this.principalOf(request.raw.socket as TLSSocket);
     if (!principal) {
@@ -44,6 +49,10 @@ export class MtlsPrincipalGuard implements CanActivate {
     }
     if (!this.limiter.take(principal.workerId)) {
       throw new IngressRefusal(429, 'worker_rate_limited', 'too many requests from this worker');
+    }
+    // Identity is settled above without the database; revocation is the first lookup.
+    if (await this.revocations.isRevoked(principal.fingerprint256)) {
+      throw new IngressRefusal(401, 'worker_authentication_required', 'this certificate has been revoked');
     }
     request.principal = principal;
     return true;

@@ -1,0 +1,182 @@
+/**
+ * `npm run bench`: heartbeat compare-and-set commits per second through the registry repository,
+ * each figure beside its ceiling measured in the same run. See bench/README.md.
+ *
+ * Environment:
+ *   QL_BENCH_SECONDS         counted seconds per sample (default 3)
+ *   QL_BENCH_WARMUP_SECONDS  uncounted warm-up before each sample (default 0.5)
+ *   QL_BENCH_ROUNDS          samples per variant, alternated; the median is reported (default 3, min 2)
+ *   QL_BENCH_CONCURRENCY     comma-separated loop counts (default 1,8,32)
+ *   QL_BENCH_PG_URL          server to create the run's database on
+ *                            (default postgres://postgres@127.0.0.1:5432/postgres)
+ *   QL_BENCH_DIALECTS        sqlite,postgres (default both)
+ *   QL_BENCH_DETAIL          1 (default): also measure the repository's SQL issued raw; 0: skip it
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
+import { envNumber } from './lib/measure';
+import { createBenchDatabase, redactUrl } from './lib/postgres-admin';
+import { Align, fmtInt, fmtPct, machineInfo, markdownTable, memoryInfo, textTable } from './lib/report';
+
+const TARGET = 0.7;
+const RESULTS_DIR = resolve(__dirname, '../../bench/results');
+
+async function main(): Promise<void> {
+  const started = new Date();
+  const machine = machineInfo(started);
+  const seconds = envNumber('QL_BENCH_SECONDS', 3, 0.1);
+  const warmup = envNumber('QL_BENCH_WARMUP_SECONDS', 0.5, 0);
+  const rounds = Math.floor(envNumber('QL_BENCH_ROUNDS', 3, 2));
+  const concurrencies = (process.env.QL_BENCH_CONCURRENCY || '1,8,32').split(',').map((s) => {
+    const n = Number(s.trim());
+    if (!Number.isInteger(n) || n < 1) throw new Error(`QL_BENCH_CONCURRENCY: bad value "${s}"`);
+    return n;
+  });
+  const dialects = (process.env.QL_BENCH_DIALECTS || 'sqlite,postgres').split(',').map((s) => s.trim());
+  const pgUrl = process.env.QL_BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+  const detail = process.env.QL_BENCH_DETAIL !== '0';
+  const config: HeartbeatConfig = {
+    concurrencies,
+    rounds,
+    window: { warmupMs: warmup * 1000, measureMs: seconds * 1000 },
+    detail,
+    log: (line) => console.log(line),
+  };
+  console.log(
+    `heartbeat CAS bench: ${seconds}s counted + ${warmup}s warm-up per sample, ${rounds} rounds, ` +
+      `N = ${concurrencies.join(', ')}; node ${machine.node}, ${machine.cpuCount} CPUs, load ${machine.loadAvgAtStart}`,
+  );
+
+  const rows: HeartbeatRow[] = [];
+  const notes: string[] = [];
+  let sqliteVersion: string | undefined;
+  let postgresVersion: string | undefined;
+
+  if (dialects.includes('sqlite')) {
+    const dir = mkdtempSync(join(tmpdir(), 'ql-bench-'));
+    try {
+      const result = await benchSqlite(join(dir, 'bench.sqlite'), config);
+      rows.push(...result.rows);
+      sqliteVersion = result.info.sqliteVersion;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  if (dialects.includes('postgres')) {
+    let database: Awaited<ReturnType<typeof createBenchDatabase>> | undefined;
+    try {
+      database = await createBenchDatabase(pgUrl);
+    } catch (error) {
+      const note = `PostgreSQL rows skipped: cannot create a database on ${redactUrl(pgUrl)} (${(error as Error).message})`;
+      console.log(note);
+      notes.push(note);
+    }
+    if (database) {
+      postgresVersion = database.serverVersion;
+      try {
+        rows.push(...(await benchPostgres(database.url, config)));
+      } finally {
+        await database
+          .drop()
+          .catch((error: Error) => console.log(`could not drop ${database.name}: ${error.message}`));
+      }
+    }
+  }
+
+  const memory = memoryInfo();
+  const header = [
+    'dialect',
+    'N',
+    'repository ops/s',
+    'ceiling ops/s',
+    'ratio',
+    'target',
+    'result',
+    'node CPU µs/op repo / ceiling',
+    ...(detail ? ['CAS SQL raw ops/s', 'repository / CAS SQL raw'] : []),
+  ];
+  const align: Align[] = header.map((_, i) => (i === 0 || i === 6 ? 'left' : 'right'));
+  const table: string[][] = rows.map((r) => {
+    const repo = r.median.repository!;
+    const ceiling = r.median.ceiling!;
+    const ratio = repo / ceiling;
+    const cells = [
+      r.dialect,
+      String(r.concurrency),
+      fmtInt(repo),
+      fmtInt(ceiling),
+      fmtPct(ratio),
+      fmtPct(TARGET),
+      ratio >= TARGET ? 'pass' : 'FAIL',
+      `${r.cpuUsPerOp.repository!.toFixed(1)} / ${r.cpuUsPerOp.ceiling!.toFixed(1)}`,
+    ];
+    if (detail) cells.push(fmtInt(r.median.casSql), fmtPct(repo / r.median.casSql!));
+    return cells;
+  });
+  const memoryLine =
+    `memory (informational): RSS ${memory.rssMiB} MiB after the run, peak RSS ${memory.peakRssMiB} MiB, ` +
+    `heap used ${memory.heapUsedMiB} MiB`;
+
+  console.log('');
+  console.log(textTable(header, table, align));
+  for (const note of notes) console.log(note);
+  console.log(memoryLine);
+
+  const stamp = started.toISOString().replace(/[:.]/g, '-');
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const jsonPath = join(RESULTS_DIR, `heartbeat-${stamp}.json`);
+  writeFileSync(
+    jsonPath,
+    JSON.stringify(
+      {
+        benchmark: 'heartbeat-cas',
+        target: TARGET,
+        config: { seconds, warmupSeconds: warmup, rounds, concurrencies, detail },
+        machine,
+        versions: { sqlite: sqliteVersion, postgres: postgresVersion },
+        memory,
+        notes,
+        rows: rows.map((r) => ({
+          ...r,
+          ratio: r.median.repository! / r.median.ceiling!,
+          pass: r.median.repository! / r.median.ceiling! >= TARGET,
+        })),
+      },
+      null,
+      2,
+    ) + '\n',
+  );
+  const markdown = [
+    '# Heartbeat compare-and-set: repository vs. raw single-row UPDATE',
+    '',
+    `Run ${machine.date} — node ${machine.node}, ${machine.platform}, ${machine.cpuCount} × ${machine.cpuModel}, ` +
+      `${machine.totalMemMiB} MiB, 1-min load at start ${machine.loadAvgAtStart}` +
+      (sqliteVersion ? `, SQLite ${sqliteVersion}` : '') +
+      (postgresVersion ? `, PostgreSQL ${postgresVersion}` : '') +
+      '.',
+    '',
+    `Medians of ${rounds} alternated samples of ${seconds} s (after ${warmup} s warm-up each). ` +
+      'Ceiling: `UPDATE workers SET version = version + 1 WHERE worker_id = ?` raw through the same driver, ' +
+      'same rows, same N, same pool size. The machine is shared: read the ratios, not the absolute figures.',
+    '',
+    markdownTable(header, table, align),
+    '',
+    ...notes.map((n) => `${n}\n`),
+    memoryLine,
+    '',
+    `Raw samples: \`${relative(resolve(RESULTS_DIR, '../..'), jsonPath)}\`.`,
+    '',
+  ].join('\n');
+  writeFileSync(join(RESULTS_DIR, 'latest-heartbeat.md'), markdown);
+  console.log(
+    `results: ${relative(process.cwd(), jsonPath)}, ${relative(process.cwd(), join(RESULTS_DIR, 'latest-heartbeat.md'))}`,
+  );
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,55 @@
+import { AuditEntry, CertificateRevocationRepository, IdGenerator, RevokedCertificate } from '@ql/domain';
+import { appendAudit } from './audit.repository';
+import { SqlDatabase, toMs } from './sql-executor';
+
+interface RevokedRow {
+  fingerprint: string;
+  revoked_at: number | Date;
+  reason: string | null;
+}
+
+export class SqlCertificateRevocationRepository implements CertificateRevocationRepository {
+  constructor(
+    private readonly db: SqlDatabase,
+    private readonly ids: IdGenerator,
+  ) {}
+
+  // Insert-if-absent; the first revocation time wins.
+  async revoke(fingerprint: string, reason: string | null, audit: AuditEntry): Promise<RevokedCertificate> {
+    return this.db.transaction(async (tx) => {
+      await tx.run(
+        `INSERT INTO revoked_certificates (fingerprint, revoked_at, reason) VALUES (:fingerprint, {now}, :reason)
+         ON CONFLICT (fingerprint) DO NOTHING`,
+        { fingerprint, reason },
+      );
+      const row = await tx.one<RevokedRow>(
+        'SELECT fingerprint, revoked_at, reason FROM revoked_certificates WHERE fingerprint = :fingerprint',
+        { fingerprint },
+      );
+      await appendAudit(tx, this.ids, audit);
+      return toRevoked(row!);
+    });
+  }
+
+  async isRevoked(fingerprint: string): Promise<boolean> {
+    const row = await this.db.one(
+      'SELECT 1 AS hit FROM revoked_certificates WHERE fingerprint = :fingerprint',
+      {
+        fingerprint,
+      },
+    );
+    return row !== undefined;
+  }
+
+  async list(limit: number): Promise<RevokedCertificate[]> {
+    const rows = await this.db.many<RevokedRow>(
+      'SELECT fingerprint, revoked_at, reason FROM revoked_certificates ORDER BY revoked_at DESC, fingerprint LIMIT :limit',
+      { limit },
+    );
+    return rows.map(toRevoked);
+  }
+}
+
+function toRevoked(row: RevokedRow): RevokedCertificate {
+  return { fingerprint: row.fingerprint, revokedAt: toMs(row.revoked_at), reason: row.reason };
+}
