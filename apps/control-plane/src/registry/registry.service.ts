@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   WORKER_SESSION_REPOSITORY,
   WorkerSession,
@@ -16,6 +16,8 @@ import { WorkerPrincipal } from '../identity/worker-principal';
 /** Register, heartbeat, drain and offline for the calling worker's session (R-REG-3..6). */
 @Injectable()
 export class RegistryService {
+  private readonly logger = new Logger('registry');
+
   constructor(
     @Inject(WORKER_SESSION_REPOSITORY) private readonly sessions: WorkerSessionRepository,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
@@ -29,6 +31,17 @@ export class RegistryService {
       snapshot,
       leaseMs: this.config.sessionLeaseMs,
     });
+    if (result.outcome !== 'replayed') {
+      const { workerId, sessionId: session, generation, version } = result.session;
+      // Ids and counters only: never labels or certificate material (R-OPS-2).
+      this.logger.log({
+        msg: `worker session ${result.outcome}`,
+        workerId,
+        sessionId: session,
+        generation,
+        version,
+      });
+    }
     return { outcome: result.outcome, ...toResponse(result.session) };
   }
 
