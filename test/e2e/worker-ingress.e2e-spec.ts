@@ -1,3 +1,6 @@
+import { Agent, request } from 'node:https';
+import { readFileSync } from 'node:fs';
+import type { TLSSocket } from 'node:tls';
 import { ingressPath } from '@ql/contracts';
 import { DevPkiPaths, PemPair } from '../../apps/control-plane/src/pki';
 import { snapshotDatabase } from '../support/db-snapshot';
@@ -98,6 +101,47 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker ingress over mTLS (%s)', 
     });
     expect(old.status).toBe(409);
     expect((old.body as { reason: string }).reason).toBe('session_replaced');
+  });
+
+  it('identifies the worker on a resumed TLS session too (R-ID-2)', async () => {
+    // keepAlive off: every request is a new connection, and the agent offers the cached session.
+    const agent = new Agent({
+      keepAlive: false,
+      ca: readFileSync(pki.caCertPath),
+      cert: workerA.certPem,
+      key: workerA.keyPem,
+    });
+    const call = (path: string, body: unknown) =>
+      new Promise<{ status: number; reused: boolean; body: { generation: number; version: number } }>(
+        (resolve, reject) => {
+          const payload = JSON.stringify(body);
+          const req = request(new URL(path, t.plane.ingressUrl), {
+            method: 'POST',
+            agent,
+            servername: 'localhost',
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+          });
+          req.on('error', reject);
+          req.on('response', (res) => {
+            const reused = (res.socket as TLSSocket).isSessionReused();
+            let text = '';
+            res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, reused, body: JSON.parse(text) }));
+          });
+          req.end(payload);
+        },
+      );
+    const s = newSessionId();
+    const first = await call(ingressPath('worker-a', s, 'register'), registerBody());
+    const { generation, version } = first.body;
+    const second = await call(ingressPath('worker-a', s, 'heartbeat'), {
+      generation,
+      expectedVersion: version,
+      availableSlots: 1,
+    });
+    agent.destroy();
+    expect(first).toMatchObject({ status: 200, reused: false });
+    expect(second).toMatchObject({ status: 200, reused: true, body: { generation, version: version + 1 } });
   });
 
   it('fails the handshake without a client certificate and on TLS 1.2', async () => {
