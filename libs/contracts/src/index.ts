@@ -1,2 +1,3 @@
 export * from './system-ports';
 export * from './ingress-wire';
+export * from './env-settings';

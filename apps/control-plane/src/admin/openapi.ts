@@ -1,3 +1,5 @@
+import { ADMIN_ERROR_CODES } from '../http/admin-errors';
+
 /**
  * The OpenAPI document of the admin listener, written by hand next to the routes it describes; a test
  * checks that every admin route is in it and that `docs/openapi.json` is this document (R-ADM-2).
@@ -37,20 +39,7 @@ export const OPENAPI_DOCUMENT = {
           type: { type: 'string' },
           title: { type: 'string' },
           status: { type: 'integer' },
-          code: {
-            type: 'string',
-            enum: [
-              'invalid_request',
-              'authentication_required',
-              'forbidden',
-              'not_found',
-              'route_not_found',
-              'conflict',
-              'request_too_large',
-              'unavailable',
-              'internal_error',
-            ],
-          },
+          code: { type: 'string', enum: ADMIN_ERROR_CODES },
           detail: { type: 'string' },
           reason: { type: 'string' },
         },

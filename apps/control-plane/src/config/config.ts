@@ -1,3 +1,17 @@
+import {
+  ConfigError,
+  Parser,
+  Setting,
+  bool,
+  int,
+  nonEmpty as text,
+  oneOf,
+  readSettings,
+  settingsTable,
+} from '@ql/contracts';
+
+export { ConfigError };
+
 /**
  * Every setting comes from one environment variable, validated once at start, with a default and a
  * line of documentation (R-OPS-3). `npm run config-docs` prints the README table from this list.
@@ -28,49 +42,6 @@ export interface ControlPlaneConfig {
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
-type Parser<T> = (raw: string, name: string) => T;
-
-interface Setting<K extends keyof ControlPlaneConfig> {
-  readonly key: K;
-  readonly env: string;
-  readonly default: string | ((partial: Partial<ControlPlaneConfig>) => string);
-  readonly doc: string;
-  readonly parse: Parser<ControlPlaneConfig[K]>;
-}
-
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
-
-const oneOf =
-  <T extends string>(values: readonly T[]): Parser<T> =>
-  (raw, name) => {
-    if (!(values as readonly string[]).includes(raw)) {
-      throw new ConfigError(`${name}=${raw} is not one of ${values.join(', ')}`);
-    }
-    return raw as T;
-  };
-const int =
-  (min: number, max: number): Parser<number> =>
-  (raw, name) => {
-    const n = Number(raw);
-    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) {
-      throw new ConfigError(`${name}=${raw} must be an integer in ${min}..${max}`);
-    }
-    return n;
-  };
-const bool: Parser<boolean> = (raw, name) => {
-  if (raw === 'true' || raw === '1') return true;
-  if (raw === 'false' || raw === '0') return false;
-  throw new ConfigError(`${name}=${raw} must be true or false`);
-};
-const text: Parser<string> = (raw, name) => {
-  if (!raw.trim()) throw new ConfigError(`${name} must not be empty`);
-  return raw;
-};
 const trustDomain: Parser<string> = (raw, name) => {
   if (!/^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/.test(raw))
     throw new ConfigError(`${name}=${raw} is not a DNS-like trust domain`);
@@ -220,24 +191,13 @@ export const SETTINGS = [
     doc: '`debug`, `info`, `warn` or `error`',
     parse: oneOf(['debug', 'info', 'warn', 'error'] as const),
   },
-] as const satisfies readonly Setting<keyof ControlPlaneConfig>[];
+] as const satisfies readonly Setting<ControlPlaneConfig>[];
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneConfig {
-  const known = new Set<string>(SETTINGS.map((s) => s.env));
-  const unknown = Object.keys(env).filter(
-    (k) => k.startsWith('QL_') && !known.has(k) && !/^QL_(TEST|WORKER)_/.test(k),
-  );
-  if (unknown.length) throw new ConfigError(`unknown setting(s): ${unknown.join(', ')}`);
-  const config: Record<string, unknown> = {};
-  for (const setting of SETTINGS) {
-    const fallback =
-      typeof setting.default === 'function'
-        ? setting.default(config as Partial<ControlPlaneConfig>)
-        : setting.default;
-    const raw = env[setting.env] ?? fallback;
-    config[setting.key] = (setting.parse as Parser<unknown>)(raw, setting.env);
-  }
-  const result = config as unknown as ControlPlaneConfig;
+  const result = readSettings<ControlPlaneConfig>(SETTINGS as readonly Setting<ControlPlaneConfig>[], env, {
+    prefix: 'QL_',
+    ignore: /^QL_(TEST|WORKER)_/,
+  });
   if (result.profile === 'cluster-control' && !/^postgres(ql)?:\/\//.test(result.databaseUrl)) {
     throw new ConfigError('QL_PROFILE=cluster-control refuses SQLite: set QL_DATABASE_URL=postgres://…');
   }
@@ -246,18 +206,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneCo
 
 /** The README's configuration table. */
 export function configTable(): string {
-  const rows = SETTINGS.map((s) => {
-    const d =
-      typeof s.default === 'function'
-        ? `\`${s.default({ profile: 'standalone', devPkiDir: '$QL_DEV_PKI_DIR' })}\`*`
-        : `\`${s.default}\``;
-    return `| \`${s.env}\` | ${d} | ${s.doc} |`;
-  });
-  return [
-    '| variable | default | meaning |',
-    '|---|---|---|',
-    ...rows,
-    '',
-    '\\* derived from the settings above (shown for `standalone`).',
-  ].join('\n');
+  return settingsTable(
+    SETTINGS as readonly Setting<ControlPlaneConfig>[],
+    { profile: 'standalone', devPkiDir: '$QL_DEV_PKI_DIR' },
+    'derived from the settings above (shown for `standalone`).',
+  );
 }

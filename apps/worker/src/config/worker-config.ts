@@ -1,4 +1,14 @@
 import { CAPABILITY_LIMITS, LABEL_KEY_PATTERN, MAX_CONCURRENT_RUNS, isWorkerId } from '@ql/domain';
+import {
+  ConfigError,
+  Parser,
+  Setting,
+  int,
+  nonEmpty,
+  oneOf,
+  readSettings,
+  settingsTable,
+} from '@ql/contracts';
 
 /**
  * The headless worker's settings: one environment variable each, validated once at start, with a
@@ -21,49 +31,18 @@ export interface WorkerConfig {
 export const WORKER_LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type WorkerLogLevel = (typeof WORKER_LOG_LEVELS)[number];
 
-export class WorkerConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'WorkerConfigError';
-  }
-}
+/** Configuration errors of the worker are the shared ConfigError. */
+export const WorkerConfigError = ConfigError;
+export type WorkerConfigError = ConfigError;
 
-type Parser<T> = (raw: string, name: string) => T;
-
-interface Setting<K extends keyof WorkerConfig> {
-  readonly key: K;
-  readonly env: string;
-  readonly default: string | ((partial: Partial<WorkerConfig>) => string);
-  readonly doc: string;
-  readonly parse: Parser<WorkerConfig[K]>;
-}
-
-const int =
-  (min: number, max: number): Parser<number> =>
-  (raw, name) => {
-    const n = Number(raw);
-    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) {
-      throw new WorkerConfigError(`${name}=${raw} must be an integer in ${min}..${max}`);
-    }
-    return n;
-  };
-
-const path: Parser<string> = (raw, name) => {
-  if (!raw.trim()) throw new WorkerConfigError(`${name} must not be empty`);
-  return raw;
-};
+const path = nonEmpty;
 
 const workerId: Parser<string> = (raw, name) => {
   if (!isWorkerId(raw)) throw new WorkerConfigError(`${name}=${raw} must match ^[a-z0-9][a-z0-9-]{0,62}$`);
   return raw;
 };
 
-const logLevel: Parser<WorkerLogLevel> = (raw, name) => {
-  if (!(WORKER_LOG_LEVELS as readonly string[]).includes(raw)) {
-    throw new WorkerConfigError(`${name}=${raw} is not one of ${WORKER_LOG_LEVELS.join(', ')}`);
-  }
-  return raw as WorkerLogLevel;
-};
+const logLevel = oneOf(WORKER_LOG_LEVELS);
 
 /** An `https://host[:port]` origin: no path, query, fragment or user info (the client adds the path). */
 const origin: Parser<string> = (raw, name) => {
@@ -203,21 +182,13 @@ export const WORKER_SETTINGS = [
     doc: '`debug`, `info`, `warn` or `error`',
     parse: logLevel,
   },
-] as const satisfies readonly Setting<keyof WorkerConfig>[];
+] as const satisfies readonly Setting<WorkerConfig>[];
 
 export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
-  const known = new Set<string>(WORKER_SETTINGS.map((s) => s.env));
-  const unknown = Object.keys(env).filter((k) => k.startsWith('QL_WORKER_') && !known.has(k));
-  if (unknown.length) throw new WorkerConfigError(`unknown worker setting(s): ${unknown.join(', ')}`);
-  const config: Record<string, unknown> = {};
-  for (const setting of WORKER_SETTINGS) {
-    const fallback =
-      typeof setting.default === 'function'
-        ? setting.default(config as Partial<WorkerConfig>)
-        : setting.default;
-    config[setting.key] = (setting.parse as Parser<unknown>)(env[setting.env] ?? fallback, setting.env);
-  }
-  const result = config as unknown as WorkerConfig;
+  const result = readSettings<WorkerConfig>(WORKER_SETTINGS as readonly Setting<WorkerConfig>[], env, {
+    prefix: 'QL_WORKER_',
+    what: 'worker setting',
+  });
   if (result.requestTimeoutMs >= result.stopBudgetMs) {
     // A single hung call must not be able to eat the whole stop budget before offline is tried.
     throw new WorkerConfigError(
@@ -229,20 +200,9 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
 
 /** The README's worker configuration table. */
 export function workerConfigTable(): string {
-  const rows = WORKER_SETTINGS.map((s) => {
-    const d =
-      typeof s.default === 'function'
-        ? `\`${s.default({ workerId: '$QL_WORKER_ID' })}\`*`
-        : s.default === ''
-          ? '(empty)'
-          : `\`${s.default}\``;
-    return `| \`${s.env}\` | ${d} | ${s.doc} |`;
-  });
-  return [
-    '| variable | default | meaning |',
-    '|---|---|---|',
-    ...rows,
-    '',
-    '\\* derived from `QL_WORKER_ID`.',
-  ].join('\n');
+  return settingsTable(
+    WORKER_SETTINGS as readonly Setting<WorkerConfig>[],
+    { workerId: '$QL_WORKER_ID' },
+    'derived from `QL_WORKER_ID`.',
+  );
 }
