@@ -24,7 +24,6 @@ export class Initial1764547200000 implements MigrationInterface {
       last_seen_at INTEGER NOT NULL,
       created_at INTEGER NOT NULL
     ) STRICT`);
-    await q.query(`CREATE INDEX workers_status_lease ON workers (status, lease_expires_at)`);
     await q.query(`CREATE TABLE worker_sessions (
       session_id TEXT PRIMARY KEY NOT NULL,
       worker_id TEXT NOT NULL,

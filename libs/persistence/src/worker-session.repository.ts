@@ -19,6 +19,19 @@ import {
 import { appendAudit } from './audit.repository';
 import { SqlDatabase, SqlExecutor, SqlTransaction, toInt, toMs } from './sql-executor';
 
+type SessionRow = Pick<
+  WorkerRow,
+  | 'worker_id'
+  | 'session_id'
+  | 'generation'
+  | 'version'
+  | 'status'
+  | 'lease_expires_at'
+  | 'max_concurrent_runs'
+  | 'available_slots'
+  | 'registration_digest'
+>;
+
 interface WorkerRow {
   worker_id: string;
   disabled: number | boolean;
@@ -42,6 +55,10 @@ const COLUMNS = `worker_id, disabled, session_id, generation, version, status, l
   max_concurrent_runs, available_slots, registration_digest, capabilities_json, capabilities_digest,
   software_version, protocol_version, registered_at, last_seen_at`;
 
+/** What a session call answers with: never the capabilities document (up to 16 KiB) on the hot path. */
+const SESSION_COLUMNS = `worker_id, session_id, generation, version, status, lease_expires_at,
+  max_concurrent_runs, available_slots, registration_digest`;
+
 /** The compare-and-set every fenced session call shares (R-REG-5); keep it equal to `fenceViolation`. */
 const FENCE = `worker_id = :workerId AND session_id = :sessionId AND generation = :generation
   AND version = :expectedVersion AND disabled = :no AND status <> 'offline' AND lease_expires_at > {now}`;
@@ -50,17 +67,17 @@ const HEARTBEAT = `UPDATE workers SET version = version + 1,
     available_slots = CASE WHEN status = 'online' THEN :slots ELSE 0 END,
     lease_expires_at = {now + :leaseMs}, last_seen_at = {now}
   WHERE ${FENCE} AND max_concurrent_runs >= :slots
-  RETURNING ${COLUMNS}`;
+  RETURNING ${SESSION_COLUMNS}`;
 
 const DRAIN = `UPDATE workers SET version = version + 1, status = 'draining', available_slots = 0,
     lease_expires_at = {now + :leaseMs}, last_seen_at = {now}
   WHERE ${FENCE}
-  RETURNING ${COLUMNS}`;
+  RETURNING ${SESSION_COLUMNS}`;
 
 const OFFLINE = `UPDATE workers SET version = version + 1, status = 'offline', available_slots = 0,
     lease_expires_at = {now}, last_seen_at = {now}
   WHERE ${FENCE}
-  RETURNING ${COLUMNS}`;
+  RETURNING ${SESSION_COLUMNS}`;
 
 /**
  * Worker sessions on either dialect: the SQL is shared, and what differs (locks, clock, placeholders)
@@ -156,7 +173,7 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
 
   // One compare-and-set on (worker, session, generation, version, live lease, slots <= max).
   async heartbeat(command: SessionCommand & { readonly availableSlots: number }): Promise<WorkerSession> {
-    const row = await this.db.one<WorkerRow>(HEARTBEAT, {
+    const row = await this.db.one<SessionRow>(HEARTBEAT, {
       ...fenceParams(command),
       slots: command.availableSlots,
     });
@@ -165,14 +182,14 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
 
   // Same compare-and-set as heartbeat; capacity 0 from the same commit on.
   async drain(command: SessionCommand): Promise<WorkerSession> {
-    const row = await this.db.one<WorkerRow>(DRAIN, fenceParams(command));
+    const row = await this.db.one<SessionRow>(DRAIN, fenceParams(command));
     return row ? toSession(row) : this.explainMiss(command, 'drain', 0);
   }
 
   // Same compare-and-set; the session row is ended in the same transaction.
   async offline(command: SessionCommand): Promise<WorkerSession> {
     const row = await this.db.transaction(async (tx) => {
-      const updated = await tx.one<WorkerRow>(OFFLINE, fenceParams(command));
+      const updated = await tx.one<SessionRow>(OFFLINE, fenceParams(command));
       if (updated) await endSession(tx, command.sessionId, 'offline');
       return updated;
     });
@@ -269,7 +286,7 @@ function isTrue(value: number | boolean): boolean {
   return value === true || value === 1;
 }
 
-function toSession(row: WorkerRow): WorkerSession {
+function toSession(row: SessionRow): WorkerSession {
   return {
     workerId: row.worker_id,
     sessionId: row.session_id,
