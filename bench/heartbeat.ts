@@ -23,7 +23,7 @@ import {
   compileSqlite,
 } from '@ql/persistence';
 import { benchSnapshot, newSessionId } from './lib/fixtures';
-import { MeasureWindow, Sample, closedLoops, median } from './lib/measure';
+import { MeasureWindow, Sample, Settle, closedLoops, median } from './lib/measure';
 
 export const VARIANTS = ['ceiling', 'repository', 'casSql'] as const;
 export type VariantName = (typeof VARIANTS)[number];
@@ -66,6 +66,8 @@ interface Harness {
   readonly ops: Record<VariantName, (w: Worker) => () => Promise<unknown>>;
   /** Re-reads every worker's current version (the ceiling moves it behind the repository's back). */
   syncVersions(workers: Worker[]): Promise<void>;
+  /** See `Settle`: SQLite checkpoints the WAL, so no variant leaves its checkpoints to the next one. */
+  readonly settle?: Settle;
 }
 
 /** Registers `n` workers through the repository and returns their fences. */
@@ -148,6 +150,7 @@ async function measureLevel(
       const sample = await closedLoops(
         workers.map((w) => harness.ops[variant](w)),
         config.window,
+        harness.settle,
       );
       (samples[variant] ??= []).push(sample);
       config.log(
@@ -211,6 +214,7 @@ export async function benchSqlite(
         syncVersions: async (ws) => {
           for (const w of ws) w.version = readVersion.get(w.workerId) as number;
         },
+        settle: () => checkpoint(raw),
       };
       rows.push(await measureLevel(harness, workers, 'sqlite', config));
     }
@@ -219,6 +223,17 @@ export async function benchSqlite(
     raw.close();
     await db.close();
   }
+}
+
+/**
+ * Checkpoints the whole WAL and truncates it. Needed because a statement stepped only to its first
+ * row (better-sqlite3 `.get()` on UPDATE … RETURNING, which is how the repository heartbeats) commits
+ * in sqlite3_reset, where SQLite does not run the WAL hook: the auto-checkpoint never fires and the
+ * WAL grows until some other statement runs to completion — which would then pay for it.
+ */
+export function checkpoint(raw: BetterSqlite3.Database): void {
+  const [result] = raw.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+  if (result?.busy) throw new Error('WAL checkpoint could not complete (a reader holds the WAL)');
 }
 
 // ---------------------------------------------------------------- PostgreSQL
