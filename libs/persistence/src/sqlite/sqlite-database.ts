@@ -79,7 +79,7 @@ export class SqliteDatabase implements SqlDatabase {
   }
 
   one<T>(sql: string, params?: SqlParams): Promise<T | undefined> {
-    return this.single(() => this.exec(sql, params, (s, a) => s.get(a) as T | undefined));
+    return this.single(() => this.exec(sql, params, firstRow) as T | undefined);
   }
   many<T>(sql: string, params?: SqlParams): Promise<T[]> {
     return this.single(() => this.exec(sql, params, (s, a) => s.all(a) as T[]));
@@ -94,7 +94,7 @@ export class SqliteDatabase implements SqlDatabase {
       await this.withBusyRetry(() => this.native.exec('BEGIN IMMEDIATE'));
       this.statements.add();
       const tx: SqlTransaction = {
-        one: async (sql, params) => this.exec(sql, params, (s, a) => s.get(a) as never),
+        one: async (sql, params) => this.exec(sql, params, firstRow) as never,
         many: async (sql, params) => this.exec(sql, params, (s, a) => s.all(a) as never),
         run: async (sql, params) => this.exec(sql, params, (s, a) => s.run(a).changes),
         lock: async () => undefined,
@@ -183,6 +183,15 @@ export class SqliteDatabase implements SqlDatabase {
       }
     }
   }
+}
+
+/**
+ * Runs the statement to completion and returns its first row. Not `.get()`: a write stepped only to
+ * its first row (UPDATE … RETURNING) commits in sqlite3_reset, where SQLite skips the WAL hook, so the
+ * auto-checkpoint would never run and a heartbeat-only workload would grow the WAL without bound.
+ */
+function firstRow(statement: BetterSqlite3.Statement, args: Record<string, unknown>): unknown {
+  return (statement.all(args) as unknown[])[0];
 }
 
 function isBusy(error: unknown): boolean {
