@@ -17,7 +17,7 @@
  *   casSqlAll        SQLite: casSql through `.all()` instead of `.get()`, i.e. stepped to SQLITE_DONE
  *                    so the commit runs SQLite's WAL hook (auto-checkpoint) like `.run()` does
  *   repository       SqlWorkerSessionRepository.heartbeat
- * SQLite samples end with a timed WAL checkpoint (see `checkpoint` in heartbeat.ts) unless
+ * SQLite samples end with a timed WAL checkpoint (see `sqliteSettle` in heartbeat.ts) unless
  * QL_BREAKDOWN_NO_SETTLE=1, which shows how a variant that never checkpoints leaves the bill to the next.
  * QL_BREAKDOWN_DROP_LEASE_INDEX=1 drops workers_status_lease in the run's database first, to show what
  * the index costs (with it, every heartbeat changes an indexed column: no HOT update on PostgreSQL).
@@ -41,7 +41,7 @@ import {
 import {
   CEILING_SQL,
   LEASE_MS,
-  checkpoint,
+  sqliteSettle,
   Worker,
   captureHeartbeatSql,
   casParams,
@@ -144,6 +144,7 @@ async function measure(dialect: string, workers: Worker[], level: Level): Promis
       fmtPct(ops / ceiling),
       median(o.samples.map((s) => s.processCpuUsPerOp)).toFixed(1),
       level.settle ? median(o.samples.map((s) => s.settleMs)).toFixed(1) : '—',
+      level.settle ? median(o.samples.map((s) => s.detail?.walMiBAtEnd ?? 0)).toFixed(1) : '—',
       o.serverCpuUsPerOp.length ? median(o.serverCpuUsPerOp).toFixed(1) : '—',
       o.walBytesPerOp.length ? fmtInt(median(o.walBytesPerOp)) : '—',
       hot === undefined ? '—' : fmtPct(hot),
@@ -164,13 +165,14 @@ async function measure(dialect: string, workers: Worker[], level: Level): Promis
         '% ceiling',
         'node CPU µs/op',
         'final checkpoint ms',
+        'WAL MiB at end',
         'backends CPU µs/op',
         'WAL B/op',
         'HOT',
         'samples ops/s[@backend µs/op]',
       ],
       rows,
-      ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'left'],
+      ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'left'],
     ),
   );
 }
@@ -184,7 +186,7 @@ async function sqlite(): Promise<void> {
     raw.pragma('journal_mode = WAL');
     raw.pragma('synchronous = NORMAL');
     raw.pragma('foreign_keys = ON');
-    if (dropLeaseIndex) raw.exec('DROP INDEX workers_status_lease');
+    if (dropLeaseIndex) raw.exec('DROP INDEX IF EXISTS workers_status_lease');
     const repo = new SqlWorkerSessionRepository(db, createIdGenerator());
     const ceiling = raw.prepare(CEILING_SQL);
     const ceilingRepoConn = db.native.prepare(CEILING_SQL);
@@ -225,7 +227,7 @@ async function sqlite(): Promise<void> {
         syncVersions: async (ws) => {
           for (const w of ws) w.version = readVersion.get(w.workerId) as number;
         },
-        ...(noSettle ? {} : { settle: () => checkpoint(raw) }),
+        ...(noSettle ? {} : { settle: sqliteSettle(raw, path) }),
       });
     }
   } finally {
@@ -239,7 +241,7 @@ async function postgres(): Promise<void> {
   const database = await createBenchDatabase(pgUrl);
   try {
     const admin = await PostgresDatabase.open({ url: database.url, poolSize: 1 }, true);
-    if (dropLeaseIndex) await admin.run('DROP INDEX workers_status_lease');
+    if (dropLeaseIndex) await admin.run('DROP INDEX IF EXISTS workers_status_lease');
     await admin.close();
     for (const n of concurrencies) {
       const db = await PostgresDatabase.open({ url: database.url, poolSize: n }, false);

@@ -10,6 +10,7 @@
  *   casSql      (detail) the repository's own heartbeat SQL, bound and issued raw through the driver:
  *               separates what the SQL costs from what the TypeScript around it costs
  */
+import { statSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { Pool } from 'pg';
 import { systemClock, createIdGenerator } from '@ql/contracts';
@@ -66,7 +67,7 @@ interface Harness {
   readonly ops: Record<VariantName, (w: Worker) => () => Promise<unknown>>;
   /** Re-reads every worker's current version (the ceiling moves it behind the repository's back). */
   syncVersions(workers: Worker[]): Promise<void>;
-  /** See `Settle`: SQLite checkpoints the WAL, so no variant leaves its checkpoints to the next one. */
+  /** See `sqliteSettle`. */
   readonly settle?: Settle;
 }
 
@@ -156,7 +157,10 @@ async function measureLevel(
       config.log(
         `  ${dialect} N=${workers.length} round ${round} ${variant.padEnd(10)} ` +
           `${String(Math.round(sample.opsPerSecond)).padStart(6)} ops/s  ` +
-          `${sample.processCpuUsPerOp.toFixed(1)} µs node CPU/op`,
+          `${sample.processCpuUsPerOp.toFixed(1)} µs node CPU/op` +
+          (sample.detail
+            ? `  WAL ${sample.detail.walMiBAtEnd} MiB at window end, checkpoint ${sample.settleMs.toFixed(0)} ms`
+            : ''),
       );
     }
   }
@@ -214,7 +218,7 @@ export async function benchSqlite(
         syncVersions: async (ws) => {
           for (const w of ws) w.version = readVersion.get(w.workerId) as number;
         },
-        settle: () => checkpoint(raw),
+        settle: sqliteSettle(raw, path),
       };
       rows.push(await measureLevel(harness, workers, 'sqlite', config));
     }
@@ -226,14 +230,33 @@ export async function benchSqlite(
 }
 
 /**
- * Checkpoints the whole WAL and truncates it. Needed because a statement stepped only to its first
- * row (better-sqlite3 `.get()` on UPDATE … RETURNING, which is how the repository heartbeats) commits
- * in sqlite3_reset, where SQLite does not run the WAL hook: the auto-checkpoint never fires and the
- * WAL grows until some other statement runs to completion — which would then pay for it.
+ * WAL checkpoints around each SQLite sample. Needed because a statement stepped only to its first row
+ * (better-sqlite3 `.get()` on UPDATE … RETURNING, which is how the repository heartbeats) commits in
+ * sqlite3_reset, where SQLite does not call the WAL hook: the auto-checkpoint never fires and the WAL
+ * grows until some statement runs to completion — whose caller then pays for all of it.
+ *   reset   TRUNCATE checkpoint: every counted window starts with an empty WAL (untimed)
+ *   settle  the PASSIVE checkpoint SQLite would run itself at the next completed statement, timed
+ *           and charged to the sample; reports the WAL size the window reached first
  */
-export function checkpoint(raw: BetterSqlite3.Database): void {
-  const [result] = raw.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
-  if (result?.busy) throw new Error('WAL checkpoint could not complete (a reader holds the WAL)');
+export function sqliteSettle(raw: BetterSqlite3.Database, path: string): Settle {
+  const checkpoint = (mode: 'TRUNCATE' | 'PASSIVE') => {
+    const [r] = raw.pragma(`wal_checkpoint(${mode})`) as {
+      busy: number;
+      log: number;
+      checkpointed: number;
+    }[];
+    if (!r || r.busy || r.checkpointed < r.log)
+      throw new Error(`WAL checkpoint (${mode}) could not complete`);
+    return r;
+  };
+  return {
+    reset: () => void checkpoint('TRUNCATE'),
+    settle: () => {
+      const walMiB = statSync(`${path}-wal`).size / 2 ** 20;
+      const r = checkpoint('PASSIVE');
+      return { walMiBAtEnd: Number(walMiB.toFixed(1)), framesCheckpointedAtEnd: r.checkpointed };
+    },
+  };
 }
 
 // ---------------------------------------------------------------- PostgreSQL

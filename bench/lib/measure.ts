@@ -21,16 +21,19 @@ export interface Sample {
   readonly processCpuUsPerOp: number;
   /** Time the closing `settle` took (included in `seconds`); 0 without one. */
   readonly settleMs: number;
+  /** Figures the `settle` step reported (SQLite: WAL size at the end of the window). */
+  readonly detail?: Record<string, number>;
 }
 
 /**
- * Work the database defers (SQLite: a WAL checkpoint) that would otherwise be paid by whichever
- * variant runs next. `settle` runs synchronously: once when the warm-up ends (untimed; the window
- * starts after it) and once after the window, timed and added to the sample's seconds, so each
- * variant pays for the checkpoints its own window left behind.
+ * Work the database defers (SQLite: WAL checkpoints), so that no variant leaves its bill to the next
+ * one. Both run synchronously, between operations.
  */
 export interface Settle {
-  (): void;
+  /** Untimed, when the warm-up ends: the counted window starts from a clean state, after this. */
+  reset(): void;
+  /** Timed, after the window: its time is added to the sample's seconds. May return figures to keep. */
+  settle(): Record<string, number> | void;
 }
 
 /**
@@ -58,7 +61,7 @@ export async function closedLoops(
       const t = performance.now();
       if (windowStart === undefined) {
         if (t < warmEnd) continue;
-        settle?.();
+        settle?.reset();
         windowStart = performance.now();
         end = windowStart + window.measureMs;
         continue;
@@ -69,7 +72,7 @@ export async function closedLoops(
   };
   await Promise.all(ops.map(loop));
   const settleStart = performance.now();
-  settle?.();
+  const detail = settle?.settle() ?? undefined;
   const settleMs = performance.now() - settleStart;
   const cpu = process.cpuUsage(cpuStart);
   const seconds = (window.measureMs + settleMs) / 1000;
@@ -80,6 +83,7 @@ export async function closedLoops(
     opsPerSecond: counted / seconds,
     processCpuUsPerOp: (cpu.user + cpu.system) / Math.max(total, 1),
     settleMs,
+    ...(detail ? { detail } : {}),
   };
 }
 

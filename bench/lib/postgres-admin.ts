@@ -43,7 +43,7 @@ export interface BenchPostgresDatabase {
 export async function createBenchDatabase(adminUrl: string): Promise<BenchPostgresDatabase> {
   const name = `ql_bench_${Date.now().toString(36)}`;
   const serverVersion = await withAdmin(adminUrl, async (client) => {
-    const { rows } = await client.query<{ v: string }>('SHOW server_version');
+    const { rows } = await client.query<{ v: string }>('SELECT current_setting($1) AS v', ['server_version']);
     await client.query(`CREATE DATABASE ${quoteIdent(name)}`);
     return rows[0]?.v ?? 'unknown';
   });
