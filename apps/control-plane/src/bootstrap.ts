@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Logger, LoggerService, LogLevel } from '@nestjs/common';
+import { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
@@ -144,4 +144,3 @@ function urlOf(app: NestFastifyApplication, scheme: 'http' | 'https'): string {
   return `${scheme}://${host}:${address.port}`;
 }
 
-export { Logger };
