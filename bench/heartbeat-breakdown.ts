@@ -9,18 +9,21 @@
  * Variants, each step adding one thing the heartbeat does, all on the same rows and the same N:
  *   ceiling          UPDATE … SET version = version + 1 WHERE worker_id = ?   (raw)
  *   ceilingRepoConn  the same through the repository's own connection (SQLite only)
- *   ceilingLease     … plus lease_expires_at / last_seen_at, i.e. an indexed column changes (raw)
+ *   ceilingLease     … plus lease_expires_at / last_seen_at (an indexed column before 0f8eb83) (raw)
  *   casVersion       the repository's heartbeat SQL with `RETURNING version` only (raw)
  *   casLean          … RETURNING only what the answer needs beyond the command (version, status,
  *                    lease, max runs, slots, digest); PostgreSQL: the lease as int8 epoch ms (raw)
- *   casSql           the repository's heartbeat SQL, RETURNING all 16 columns (raw)
+ *   casSql           the repository's heartbeat SQL with its own RETURNING list; SQLite: `.get()` (raw)
  *   casSqlAll        SQLite: casSql through `.all()` instead of `.get()`, i.e. stepped to SQLITE_DONE
  *                    so the commit runs SQLite's WAL hook (auto-checkpoint) like `.run()` does
  *   repository       SqlWorkerSessionRepository.heartbeat
  * SQLite samples end with a timed WAL checkpoint (see `sqliteSettle` in heartbeat.ts) unless
  * QL_BREAKDOWN_NO_SETTLE=1, which shows how a variant that never checkpoints leaves the bill to the next.
- * QL_BREAKDOWN_DROP_LEASE_INDEX=1 drops workers_status_lease in the run's database first, to show what
- * the index costs (with it, every heartbeat changes an indexed column: no HOT update on PostgreSQL).
+ * QL_BREAKDOWN_DROP_LEASE_INDEX=1 drops workers_status_lease (if a migration still creates it) in the
+ * run's database first, to show what the index costs: while it existed, every heartbeat changed an
+ * indexed column, so no update was HOT on PostgreSQL.
+ * PostgreSQL keeps one pool per kind for the whole level: with more than three variants a pool idles
+ * past pg's 10 s idle timeout and reconnects in its next warm-up, inflating that variant's backend CPU.
  * Per variant: median ops/s and % of the ceiling, Node CPU µs/op and, on PostgreSQL, WAL bytes per
  * operation (server-wide, so a busy neighbour inflates it) and whether the update is HOT (exact:
  * pg_stat_xact_user_tables over 50 updates in a rolled-back transaction).

@@ -69,6 +69,9 @@ interface Harness {
   syncVersions(workers: Worker[]): Promise<void>;
   /** See `sqliteSettle`. */
   readonly settle?: Settle;
+  /** Opens what the variant's sample needs (PostgreSQL: its pool), and closes it after the sample. */
+  before?(variant: VariantName): Promise<void>;
+  after?(variant: VariantName): Promise<void>;
 }
 
 /** Registers `n` workers through the repository and returns their fences. */
@@ -148,11 +151,17 @@ async function measureLevel(
     const order = variants.map((_, i) => variants[(i + round - 1) % variants.length]!);
     for (const variant of order) {
       await harness.syncVersions(workers);
-      const sample = await closedLoops(
-        workers.map((w) => harness.ops[variant](w)),
-        config.window,
-        harness.settle,
-      );
+      await harness.before?.(variant);
+      let sample: Sample;
+      try {
+        sample = await closedLoops(
+          workers.map((w) => harness.ops[variant](w)),
+          config.window,
+          harness.settle,
+        );
+      } finally {
+        await harness.after?.(variant);
+      }
       (samples[variant] ??= []).push(sample);
       config.log(
         `  ${dialect} N=${workers.length} round ${round} ${variant.padEnd(10)} ` +
@@ -209,7 +218,8 @@ export async function benchSqlite(
           },
           repository: repositoryOp(repo),
           casSql: (w) => async () => {
-            const row = casStatement.get({ ...casParams(w), no: 0, now: Date.now() }) as
+            // `.all()`, as SqliteDatabase.one does: stepped to completion, so the commit runs the WAL hook
+            const row = casStatement.all({ ...casParams(w), no: 0, now: Date.now() })[0] as
               { version: number } | undefined;
             if (!row) throw new Error(`raw CAS missed ${w.workerId}`);
             w.version = row.version;
@@ -230,10 +240,12 @@ export async function benchSqlite(
 }
 
 /**
- * WAL checkpoints around each SQLite sample. Needed because a statement stepped only to its first row
- * (better-sqlite3 `.get()` on UPDATE … RETURNING, which is how the repository heartbeats) commits in
- * sqlite3_reset, where SQLite does not call the WAL hook: the auto-checkpoint never fires and the WAL
- * grows until some statement runs to completion — whose caller then pays for all of it.
+ * WAL checkpoints around each SQLite sample, so no variant leaves checkpoint work to the next. It
+ * matters whenever a variant defers checkpoints: a write stepped only to its first row (better-sqlite3
+ * `.get()` on UPDATE … RETURNING, as the repository did until 393a3c9) commits in sqlite3_reset,
+ * where SQLite does not call the WAL hook: the auto-checkpoint never fires and the WAL grows until
+ * some statement runs to completion — whose caller then pays for all of it. The WAL size at the end
+ * of each window is reported, so such a regression shows.
  *   reset   TRUNCATE checkpoint: every counted window starts with an empty WAL (untimed)
  *   settle  the PASSIVE checkpoint SQLite would run itself at the next completed statement, timed
  *           and charged to the sample; reports the WAL size the window reached first
@@ -261,30 +273,44 @@ export function sqliteSettle(raw: BetterSqlite3.Database, path: string): Settle 
 
 // ---------------------------------------------------------------- PostgreSQL
 
-export async function benchPostgres(url: string, config: HeartbeatConfig): Promise<HeartbeatRow[]> {
-  // Migrate once; every level then opens pools of its own size.
+/**
+ * Every sample opens its own pool of N connections (the repository's through PostgresDatabase.open,
+ * the ceiling's a plain `pg` Pool) and closes it afterwards: only N connections are open at a time,
+ * and no pool sits idle long enough for its idle timeout to close connections another sample would
+ * then have to reopen. Connecting and preparing statements happen in the warm-up.
+ */
+export async function benchPostgres(
+  url: string,
+  config: HeartbeatConfig,
+  /** Filled level by level, so the levels done survive a failure in a later one. */
+  rows: HeartbeatRow[],
+): Promise<void> {
+  // Migrate once; the levels then open pools of their own size.
   await (await PostgresDatabase.open({ url, poolSize: 1 }, true)).close();
-  const rows: HeartbeatRow[] = [];
-  for (const n of config.concurrencies) {
-    const poolSize = Math.max(n, 1);
-    const db = await PostgresDatabase.open({ url, poolSize, applicationName: 'ql-bench-repository' }, false);
-    const raw = new Pool({ connectionString: url, max: poolSize, application_name: 'ql-bench-ceiling' });
-    raw.on('error', () => undefined);
-    try {
-      const repo = new SqlWorkerSessionRepository(db, createIdGenerator());
+  const admin = new Pool({ connectionString: url, max: 1, application_name: 'ql-bench-admin' });
+  admin.on('error', () => undefined);
+  try {
+    for (const n of config.concurrencies) {
+      const poolSize = Math.max(n, 1);
+      let db: PostgresDatabase | undefined = await PostgresDatabase.open({ url, poolSize: 1 }, false);
+      let repo = new SqlWorkerSessionRepository(db, createIdGenerator());
       const workers = await registerWorkers(repo, `bench-pg-n${n}`, n);
       const cas = compilePostgres(await captureHeartbeatSql(db, workers[0]!));
+      await db.close();
+      db = undefined;
+      let raw: Pool | undefined;
       const ceilingText = CEILING_SQL.replace('?', '$1');
       const harness: Harness = {
         ops: {
           ceiling: (w) => async () => {
-            const r = await raw.query({ name: 'bench_ceiling', text: ceilingText, values: [w.workerId] });
+            const r = await raw!.query({ name: 'bench_ceiling', text: ceilingText, values: [w.workerId] });
             if (r.rowCount !== 1) throw new Error(`ceiling missed ${w.workerId}`);
           },
-          repository: repositoryOp(repo),
+          // built when the sample starts, after `before` opened this sample's repository
+          repository: (w) => repositoryOp(repo)(w),
           casSql: (w) => async () => {
             const p = casParams(w);
-            const r = await raw.query<{ version: string }>({
+            const r = await raw!.query<{ version: string }>({
               name: 'bench_cas',
               text: cas.text,
               values: cas.names.map((name) => p[name]),
@@ -295,19 +321,35 @@ export async function benchPostgres(url: string, config: HeartbeatConfig): Promi
           },
         },
         syncVersions: async (ws) => {
-          const r = await raw.query<{ worker_id: string; version: string }>(
+          const r = await admin.query<{ worker_id: string; version: string }>(
             'SELECT worker_id, version FROM workers WHERE worker_id = ANY($1)',
             [ws.map((w) => w.workerId)],
           );
           const byId = new Map(r.rows.map((row) => [row.worker_id, Number(row.version)]));
           for (const w of ws) w.version = byId.get(w.workerId)!;
         },
+        before: async (variant) => {
+          if (variant === 'repository') {
+            db = await PostgresDatabase.open(
+              { url, poolSize, applicationName: 'ql-bench-repository' },
+              false,
+            );
+            repo = new SqlWorkerSessionRepository(db, createIdGenerator());
+          } else {
+            raw = new Pool({ connectionString: url, max: poolSize, application_name: 'ql-bench-raw' });
+            raw.on('error', () => undefined);
+          }
+        },
+        after: async () => {
+          await db?.close();
+          await raw?.end();
+          db = undefined;
+          raw = undefined;
+        },
       };
       rows.push(await measureLevel(harness, workers, 'postgres', config));
-    } finally {
-      await raw.end();
-      await db.close();
     }
+  } finally {
+    await admin.end();
   }
-  return rows;
 }

@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
-import { envNumber } from './lib/measure';
+import { envNumber, median } from './lib/measure';
 import { createBenchDatabase, redactUrl } from './lib/postgres-admin';
 import { Align, fmtInt, fmtPct, machineInfo, markdownTable, memoryInfo, textTable } from './lib/report';
 
@@ -77,7 +77,12 @@ async function main(): Promise<void> {
     if (database) {
       postgresVersion = database.serverVersion;
       try {
-        rows.push(...(await benchPostgres(database.url, config)));
+        await benchPostgres(database.url, config, rows);
+      } catch (error) {
+        // A shared server may refuse connections (max_connections) or restart: keep what was measured.
+        const note = `PostgreSQL rows incomplete: the run stopped with "${(error as Error).message}"`;
+        console.log(note);
+        notes.push(note);
       } finally {
         await database
           .drop()
@@ -116,14 +121,25 @@ async function main(): Promise<void> {
     if (detail) cells.push(fmtInt(r.median.casSql), fmtPct(repo / r.median.casSql!));
     return cells;
   });
+  // SQLite: how far the WAL got by the end of each window, and the checkpoint charged for it.
+  const walLines = rows
+    .filter((r) => r.dialect === 'sqlite')
+    .map((r) => {
+      const wal = (v: 'repository' | 'ceiling') =>
+        median(r.samples[v]!.map((s) => s.detail?.walMiBAtEnd ?? Number.NaN)).toFixed(1);
+      const ms = (v: 'repository' | 'ceiling') => median(r.samples[v]!.map((s) => s.settleMs)).toFixed(0);
+      return (
+        `sqlite N=${r.concurrency}: WAL at window end repository ${wal('repository')} MiB / ceiling ` +
+        `${wal('ceiling')} MiB; closing checkpoint (charged) ${ms('repository')} ms / ${ms('ceiling')} ms`
+      );
+    });
   const memoryLine =
     `memory (informational): RSS ${memory.rssMiB} MiB after the run, peak RSS ${memory.peakRssMiB} MiB, ` +
     `heap used ${memory.heapUsedMiB} MiB`;
 
   console.log('');
   console.log(textTable(header, table, align));
-  for (const note of notes) console.log(note);
-  console.log(memoryLine);
+  for (const line of [...walLines, ...notes, memoryLine]) console.log(line);
 
   const stamp = started.toISOString().replace(/[:.]/g, '-');
   mkdirSync(RESULTS_DIR, { recursive: true });
@@ -164,6 +180,8 @@ async function main(): Promise<void> {
     '',
     markdownTable(header, table, align),
     '',
+    ...walLines.map((n) => `- ${n}`),
+    ...(walLines.length ? [''] : []),
     ...notes.map((n) => `${n}\n`),
     memoryLine,
     '',
