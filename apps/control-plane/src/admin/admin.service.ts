@@ -11,6 +11,7 @@ import {
   ID_GENERATOR,
   IdGenerator,
   NotFoundError,
+  RevokedCertificate,
   SESSION_STATUSES,
   SessionStatus,
   ValidationError,
@@ -41,7 +42,7 @@ export class AdminService {
     const q = readObject(query ?? {}, 'query', ['status', 'after', 'limit']);
     const status = q.status === undefined ? undefined : readEnum(q.status, 'status', SESSION_STATUSES);
     const afterWorkerId = q.after === undefined ? undefined : parseWorkerId(q.after, 'after');
-    const limit = q.limit === undefined ? 50 : readInt(Number(q.limit), 'limit', 1, MAX_PAGE);
+    const limit = readLimit(q.limit);
     const workers = await this.sessions.listWorkers({ status, afterWorkerId, limit });
     return {
       items: workers.map(toWorkerView),
@@ -101,22 +102,31 @@ export class AdminService {
       action: 'certificate.revoke',
       target: `certificate:${fingerprint}`,
     });
-    return { ...revoked, revokedAt: new Date(revoked.revokedAt).toISOString() };
+    return toRevokedView(revoked);
   }
 
   async listRevokedCertificates(query: unknown) {
     const q = readObject(query ?? {}, 'query', ['limit']);
-    const limit = q.limit === undefined ? 50 : readInt(Number(q.limit), 'limit', 1, MAX_PAGE);
+    const limit = readLimit(q.limit);
     const items = await this.revocations.list(limit);
-    return { items: items.map((r) => ({ ...r, revokedAt: new Date(r.revokedAt).toISOString() })) };
+    return { items: items.map(toRevokedView) };
   }
 
   async listAudit(query: unknown) {
     const q = readObject(query ?? {}, 'query', ['limit']);
-    const limit = q.limit === undefined ? 50 : readInt(Number(q.limit), 'limit', 1, MAX_PAGE);
+    const limit = readLimit(q.limit);
     const entries = await this.audit.list(limit);
     return { items: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString() })) };
   }
+}
+
+/** `?limit=` of every admin list: 1..MAX_PAGE, default 50. */
+function readLimit(value: unknown): number {
+  return value === undefined ? 50 : readInt(Number(value), 'limit', 1, MAX_PAGE);
+}
+
+function toRevokedView(r: RevokedCertificate) {
+  return { ...r, revokedAt: new Date(r.revokedAt).toISOString() };
 }
 
 function readEnum<T extends string>(value: unknown, field: string, values: readonly T[]): T {
