@@ -94,6 +94,9 @@ export async function startTestPlane(
     QL_TRUST_DOMAIN: TRUST_DOMAIN,
     QL_LOG_LEVEL: 'error',
     QL_DB_POOL_SIZE: '4',
+    // Tests drive the sweeper and cron by calling them; a test that wants the timers sets these.
+    QL_SWEEP_INTERVAL_MS: '0',
+    QL_CRON_TICK_MS: '0',
     ...env,
   });
   const plane = await startControlPlane(config, { logger: false });

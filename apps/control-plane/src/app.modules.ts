@@ -18,6 +18,12 @@ import { RevocationCache } from './identity/revocation-cache';
 import { IngressExceptionFilter } from './registry/ingress-exception.filter';
 import { RegistryService } from './registry/registry.service';
 import { WorkerIngressController } from './registry/worker-ingress.controller';
+import { CronTriggerService } from './background/cron-trigger.service';
+import { LeaseSweeperService } from './background/lease-sweeper.service';
+import { LeasesService } from './leases/leases.service';
+import { RunsController, TasksController } from './runs/runs.controllers';
+import { RunsService } from './runs/runs.service';
+import { TasksService } from './runs/tasks.service';
 
 /** The plain-HTTP listener: admin API (API keys) and probes (no credentials). */
 @Module({})
@@ -33,9 +39,16 @@ export class AdminAppModule {
         ApiKeysController,
         AuditController,
         CertificatesController,
+        TasksController,
+        RunsController,
       ],
       providers: [
         AdminService,
+        TasksService,
+        RunsService,
+        // Background work of the control plane only (R-PROF-3): one sweeper and one cron ticker per replica.
+        LeaseSweeperService,
+        CronTriggerService,
         { provide: APP_GUARD, useClass: ApiKeyGuard },
         { provide: APP_FILTER, useClass: AdminExceptionFilter },
       ],
@@ -53,6 +66,7 @@ export class IngressAppModule {
       controllers: [WorkerIngressController],
       providers: [
         RegistryService,
+        LeasesService,
         RevocationCache,
         { provide: APP_FILTER, useClass: IngressExceptionFilter },
       ],

@@ -53,7 +53,8 @@ export async function startControlPlane(
   try {
     const admin = await NestFactory.create<NestFastifyApplication>(
       AdminAppModule.forCore(core),
-      new FastifyAdapter({ bodyLimit: 16 * 1024 }),
+      // Task bodies carry commands up to 32 KiB and env up to 32 KiB (TASK_LIMITS).
+      new FastifyAdapter({ bodyLimit: 128 * 1024 }),
       { logger, abortOnError: false },
     );
     const ingress = await NestFactory.create<NestFastifyApplication>(
@@ -143,4 +144,3 @@ function urlOf(app: NestFastifyApplication, scheme: 'http' | 'https'): string {
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return `${scheme}://${host}:${address.port}`;
 }
-

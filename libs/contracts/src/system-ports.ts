@@ -3,13 +3,30 @@ import { Clock, IdGenerator, formatUuidV7 } from '@ql/domain';
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-/** UUIDv7 with a monotonic millisecond part, so ids made in one process sort by creation. */
+const COUNTER_MAX = 0xfff;
+
+/**
+ * UUIDv7 that strictly increase within one process (RFC 9562 §6.2, method 1): the 12-bit rand_a field
+ * is a counter, seeded at random in its lower half each new millisecond and incremented within one;
+ * on overflow the millisecond part moves on. So ids made here sort by creation (FIFO tie-breaks).
+ */
 export function createIdGenerator(clock: Clock = systemClock): IdGenerator {
-  let last = 0;
+  let lastMs = 0;
+  let counter = 0;
   return {
     uuidV7: () => {
-      last = Math.max(clock.now(), last);
-      return formatUuidV7(last, randomBytes(10));
+      const now = clock.now();
+      const random = randomBytes(10);
+      if (now > lastMs) {
+        lastMs = now;
+        counter = ((random[0]! << 8) | random[1]!) & 0x7ff;
+      } else if (++counter > COUNTER_MAX) {
+        lastMs += 1;
+        counter = 0;
+      }
+      random[0] = counter >> 8;
+      random[1] = counter & 0xff;
+      return formatUuidV7(lastMs, random);
     },
   };
 }

@@ -115,7 +115,8 @@ function readRuntimes(value: unknown, field: string): RuntimeCapability[] {
   return runtimes;
 }
 
-function readLabels(value: unknown, field: string): Record<string, string> {
+/** Labels `{k: v}`: keys by LABEL_KEY_PATTERN, values ≤ 128 (may be empty), ≤ 32 of them; sorted. */
+export function readLabels(value: unknown, field: string): Record<string, string> {
   const raw = readRecord(value, field);
   const keys = Object.keys(raw);
   if (keys.length > CAPABILITY_LIMITS.labels) throw new ValidationError(field, 'too_many_items');

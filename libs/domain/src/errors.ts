@@ -30,6 +30,14 @@ export const FENCE_REASONS = [
   'version_mismatch',
   'session_content_mismatch',
   'session_fenced',
+  'lease_not_found',
+  'lease_not_active',
+  'lease_expired',
+  'lease_token_mismatch',
+  'lease_generation_mismatch',
+  'lease_version_mismatch',
+  'offer_conflict',
+  'attempt_started',
 ] as const;
 export type FenceReason = (typeof FENCE_REASONS)[number];
 

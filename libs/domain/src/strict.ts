@@ -5,6 +5,9 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+/** Multi-line text (commands): tab, line feed and carriage return are allowed, other controls are not. */
+// eslint-disable-next-line no-control-regex
+const CONTROL_MULTILINE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u2028\u2029]/;
 
 export function readObject(
   value: unknown,
@@ -30,10 +33,11 @@ export function readRecord(value: unknown, field: string): Record<string, unknow
 export function readString(
   value: unknown,
   field: string,
-  opts: { max: number; min?: number; pattern?: RegExp },
+  opts: { max: number; min?: number; pattern?: RegExp; multiline?: boolean },
 ): string {
   if (typeof value !== 'string') throw new ValidationError(field, 'must_be_string');
-  if (CONTROL.test(value)) throw new ValidationError(field, 'control_character');
+  if ((opts.multiline ? CONTROL_MULTILINE : CONTROL).test(value))
+    throw new ValidationError(field, 'control_character');
   if (value.length < (opts.min ?? 1)) throw new ValidationError(field, 'too_short');
   if (value.length > opts.max) throw new ValidationError(field, 'too_long');
   if (opts.pattern && !opts.pattern.test(value)) throw new ValidationError(field, 'invalid_format');

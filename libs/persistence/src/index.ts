@@ -7,3 +7,6 @@ export * from './audit.repository';
 export * from './certificate-revocation.repository';
 export * from './open-database';
 export * from './migrations/run-migrations';
+export * from './task.repository';
+export * from './run.repository';
+export * from './lease.repository';

@@ -6,6 +6,9 @@ import { PostgresDatabase } from './postgres/postgres-database';
 import { SqlDatabase } from './sql-executor';
 import { SqliteDatabase } from './sqlite/sqlite-database';
 import { SqlWorkerSessionRepository } from './worker-session.repository';
+import { SqlTaskRepository } from './task.repository';
+import { SqlRunRepository } from './run.repository';
+import { SqlLeaseRepository } from './lease.repository';
 
 export type DatabaseTarget =
   | { readonly dialect: 'sqlite'; readonly path: string; readonly busyRetries?: number }
@@ -37,6 +40,9 @@ export interface Repositories {
   readonly apiKeys: SqlApiKeyRepository;
   readonly audit: SqlAuditRepository;
   readonly revocations: SqlCertificateRevocationRepository;
+  readonly tasks: SqlTaskRepository;
+  readonly runs: SqlRunRepository;
+  readonly leases: SqlLeaseRepository;
 }
 
 export function createRepositories(db: SqlDatabase, ids: IdGenerator): Repositories {
@@ -45,5 +51,8 @@ export function createRepositories(db: SqlDatabase, ids: IdGenerator): Repositor
     apiKeys: new SqlApiKeyRepository(db, ids),
     audit: new SqlAuditRepository(db),
     revocations: new SqlCertificateRevocationRepository(db, ids),
+    tasks: new SqlTaskRepository(db, ids),
+    runs: new SqlRunRepository(db, ids),
+    leases: new SqlLeaseRepository(db, ids),
   };
 }

@@ -17,8 +17,12 @@ export type Dialect = 'sqlite' | 'postgres';
  *   {now}              the database clock (PostgreSQL `clock_timestamp()`, read after locks are held;
  *                      SQLite: the process clock, the same machine's clock)
  *   {now + :param}     the clock plus `:param` milliseconds
+ *   {nowMs}            the clock as epoch milliseconds (an integer in both dialects)
+ *   {ms :param}        `:param` epoch milliseconds as a time value of the dialect
  *   {forUpdate}        a row lock on PostgreSQL; nothing on SQLite, where BEGIN IMMEDIATE already
  *                      holds the database's only write lock
+ *   {skipLocked}       PostgreSQL `FOR UPDATE SKIP LOCKED` (rows another transaction holds are passed
+ *                      over); nothing on SQLite
  */
 export interface SqlDatabase extends SqlExecutor {
   readonly dialect: Dialect;
@@ -52,22 +56,30 @@ export interface CompiledSql {
 
 const PARAM = /(?<![:\w]):([A-Za-z_]\w*)/g;
 
-/** Rewrites the dialect macros; the caller then binds named parameters. */
-export function expandMacros(sql: string, dialect: Dialect): string {
+/**
+ * Rewrites the dialect macros; the caller then binds named parameters. `clockParam`: PostgreSQL reads
+ * the time from the bound `:now` instead of `clock_timestamp()` (models with a controllable clock).
+ */
+export function expandMacros(sql: string, dialect: Dialect, clockParam = false): string {
+  const pgNow = clockParam ? `to_timestamp(:now::float8 / 1000)` : 'clock_timestamp()';
+  const pgNowMs = clockParam ? `:now::int8` : `(extract(epoch from clock_timestamp()) * 1000)::int8`;
   return sql
     .replace(/\{now \+ :(\w+)\}/g, (_m, p: string) =>
-      dialect === 'postgres'
-        ? `(clock_timestamp() + :${p}::int8 * interval '1 millisecond')`
-        : `(:now + :${p})`,
+      dialect === 'postgres' ? `(${pgNow} + :${p}::int8 * interval '1 millisecond')` : `(:now + :${p})`,
     )
-    .replace(/\{now\}/g, dialect === 'postgres' ? 'clock_timestamp()' : ':now')
-    .replace(/\{forUpdate\}/g, dialect === 'postgres' ? 'FOR UPDATE' : '');
+    .replace(/\{ms :(\w+)\}/g, (_m, p: string) =>
+      dialect === 'postgres' ? `to_timestamp(:${p}::float8 / 1000)` : `:${p}`,
+    )
+    .replace(/\{nowMs\}/g, dialect === 'postgres' ? pgNowMs : ':now')
+    .replace(/\{now\}/g, dialect === 'postgres' ? pgNow : ':now')
+    .replace(/\{forUpdate\}/g, dialect === 'postgres' ? 'FOR UPDATE' : '')
+    .replace(/\{skipLocked\}/g, dialect === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : '');
 }
 
 /** PostgreSQL: `:name` becomes `$n` in order of first use. */
-export function compilePostgres(sql: string): CompiledSql {
+export function compilePostgres(sql: string, clockParam = false): CompiledSql {
   const names: string[] = [];
-  const text = expandMacros(sql, 'postgres').replace(PARAM, (_m, name: string) => {
+  const text = expandMacros(sql, 'postgres', clockParam).replace(PARAM, (_m, name: string) => {
     let index = names.indexOf(name);
     if (index < 0) index = names.push(name) - 1;
     return `$${index + 1}`;
@@ -106,4 +118,18 @@ export function toInt(value: unknown): number {
   const n = typeof value === 'number' ? value : Number(value);
   if (!Number.isSafeInteger(n)) throw new TypeError(`not an integer: ${String(value)}`);
   return n;
+}
+
+/** A unique constraint refused the write (PostgreSQL 23505, SQLite SQLITE_CONSTRAINT_UNIQUE/PRIMARYKEY). */
+export function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+export function isTrue(value: unknown): boolean {
+  return value === true || value === 1;
+}
+
+export function toMsOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : toMs(value);
 }

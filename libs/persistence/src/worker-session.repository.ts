@@ -17,9 +17,9 @@ import {
   fenceViolation,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
-import { SqlDatabase, SqlExecutor, SqlTransaction, toInt, toMs } from './sql-executor';
+import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, toInt, toMs } from './sql-executor';
 
-type SessionRow = Pick<
+export type SessionRow = Pick<
   WorkerRow,
   | 'worker_id'
   | 'session_id'
@@ -60,23 +60,23 @@ const SESSION_COLUMNS = `worker_id, session_id, generation, version, status, lea
   max_concurrent_runs, available_slots, registration_digest`;
 
 /** The compare-and-set every fenced session call shares (R-REG-5); keep it equal to `fenceViolation`. */
-const FENCE = `worker_id = :workerId AND session_id = :sessionId AND generation = :generation
+export const SESSION_FENCE_SQL = `worker_id = :workerId AND session_id = :sessionId AND generation = :generation
   AND version = :expectedVersion AND disabled = :no AND status <> 'offline' AND lease_expires_at > {now}`;
 
 const HEARTBEAT = `UPDATE workers SET version = version + 1,
     available_slots = CASE WHEN status = 'online' THEN :slots ELSE 0 END,
     lease_expires_at = {now + :leaseMs}, last_seen_at = {now}
-  WHERE ${FENCE} AND max_concurrent_runs >= :slots
+  WHERE ${SESSION_FENCE_SQL} AND max_concurrent_runs >= :slots
   RETURNING ${SESSION_COLUMNS}`;
 
 const DRAIN = `UPDATE workers SET version = version + 1, status = 'draining', available_slots = 0,
     lease_expires_at = {now + :leaseMs}, last_seen_at = {now}
-  WHERE ${FENCE}
+  WHERE ${SESSION_FENCE_SQL}
   RETURNING ${SESSION_COLUMNS}`;
 
 const OFFLINE = `UPDATE workers SET version = version + 1, status = 'offline', available_slots = 0,
     lease_expires_at = {now}, last_seen_at = {now}
-  WHERE ${FENCE}
+  WHERE ${SESSION_FENCE_SQL}
   RETURNING ${SESSION_COLUMNS}`;
 
 /**
@@ -271,7 +271,7 @@ async function endSession(tx: SqlTransaction, sessionId: string, reason: string)
   );
 }
 
-function fenceParams(command: SessionCommand) {
+export function fenceParams(command: SessionCommand) {
   return {
     workerId: command.workerId,
     sessionId: command.sessionId,
@@ -282,11 +282,7 @@ function fenceParams(command: SessionCommand) {
   };
 }
 
-function isTrue(value: number | boolean): boolean {
-  return value === true || value === 1;
-}
-
-function toSession(row: SessionRow): WorkerSession {
+export function toSession(row: SessionRow): WorkerSession {
   return {
     workerId: row.worker_id,
     sessionId: row.session_id,

@@ -19,6 +19,7 @@ import {
   WorkerRecord,
   WorkerSessionRepository,
   parseWorkerId,
+  readEnum,
   readInt,
   readObject,
   readString,
@@ -121,19 +122,12 @@ export class AdminService {
 }
 
 /** `?limit=` of every admin list: 1..MAX_PAGE, default 50. */
-function readLimit(value: unknown): number {
+export function readLimit(value: unknown): number {
   return value === undefined ? 50 : readInt(Number(value), 'limit', 1, MAX_PAGE);
 }
 
 function toRevokedView(r: RevokedCertificate) {
   return { ...r, revokedAt: new Date(r.revokedAt).toISOString() };
-}
-
-function readEnum<T extends string>(value: unknown, field: string, values: readonly T[]): T {
-  if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
-    throw new ValidationError(field, `must_be_one_of:${values.join('|')}`);
-  }
-  return value as T;
 }
 
 export function toWorkerView(w: WorkerRecord) {

@@ -35,6 +35,10 @@ export interface ControlPlaneConfig {
   readonly devPki: boolean;
   readonly trustDomain: string;
   readonly sessionLeaseMs: number;
+  readonly runLeaseMs: number;
+  readonly sweepIntervalMs: number;
+  readonly sweepPageSize: number;
+  readonly cronTickMs: number;
   readonly revocationCacheMs: number;
   readonly ingressRatePerSecond: number;
   readonly ingressRateBurst: number;
@@ -155,6 +159,34 @@ export const SETTINGS = [
     default: '30000',
     doc: 'session lease a registration or heartbeat grants (5 s … 10 min)',
     parse: int(5_000, 600_000),
+  },
+  {
+    key: 'runLeaseMs',
+    env: 'QL_RUN_LEASE_MS',
+    default: '60000',
+    doc: 'run lease a claim or renewal grants (5 s … 10 min); an unrenewed lease expires and the sweeper acts',
+    parse: int(5_000, 600_000),
+  },
+  {
+    key: 'sweepIntervalMs',
+    env: 'QL_SWEEP_INTERVAL_MS',
+    default: '1000',
+    doc: 'pause between lease sweeper cycles (expired leases, due retries); 0 turns the sweeper off',
+    parse: int(0, 600_000),
+  },
+  {
+    key: 'sweepPageSize',
+    env: 'QL_SWEEP_PAGE_SIZE',
+    default: '64',
+    doc: 'expired leases and due retries one sweeper cycle handles at most, each (fixed work per cycle)',
+    parse: int(1, 64),
+  },
+  {
+    key: 'cronTickMs',
+    env: 'QL_CRON_TICK_MS',
+    default: '5000',
+    doc: 'pause between cron trigger ticks; each scheduled time makes one run across all replicas; 0 turns cron off',
+    parse: int(0, 60_000),
   },
   {
     key: 'revocationCacheMs',

@@ -6,6 +6,9 @@ import {
   CLOCK,
   ID_GENERATOR,
   WORKER_SESSION_REPOSITORY,
+  TASK_REPOSITORY,
+  RUN_REPOSITORY,
+  LEASE_REPOSITORY,
 } from '@ql/domain';
 import { CONFIG, CORE, ControlPlaneCore } from './core';
 
@@ -23,6 +26,9 @@ export class CoreModule {
       { provide: API_KEY_REPOSITORY, useValue: core.repositories.apiKeys },
       { provide: AUDIT_REPOSITORY, useValue: core.repositories.audit },
       { provide: CERTIFICATE_REVOCATION_REPOSITORY, useValue: core.repositories.revocations },
+      { provide: TASK_REPOSITORY, useValue: core.repositories.tasks },
+      { provide: RUN_REPOSITORY, useValue: core.repositories.runs },
+      { provide: LEASE_REPOSITORY, useValue: core.repositories.leases },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
   }

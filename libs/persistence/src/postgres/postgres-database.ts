@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
+import { Clock } from '@ql/domain';
 import { POSTGRES_MIGRATIONS } from '../../../../migrations';
 import {
   CompiledSql,
@@ -16,6 +17,8 @@ export interface PostgresOptions {
   readonly url: string;
   readonly poolSize?: number;
   readonly applicationName?: string;
+  /** Tests only: read time from this clock instead of the database (a model with a controllable clock). */
+  readonly clock?: Clock;
 }
 
 /** Serialises concurrent migrators (several replicas starting at once). */
@@ -34,7 +37,10 @@ export class PostgresDatabase implements SqlDatabase {
   private readonly cache = new Map<string, Compiled>();
   private migrated = false;
 
-  private constructor(readonly pool: Pool) {}
+  private constructor(
+    readonly pool: Pool,
+    private readonly clock?: Clock,
+  ) {}
 
   static async open(options: PostgresOptions, migrate = true): Promise<PostgresDatabase> {
     if (migrate) await migratePostgres(options.url);
@@ -45,7 +51,7 @@ export class PostgresDatabase implements SqlDatabase {
     });
     // A dropped idle connection must not crash the process; the next checkout reconnects.
     pool.on('error', () => undefined);
-    return new PostgresDatabase(pool);
+    return new PostgresDatabase(pool, options.clock);
   }
 
   async one<T>(sql: string, params?: SqlParams): Promise<T | undefined> {
@@ -113,7 +119,7 @@ export class PostgresDatabase implements SqlDatabase {
   private async query<T>(on: Pool | PoolClient, sql: string, params: SqlParams | undefined) {
     let compiled = this.cache.get(sql);
     if (!compiled) {
-      const c = compilePostgres(sql);
+      const c = compilePostgres(sql, this.clock !== undefined);
       // Named prepared statements: parsed once per connection, like `pgbench -M prepared`.
       compiled = { ...c, name: `ql_${createHash('sha1').update(c.text).digest('hex').slice(0, 16)}` };
       this.cache.set(sql, compiled);
@@ -122,7 +128,7 @@ export class PostgresDatabase implements SqlDatabase {
     return on.query<T & object>({
       name: compiled.name,
       text: compiled.text,
-      values: bindNames(compiled, params),
+      values: bindNames(compiled, params, this.clock ? { now: this.clock.now() } : undefined),
     });
   }
 }

@@ -1,0 +1,88 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import {
+  CLOCK,
+  Clock,
+  ID_GENERATOR,
+  IdGenerator,
+  RUN_REPOSITORY,
+  RunRepository,
+  TASK_REPOSITORY,
+  TaskRecord,
+  TaskRepository,
+  parseCron,
+  previousFireTime,
+} from '@ql/domain';
+import { CONFIG } from '../core/core';
+import { ControlPlaneConfig } from '../config/config';
+import { PeriodicWork } from './periodic-work';
+
+const TASK_PAGE = 100;
+/** Fixed work per tick: at most this many scheduled tasks are looked at. */
+const MAX_TASKS_PER_TICK = 2_000;
+
+/**
+ * R-RUN-3: every replica ticks; a tick creates the run of the latest scheduled time of each cron task
+ * (one missed time is caught up, never a storm), and the runs' unique (task, revision, time) key makes
+ * it exactly one run across all replicas. Registered only in control-plane profiles.
+ */
+@Injectable()
+export class CronTriggerService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('cron');
+  private readonly work: PeriodicWork;
+  /** What this replica already fired, so a tick does not retry known times: `task:revision` → time. */
+  private readonly fired = new Map<string, number>();
+
+  constructor(
+    @Inject(TASK_REPOSITORY) private readonly tasks: TaskRepository,
+    @Inject(RUN_REPOSITORY) private readonly runs: RunRepository,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(CONFIG) config: ControlPlaneConfig,
+  ) {
+    this.work = new PeriodicWork('cron', config.cronTickMs, () => this.tick(), this.logger);
+  }
+
+  onApplicationBootstrap(): void {
+    this.work.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.work.stop();
+  }
+
+  /** One tick at the clock's time; returns the runs this replica created. */
+  async tick(): Promise<number> {
+    const now = this.clock.now();
+    let created = 0;
+    let after: string | undefined;
+    for (let seen = 0; seen < MAX_TASKS_PER_TICK; seen += TASK_PAGE) {
+      const page = await this.tasks.listScheduled({ after, limit: TASK_PAGE });
+      for (const task of page) if (await this.fire(task, now)) created++;
+      if (page.length < TASK_PAGE) break;
+      after = page[page.length - 1]!.id;
+    }
+    if (this.fired.size > 4 * MAX_TASKS_PER_TICK) this.fired.clear();
+    return created;
+  }
+
+  private async fire(task: TaskRecord, now: number): Promise<boolean> {
+    const scheduledAt = previousFireTime(parseCron(task.spec.cron), now);
+    // Only times after this revision was made: an edit never fires a time from before it.
+    if (scheduledAt === null || scheduledAt < task.updatedAt) return false;
+    const key = `${task.id}:${task.revision}`;
+    if (this.fired.get(key) === scheduledAt) return false;
+    const result = await this.runs.trigger({
+      runId: this.ids.uuidV7(),
+      taskId: task.id,
+      trigger: 'cron',
+      scheduledAt,
+      revision: task.revision,
+    });
+    this.fired.set(key, scheduledAt);
+    if (result?.created) {
+      this.logger.log({ msg: 'cron run created', taskId: task.id, runId: result.run.id, scheduledAt });
+      return true;
+    }
+    return false;
+  }
+}

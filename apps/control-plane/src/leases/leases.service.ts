@@ -1,0 +1,78 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  LEASE_REPOSITORY,
+  LeaseRepository,
+  leaseTokenDigest,
+  parseLeaseFence,
+  parsePullRequest,
+  parseSessionId,
+} from '@ql/domain';
+import { EXECUTION_OFFER_SCHEMA, OfferResponse, RenewResponse } from '@ql/contracts';
+import { CONFIG } from '../core/core';
+import { ControlPlaneConfig } from '../config/config';
+import { WorkerPrincipal } from '../identity/worker-principal';
+import { leaseProjection, projectOffer } from './offer-projection';
+
+/** Pull, renew and release for the calling worker's session (R-LSE-2..5). Tokens are digested here, never kept. */
+@Injectable()
+export class LeasesService {
+  private readonly logger = new Logger('leases');
+
+  constructor(
+    @Inject(LEASE_REPOSITORY) private readonly leases: LeaseRepository,
+    @Inject(CONFIG) private readonly config: ControlPlaneConfig,
+  ) {}
+
+  async offers(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<OfferResponse> {
+    const request = parsePullRequest(body);
+    const result = await this.leases.claim({
+      workerId: principal.workerId,
+      sessionId: parseSessionId(sessionId),
+      fence: { generation: request.generation, expectedVersion: request.expectedVersion },
+      offerId: request.offerId,
+      tokenDigest: leaseTokenDigest(request.leaseToken),
+      leaseMs: this.config.runLeaseMs,
+    });
+    if (result.kind === 'idle') {
+      const { reason, activeLeases, capacity, scanned } = result;
+      return {
+        schema: EXECUTION_OFFER_SCHEMA,
+        status: 'idle',
+        idle: { reason, activeLeases, capacity, scanned },
+      };
+    }
+    const { run, attempt, lease } = result.offer;
+    this.logger.debug?.({
+      msg: result.replayed ? 'offer replayed' : 'offer claimed',
+      workerId: principal.workerId,
+      sessionId,
+      runId: run.id,
+      attemptId: attempt.id,
+      leaseGeneration: lease.leaseGeneration,
+    });
+    return projectOffer(result.offer);
+  }
+
+  async renew(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<RenewResponse> {
+    const renewed = await this.leases.renew(this.command(principal, sessionId, body));
+    return { lease: leaseProjection(renewed.lease), cancelRequested: renewed.cancelRequested };
+  }
+
+  async release(principal: WorkerPrincipal, sessionId: string, body: unknown) {
+    return { lease: leaseProjection(await this.leases.release(this.command(principal, sessionId, body))) };
+  }
+
+  private command(principal: WorkerPrincipal, sessionId: string, body: unknown) {
+    const fence = parseLeaseFence(body);
+    return {
+      workerId: principal.workerId,
+      sessionId: parseSessionId(sessionId),
+      fence: { generation: fence.generation, expectedVersion: fence.expectedVersion },
+      offerId: fence.offerId,
+      tokenDigest: leaseTokenDigest(fence.leaseToken),
+      leaseGeneration: fence.leaseGeneration,
+      leaseVersion: fence.leaseVersion,
+      leaseMs: this.config.runLeaseMs,
+    };
+  }
+}

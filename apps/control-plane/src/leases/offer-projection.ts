@@ -1,0 +1,38 @@
+import { ClaimedOffer, LeaseRecord, UnavailableError } from '@ql/domain';
+import {
+  EXECUTION_OFFER_MAX_BYTES,
+  EXECUTION_OFFER_SCHEMA,
+  ExecutionOffer,
+  OfferedLease,
+} from '@ql/contracts';
+
+export function leaseProjection(lease: LeaseRecord): OfferedLease {
+  return {
+    offerId: lease.offerId,
+    sessionGeneration: lease.sessionGeneration,
+    leaseGeneration: lease.leaseGeneration,
+    version: lease.version,
+    expiresAt: new Date(lease.expiresAt).toISOString(),
+  };
+}
+
+/** The committed claim as `qinglong/remote-execution-offer@v1`; an oversized projection is a 503, never sent. */
+export function projectOffer(offer: ClaimedOffer): ExecutionOffer {
+  const projected: ExecutionOffer = {
+    schema: EXECUTION_OFFER_SCHEMA,
+    status: 'offered',
+    run: {
+      runId: offer.run.id,
+      taskId: offer.run.taskId,
+      revision: offer.run.revision,
+      attemptId: offer.attempt.id,
+      attemptNo: offer.attempt.attemptNo,
+    },
+    execution: { digest: offer.revision.digest, spec: offer.revision.spec },
+    lease: leaseProjection(offer.lease),
+  };
+  if (Buffer.byteLength(JSON.stringify(projected), 'utf8') > EXECUTION_OFFER_MAX_BYTES) {
+    throw new UnavailableError('offer_too_large', 'the offer projection is over 128 KiB');
+  }
+  return projected;
+}

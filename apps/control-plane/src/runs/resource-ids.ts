@@ -1,0 +1,7 @@
+import { ValidationError, isUuidV7 } from '@ql/domain';
+
+/** Task, run and attempt ids are UUIDv7s the control plane made; anything else is refused before a lookup. */
+export function parseResourceId(value: unknown, field: string): string {
+  if (typeof value !== 'string' || !isUuidV7(value)) throw new ValidationError(field, 'invalid_id');
+  return value;
+}

@@ -1,0 +1,155 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  ApiKeyRecord,
+  AttemptRecord,
+  ID_GENERATOR,
+  IdGenerator,
+  NotFoundError,
+  RUN_REPOSITORY,
+  RUN_STATUSES,
+  RunEvent,
+  RunRecord,
+  RunRepository,
+  TASK_LIMITS,
+  ValidationError,
+  canonicalJson,
+  explainPlacement,
+  readEnum,
+  readInt,
+  readObject,
+  sha256Hex,
+} from '@ql/domain';
+import { readLimit } from '../admin/admin.service';
+import { parseResourceId } from './resource-ids';
+
+const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Workers looked at for one "why pending" explanation. */
+const EXPLAIN_WORKERS = 1024;
+const DETAIL_EVENTS = 200;
+
+/** Runs: trigger, list, detail with attempts, events and the placement explanation, cancel (R-RUN-2..5, R-PLC-3). */
+@Injectable()
+export class RunsService {
+  constructor(
+    @Inject(RUN_REPOSITORY) private readonly runs: RunRepository,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+  ) {}
+
+  /** Manual trigger; the same Idempotency-Key and body return the first run (`created: false`). */
+  async trigger(actor: ApiKeyRecord, taskId: string, body: unknown, idempotencyKey: unknown) {
+    const id = parseResourceId(taskId, 'taskId');
+    const b = readObject(body ?? {}, '', ['priority']);
+    const priority =
+      b.priority === undefined ? undefined : readInt(b.priority, 'priority', 0, TASK_LIMITS.maxPriority);
+    if (
+      idempotencyKey !== undefined &&
+      (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(idempotencyKey))
+    )
+      throw new ValidationError('Idempotency-Key', 'invalid_format');
+    const runId = this.ids.uuidV7();
+    const result = await this.runs.trigger({
+      runId,
+      taskId: id,
+      trigger: 'manual',
+      priority,
+      idempotency:
+        idempotencyKey === undefined
+          ? undefined
+          : {
+              key: idempotencyKey as string,
+              digest: sha256Hex(canonicalJson({ taskId: id, priority: priority ?? null })),
+            },
+      audit: { actor: actor.id, action: 'run.trigger', target: `run:${runId}`, detail: { taskId: id } },
+    });
+    if (!result) throw new Error('manual trigger returned no run');
+    return { created: result.created, run: toRunView(result.run) };
+  }
+
+  async list(query: unknown) {
+    const q = readObject(query ?? {}, 'query', ['status', 'taskId', 'before', 'limit']);
+    const limit = readLimit(q.limit);
+    const runs = await this.runs.list({
+      status: q.status === undefined ? undefined : readEnum(q.status, 'status', RUN_STATUSES),
+      taskId: q.taskId === undefined ? undefined : parseResourceId(q.taskId, 'taskId'),
+      before: q.before === undefined ? undefined : parseResourceId(q.before, 'before'),
+      limit,
+    });
+    return {
+      items: runs.map(toRunView),
+      nextBefore: runs.length === limit ? runs[runs.length - 1]!.id : null,
+    };
+  }
+
+  async get(id: string) {
+    const runId = parseResourceId(id, 'runId');
+    const run = await this.runs.find(runId);
+    if (!run) throw new NotFoundError('run');
+    const [attempts, events] = await Promise.all([
+      this.runs.attempts(runId),
+      this.runs.events(runId, { afterSeq: 0, limit: DETAIL_EVENTS }),
+    ]);
+    return {
+      ...toRunView(run),
+      placement: run.placement,
+      pending: run.status === 'queued' ? await this.whyPending(run) : null,
+      attempts: attempts.map(toAttemptView),
+      events: events.map(toEventView),
+    };
+  }
+
+  async cancel(actor: ApiKeyRecord, id: string) {
+    const runId = parseResourceId(id, 'runId');
+    const run = await this.runs.requestCancel(runId, {
+      actor: actor.id,
+      action: 'run.cancel',
+      target: `run:${runId}`,
+    });
+    return toRunView(run);
+  }
+
+  /** R-PLC-3: counts per reason over the registered workers, computed when asked; no label values. */
+  private async whyPending(run: RunRecord) {
+    const { now, candidates } = await this.runs.placementCandidates(EXPLAIN_WORKERS);
+    return { ...explainPlacement(run.placement, candidates, now), computedAt: new Date(now).toISOString() };
+  }
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+function toRunView(r: RunRecord) {
+  return {
+    id: r.id,
+    taskId: r.taskId,
+    revision: r.revision,
+    specDigest: r.specDigest,
+    status: r.status,
+    version: r.version,
+    priority: r.priority,
+    trigger: r.trigger,
+    scheduledAt: iso(r.scheduledAt),
+    attemptCount: r.attemptCount,
+    currentAttemptId: r.currentAttemptId,
+    cancelRequested: r.cancelRequested,
+    createdAt: iso(r.createdAt),
+    updatedAt: iso(r.updatedAt),
+    finishedAt: iso(r.finishedAt),
+  };
+}
+
+function toAttemptView(a: AttemptRecord) {
+  return {
+    id: a.id,
+    attemptNo: a.attemptNo,
+    status: a.status,
+    version: a.version,
+    workerId: a.workerId,
+    leaseGeneration: a.leaseGeneration,
+    createdAt: iso(a.createdAt),
+    updatedAt: iso(a.updatedAt),
+    finishedAt: iso(a.finishedAt),
+  };
+}
+
+function toEventView(e: RunEvent) {
+  return { seq: e.seq, type: e.type, attemptId: e.attemptId, at: iso(e.at), detail: e.detail };
+}

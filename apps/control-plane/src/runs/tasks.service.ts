@@ -1,0 +1,111 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  ApiKeyRecord,
+  ID_GENERATOR,
+  IdGenerator,
+  NotFoundError,
+  TASK_REPOSITORY,
+  TaskRecord,
+  TaskRepository,
+  TaskRevisionRecord,
+  parseTaskSpec,
+  readInt,
+  readObject,
+} from '@ql/domain';
+import { readLimit } from '../admin/admin.service';
+import { parseResourceId } from './resource-ids';
+
+/** Tasks and their revisions (R-RUN-1, R-ADM-1); every mutation is audited in its own transaction. */
+@Injectable()
+export class TasksService {
+  constructor(
+    @Inject(TASK_REPOSITORY) private readonly tasks: TaskRepository,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+  ) {}
+
+  async create(actor: ApiKeyRecord, body: unknown) {
+    const spec = parseTaskSpec(body);
+    const id = this.ids.uuidV7();
+    const task = await this.tasks.create(id, spec, {
+      actor: actor.id,
+      action: 'task.create',
+      target: `task:${id}`,
+    });
+    return toTaskView(task);
+  }
+
+  async update(actor: ApiKeyRecord, id: string, body: unknown) {
+    const taskId = parseResourceId(id, 'taskId');
+    const spec = parseTaskSpec(body);
+    const { task, changed } = await this.tasks.update(taskId, spec, {
+      actor: actor.id,
+      action: 'task.update',
+      target: `task:${taskId}`,
+    });
+    return { ...toTaskView(task), changed };
+  }
+
+  async get(id: string) {
+    const task = await this.tasks.find(parseResourceId(id, 'taskId'));
+    if (!task) throw new NotFoundError('task');
+    return toTaskView(task);
+  }
+
+  async list(query: unknown) {
+    const q = readObject(query ?? {}, 'query', ['after', 'limit']);
+    const after = q.after === undefined ? undefined : parseResourceId(q.after, 'after');
+    const limit = readLimit(q.limit);
+    const tasks = await this.tasks.list({ after, limit });
+    return {
+      items: tasks.map(toTaskView),
+      nextAfter: tasks.length === limit ? tasks[tasks.length - 1]!.id : null,
+    };
+  }
+
+  async delete(actor: ApiKeyRecord, id: string) {
+    const taskId = parseResourceId(id, 'taskId');
+    const task = await this.tasks.delete(taskId, {
+      actor: actor.id,
+      action: 'task.delete',
+      target: `task:${taskId}`,
+    });
+    return { ...toTaskView(task), deleted: true };
+  }
+
+  async revisions(id: string, query: unknown) {
+    const q = readObject(query ?? {}, 'query', ['before', 'limit']);
+    const beforeRevision =
+      q.before === undefined ? undefined : readInt(Number(q.before), 'before', 2, 2 ** 31 - 1);
+    const limit = readLimit(q.limit);
+    const revisions = await this.tasks.listRevisions(parseResourceId(id, 'taskId'), {
+      beforeRevision,
+      limit,
+    });
+    return {
+      items: revisions.map(toRevisionView),
+      nextBefore: revisions.length === limit ? revisions[revisions.length - 1]!.revision : null,
+    };
+  }
+}
+
+function toTaskView(t: TaskRecord) {
+  return {
+    id: t.id,
+    name: t.name,
+    revision: t.revision,
+    digest: t.digest,
+    spec: t.spec,
+    createdAt: new Date(t.createdAt).toISOString(),
+    updatedAt: new Date(t.updatedAt).toISOString(),
+  };
+}
+
+function toRevisionView(r: TaskRevisionRecord) {
+  return {
+    taskId: r.taskId,
+    revision: r.revision,
+    digest: r.digest,
+    spec: r.spec,
+    createdAt: new Date(r.createdAt).toISOString(),
+  };
+}

@@ -1,0 +1,75 @@
+import { sha256Hex } from './canonical-json';
+import { ValidationError } from './errors';
+import { isUuidV7 } from './ids';
+import { SessionFence, parseSessionFence } from './registration';
+import { readInt, readObject } from './strict';
+
+/** ≥ 256 bits, base64url without padding (43 chars for 32 bytes); the worker makes it (R-LSE-1). */
+export const LEASE_TOKEN_PATTERN = /^[A-Za-z0-9_-]{43,128}$/;
+
+/** Only this digest is stored; the token itself is never stored, logged or returned. */
+export function leaseTokenDigest(token: string): string {
+  return sha256Hex(`ql-lease-token:${token}`);
+}
+
+export const LEASE_STATES = ['active', 'released', 'expired', 'completed'] as const;
+export type LeaseState = (typeof LEASE_STATES)[number];
+
+/** A run lease as stored, without its token digest. */
+export interface LeaseRecord {
+  readonly offerId: string;
+  readonly attemptId: string;
+  readonly runId: string;
+  readonly workerId: string;
+  readonly sessionId: string;
+  readonly sessionGeneration: number;
+  readonly leaseGeneration: number;
+  readonly version: number;
+  readonly state: LeaseState;
+  readonly expiresAt: number;
+  readonly claimedAt: number;
+}
+
+export interface PullRequest extends SessionFence {
+  readonly offerId: string;
+  readonly leaseToken: string;
+}
+
+/** The lease fence renew and release carry (R-LSE-4). */
+export interface LeaseFence extends PullRequest {
+  readonly leaseGeneration: number;
+  readonly leaseVersion: number;
+}
+
+function readOfferFields(raw: Record<string, unknown>): PullRequest {
+  const fence = parseSessionFence(raw);
+  if (typeof raw.offerId !== 'string' || !isUuidV7(raw.offerId))
+    throw new ValidationError('offerId', 'invalid_offer_id');
+  if (typeof raw.leaseToken !== 'string' || !LEASE_TOKEN_PATTERN.test(raw.leaseToken))
+    throw new ValidationError('leaseToken', 'invalid_lease_token');
+  return { ...fence, offerId: raw.offerId, leaseToken: raw.leaseToken };
+}
+
+export function parsePullRequest(body: unknown): PullRequest {
+  return readOfferFields(readObject(body, '', ['generation', 'expectedVersion', 'offerId', 'leaseToken']));
+}
+
+export function parseLeaseFence(body: unknown): LeaseFence {
+  const raw = readObject(body, '', [
+    'generation',
+    'expectedVersion',
+    'offerId',
+    'leaseToken',
+    'leaseGeneration',
+    'leaseVersion',
+  ]);
+  return {
+    ...readOfferFields(raw),
+    leaseGeneration: readInt(raw.leaseGeneration, 'leaseGeneration', 1, 2 ** 31 - 1),
+    leaseVersion: readInt(raw.leaseVersion, 'leaseVersion', 0, Number.MAX_SAFE_INTEGER),
+  };
+}
+
+/** Why a pull found nothing to offer; wire codes of the idle response. */
+export const IDLE_REASONS = ['no_capacity', 'no_queued_runs', 'no_matching_run', 'draining'] as const;
+export type IdleReason = (typeof IDLE_REASONS)[number];

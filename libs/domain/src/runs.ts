@@ -1,0 +1,164 @@
+import { IllegalStateError } from './errors';
+import { PlacementSpec } from './placement';
+
+export const RUN_STATUSES = [
+  'queued',
+  'dispatching',
+  'running',
+  'retry_wait',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'timed_out',
+  'lost',
+] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+export const ATTEMPT_STATUSES = [
+  'claimed',
+  'starting',
+  'running',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'timed_out',
+  'lost',
+] as const;
+export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
+
+/**
+ * R-RUN-2: the one transition table of runs. `dispatching → queued` is a lease that ended before its
+ * attempt started (release or expiry): the same attempt is claimable again under a new lease
+ * generation. A run is `lost` when its last attempt was lost and the retry policy is used up.
+ */
+export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
+  queued: ['dispatching', 'cancelled'],
+  dispatching: ['queued', 'running', 'retry_wait', 'failed', 'cancelled', 'timed_out', 'lost'],
+  running: ['succeeded', 'failed', 'cancelled', 'timed_out', 'retry_wait', 'lost'],
+  retry_wait: ['queued', 'cancelled'],
+  succeeded: [],
+  failed: [],
+  cancelled: [],
+  timed_out: [],
+  lost: [],
+};
+
+/** R-RUN-2: the one transition table of attempts; a claimed attempt stays claimed across lease generations. */
+export const ATTEMPT_TRANSITIONS: Readonly<Record<AttemptStatus, readonly AttemptStatus[]>> = {
+  claimed: ['starting', 'cancelled'],
+  starting: ['running', 'failed', 'cancelled', 'timed_out', 'lost'],
+  running: ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'],
+  succeeded: [],
+  failed: [],
+  cancelled: [],
+  timed_out: [],
+  lost: [],
+};
+
+export function isTerminalRun(status: RunStatus): boolean {
+  return RUN_TRANSITIONS[status].length === 0;
+}
+export function isTerminalAttempt(status: AttemptStatus): boolean {
+  return ATTEMPT_TRANSITIONS[status].length === 0;
+}
+/** An attempt has started once the worker acknowledged `starting` (R-RUN-4). */
+export function hasStarted(status: AttemptStatus): boolean {
+  return status === 'starting' || status === 'running';
+}
+
+/** Throws IllegalStateError unless `from → to` is in the run table. */
+export function assertRunTransition(from: RunStatus, to: RunStatus): void {
+  if (!RUN_TRANSITIONS[from].includes(to)) throw new IllegalStateError(`run ${from} → ${to} is not allowed`);
+}
+export function assertAttemptTransition(from: AttemptStatus, to: AttemptStatus): void {
+  if (!ATTEMPT_TRANSITIONS[from].includes(to)) {
+    throw new IllegalStateError(`attempt ${from} → ${to} is not allowed`);
+  }
+}
+
+/** Event types appended to a run's event log; low cardinality, no label values or secrets (R-PLC-3). */
+export const RUN_EVENT_TYPES = [
+  'run.created',
+  'run.dispatching',
+  'run.requeued',
+  'run.running',
+  'run.retry_scheduled',
+  'run.cancel_requested',
+  'run.finished',
+  'attempt.created',
+  'attempt.claimed',
+  'attempt.lease_released',
+  'attempt.lease_expired',
+  'attempt.finished',
+  'attempt.late_callback_ignored',
+] as const;
+export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
+
+export type RunTrigger = 'manual' | 'cron';
+
+export interface RunRecord {
+  readonly id: string;
+  readonly taskId: string;
+  readonly revision: number;
+  readonly specDigest: string;
+  readonly status: RunStatus;
+  readonly version: number;
+  readonly priority: number;
+  readonly trigger: RunTrigger;
+  readonly scheduledAt: number | null;
+  readonly attemptCount: number;
+  readonly currentAttemptId: string | null;
+  readonly cancelRequested: boolean;
+  readonly availableAt: number;
+  /** Normalised once, when the run was created (R-PLC-1). */
+  readonly placement: PlacementSpec;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly finishedAt: number | null;
+}
+
+export interface AttemptRecord {
+  readonly id: string;
+  readonly runId: string;
+  readonly attemptNo: number;
+  readonly status: AttemptStatus;
+  readonly version: number;
+  readonly workerId: string | null;
+  readonly leaseGeneration: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly finishedAt: number | null;
+}
+
+export interface RunEvent {
+  readonly runId: string;
+  readonly seq: number;
+  readonly type: RunEventType;
+  readonly attemptId: string | null;
+  readonly at: number;
+  readonly detail: Readonly<Record<string, string | number | boolean | null>> | null;
+}
+
+/** What the sweeper does with an attempt whose lease expired (R-RUN-4, R-LSE-5). */
+export type ExpiryOutcome =
+  | { readonly kind: 'requeue' }
+  | { readonly kind: 'cancel' }
+  | { readonly kind: 'retry'; readonly backoffMs: number }
+  | { readonly kind: 'fail'; readonly runStatus: 'failed' | 'lost' };
+
+/**
+ * An expired lease on an unstarted attempt returns it to the queue; on a started one the attempt is
+ * lost and the run retries, fails (no policy) or is lost (policy used up). Cancellation wins.
+ */
+export function decideExpiry(input: {
+  readonly attemptStatus: AttemptStatus;
+  readonly cancelRequested: boolean;
+  readonly attemptNo: number;
+  readonly retry: { maxAttempts: number; backoffMs: (nextAttemptNo: number) => number } | null;
+}): ExpiryOutcome {
+  if (input.cancelRequested) return { kind: 'cancel' };
+  if (!hasStarted(input.attemptStatus)) return { kind: 'requeue' };
+  if (!input.retry) return { kind: 'fail', runStatus: 'failed' };
+  if (input.attemptNo >= input.retry.maxAttempts) return { kind: 'fail', runStatus: 'lost' };
+  return { kind: 'retry', backoffMs: input.retry.backoffMs(input.attemptNo + 1) };
+}

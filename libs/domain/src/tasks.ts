@@ -1,0 +1,174 @@
+import { canonicalJson, sha256Hex, utf8Length } from './canonical-json';
+import { parseCron } from './cron';
+import { ValidationError } from './errors';
+import { PlacementSpec, parsePlacementSpec } from './placement';
+import { compareCodeUnits, readInt, readObject, readRecord, readString } from './strict';
+
+export const TASK_RUNTIMES = ['shell', 'node', 'python'] as const;
+export type TaskRuntime = (typeof TASK_RUNTIMES)[number];
+export const TASK_EXECUTORS = ['local-process'] as const;
+export type TaskExecutor = (typeof TASK_EXECUTORS)[number];
+
+/** Limits that keep a pinned revision inside one 128 KiB offer (R-LSE-2). */
+export const TASK_LIMITS = {
+  nameLength: 128,
+  commandBytes: 32 * 1024,
+  envEntries: 64,
+  envKeyLength: 128,
+  envValueBytes: 4 * 1024,
+  envBytes: 32 * 1024,
+  specBytes: 96 * 1024,
+  minTimeoutMs: 1_000,
+  maxTimeoutMs: 7 * 24 * 3_600_000,
+  defaultTimeoutMs: 3_600_000,
+  maxAttempts: 20,
+  minBackoffMs: 1_000,
+  maxBackoffMs: 24 * 3_600_000,
+  maxPriority: 1_000,
+} as const;
+
+export const TASK_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9 ._:-]*$/;
+export const ENV_KEY_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export interface RetryPolicy {
+  /** Attempts in all, the first included (2..20). */
+  readonly maxAttempts: number;
+  readonly initialBackoffMs: number;
+  /** 1..10: backoff of attempt n is initial × multiplier^(n-1), capped at maxBackoffMs. */
+  readonly multiplier: number;
+  readonly maxBackoffMs: number;
+}
+
+/**
+ * One immutable execution revision of a task (R-RUN-1), in canonical form. Its digest is the SHA-256
+ * of its canonical JSON; a run pins (task, revision, digest).
+ */
+export interface TaskSpec {
+  readonly name: string;
+  readonly command: string;
+  readonly runtime: TaskRuntime;
+  readonly executor: TaskExecutor;
+  readonly placement: PlacementSpec;
+  readonly timeoutMs: number;
+  readonly retry: RetryPolicy | null;
+  readonly env: Readonly<Record<string, string>>;
+  readonly cron: string | null;
+  readonly priority: number;
+}
+
+export interface CanonicalTaskSpec {
+  readonly spec: TaskSpec;
+  readonly canonical: string;
+  readonly digest: string;
+}
+
+const FIELDS = [
+  'name',
+  'command',
+  'runtime',
+  'executor',
+  'placement',
+  'timeoutMs',
+  'retry',
+  'env',
+  'cron',
+  'priority',
+] as const;
+
+/** Strictly parses a task body (create or update) into its canonical revision spec. */
+export function parseTaskSpec(input: unknown): CanonicalTaskSpec {
+  const raw = readObject(input, '', FIELDS);
+  const command = readString(raw.command, 'command', {
+    max: TASK_LIMITS.commandBytes,
+    min: 1,
+    multiline: true,
+  });
+  if (utf8Length(command) > TASK_LIMITS.commandBytes) throw new ValidationError('command', 'too_long');
+  const spec: TaskSpec = {
+    name: readString(raw.name, 'name', { max: TASK_LIMITS.nameLength, pattern: TASK_NAME_PATTERN }),
+    command,
+    runtime: readEnum(raw.runtime, 'runtime', TASK_RUNTIMES),
+    executor:
+      raw.executor === undefined ? 'local-process' : readEnum(raw.executor, 'executor', TASK_EXECUTORS),
+    placement: parsePlacementSpec(raw.placement),
+    timeoutMs:
+      raw.timeoutMs === undefined
+        ? TASK_LIMITS.defaultTimeoutMs
+        : readInt(raw.timeoutMs, 'timeoutMs', TASK_LIMITS.minTimeoutMs, TASK_LIMITS.maxTimeoutMs),
+    retry: raw.retry === undefined || raw.retry === null ? null : readRetry(raw.retry),
+    env: readEnv(raw.env ?? {}),
+    cron: raw.cron === undefined || raw.cron === null ? null : parseCron(raw.cron, 'cron').expression,
+    priority: raw.priority === undefined ? 0 : readInt(raw.priority, 'priority', 0, TASK_LIMITS.maxPriority),
+  };
+  const canonical = canonicalJson(spec);
+  if (utf8Length(canonical) > TASK_LIMITS.specBytes) throw new ValidationError('', 'too_large');
+  return { spec, canonical, digest: sha256Hex(canonical) };
+}
+
+function readRetry(value: unknown): RetryPolicy {
+  const r = readObject(value, 'retry', ['maxAttempts', 'initialBackoffMs', 'multiplier', 'maxBackoffMs']);
+  const initialBackoffMs = readInt(
+    r.initialBackoffMs,
+    'retry.initialBackoffMs',
+    TASK_LIMITS.minBackoffMs,
+    TASK_LIMITS.maxBackoffMs,
+  );
+  const maxBackoffMs =
+    r.maxBackoffMs === undefined
+      ? Math.max(initialBackoffMs, 600_000)
+      : readInt(r.maxBackoffMs, 'retry.maxBackoffMs', initialBackoffMs, TASK_LIMITS.maxBackoffMs);
+  return {
+    maxAttempts: readInt(r.maxAttempts, 'retry.maxAttempts', 2, TASK_LIMITS.maxAttempts),
+    initialBackoffMs,
+    multiplier: r.multiplier === undefined ? 2 : readInt(r.multiplier, 'retry.multiplier', 1, 10),
+    maxBackoffMs,
+  };
+}
+
+function readEnv(value: unknown): Record<string, string> {
+  const raw = readRecord(value, 'env');
+  const keys = Object.keys(raw).sort(compareCodeUnits);
+  if (keys.length > TASK_LIMITS.envEntries) throw new ValidationError('env', 'too_many_items');
+  const env: Record<string, string> = {};
+  let bytes = 0;
+  for (const key of keys) {
+    readString(key, 'env.<key>', { max: TASK_LIMITS.envKeyLength, pattern: ENV_KEY_PATTERN });
+    const v = readString(raw[key], `env.${key}`, { max: TASK_LIMITS.envValueBytes, min: 0 });
+    bytes += utf8Length(key) + utf8Length(v);
+    env[key] = v;
+  }
+  if (bytes > TASK_LIMITS.envBytes) throw new ValidationError('env', 'too_large');
+  return env;
+}
+
+export function readEnum<T extends string>(value: unknown, field: string, values: readonly T[]): T {
+  if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
+    throw new ValidationError(field, `must_be_one_of:${values.join('|')}`);
+  }
+  return value as T;
+}
+
+/** Backoff before attempt `nextAttemptNo` (2, 3, …) under `policy` (R-RUN-4). */
+export function retryBackoffMs(policy: RetryPolicy, nextAttemptNo: number): number {
+  const exponent = Math.max(0, nextAttemptNo - 2);
+  return Math.min(policy.maxBackoffMs, policy.initialBackoffMs * policy.multiplier ** exponent);
+}
+
+/** A stored task as repositories return it. */
+export interface TaskRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly revision: number;
+  readonly digest: string;
+  readonly spec: TaskSpec;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface TaskRevisionRecord {
+  readonly taskId: string;
+  readonly revision: number;
+  readonly digest: string;
+  readonly spec: TaskSpec;
+  readonly createdAt: number;
+}

@@ -1,0 +1,624 @@
+import {
+  CANDIDATE_PAGE,
+  ClaimCommand,
+  ClaimResult,
+  ClaimedOffer,
+  FenceReason,
+  FencedError,
+  IdGenerator,
+  IllegalStateError,
+  LeaseCommand,
+  LeaseRecord,
+  LeaseRepository,
+  LeaseState,
+  RunRecord,
+  SessionFence,
+  SweepResult,
+  TaskRevisionRecord,
+  WorkerSession,
+  capabilityMismatch,
+  decideExpiry,
+  fenceViolation,
+  hasStarted,
+  retryBackoffMs,
+} from '@ql/domain';
+import {
+  ATTEMPT_COLUMNS,
+  AttemptRow,
+  EventInput,
+  RUN_COLUMNS,
+  RunRow,
+  storedCapabilities,
+  storedPlacements,
+  toAttempt,
+  toRun,
+  transitionAttempt,
+  transitionRun,
+} from './run-sql';
+import {
+  SqlDatabase,
+  SqlExecutor,
+  SqlTransaction,
+  isTrue,
+  isUniqueViolation,
+  toInt,
+  toMs,
+} from './sql-executor';
+import { readRevision } from './task.repository';
+import { SESSION_FENCE_SQL, SessionRow, toSession } from './worker-session.repository';
+
+interface LeaseRow {
+  attempt_id: string;
+  lease_generation: number;
+  offer_id: string;
+  run_id: string;
+  worker_id: string;
+  session_id: string;
+  session_generation: number;
+  version: number | string;
+  token_digest: string;
+  state: LeaseState;
+  expires_at: number | Date;
+  claimed_at: number | Date;
+}
+
+const LEASE_COLUMNS = `attempt_id, lease_generation, offer_id, run_id, worker_id, session_id, session_generation,
+  version, token_digest, state, expires_at, claimed_at`;
+
+/** How many candidate pages one pull may read before it answers idle (fixed work per pull). */
+export const MAX_CANDIDATE_PAGES = 4;
+
+const WORKER_FOR_CLAIM = `SELECT worker_id, session_id, generation, version, status, disabled, lease_expires_at,
+    max_concurrent_runs, available_slots, registration_digest, capabilities_json
+  FROM workers WHERE worker_id = :workerId {forUpdate}`;
+
+/** Read after the worker's lock is held: database time, live leases of the worker, the lease of this offer. */
+const CLAIM_STATE = `SELECT {now} AS now,
+    (SELECT count(*) FROM run_leases a WHERE a.worker_id = :workerId AND a.state = 'active'
+       AND a.expires_at > {now}) AS active,
+    l.attempt_id, l.lease_generation, l.offer_id, l.run_id, l.worker_id, l.session_id, l.session_generation,
+    l.version, l.token_digest, l.state, l.expires_at, l.claimed_at
+  FROM (SELECT 1 AS one) x LEFT JOIN run_leases l ON l.offer_id = :offerId`;
+
+const QUEUE_PAGE = `SELECT id, placement_json, priority, queue_order FROM runs WHERE status = 'queued'`;
+const QUEUE_KEYSET = `AND (priority < :p OR (priority = :p AND (queue_order > :q OR (queue_order = :q AND id > :id))))`;
+const QUEUE_ORDER = `ORDER BY priority DESC, queue_order, id LIMIT :page`;
+
+const RENEW = `UPDATE run_leases SET version = version + 1, expires_at = {now + :leaseMs}
+  WHERE offer_id = :offerId AND worker_id = :workerId AND session_id = :sessionId AND token_digest = :digest
+    AND lease_generation = :leaseGeneration AND version = :leaseVersion AND state = 'active'
+    AND expires_at > {now}
+    AND EXISTS (SELECT 1 FROM workers WHERE ${SESSION_FENCE_SQL})
+  RETURNING ${LEASE_COLUMNS}`;
+
+interface QueueRow {
+  id: string;
+  placement_json: string;
+  priority: number;
+  queue_order: number | string;
+}
+
+/**
+ * Dispatch leases on either dialect (R-LSE-1..6). A claim holds the worker's row lock for its whole
+ * transaction (capacity is counted under it) and takes the run with SKIP LOCKED, so concurrent
+ * pullers never wait on each other's candidates; SQLite's BEGIN IMMEDIATE serialises the same steps.
+ */
+export class SqlLeaseRepository implements LeaseRepository {
+  constructor(
+    private readonly db: SqlDatabase,
+    private readonly ids: IdGenerator,
+  ) {}
+
+  // Worker row lock → fence → replay → capacity → candidate pages → SKIP LOCKED pick → CAS; one transaction.
+  async claim(command: ClaimCommand): Promise<ClaimResult> {
+    try {
+      return await this.db.transaction((tx) => this.claimIn(tx, command));
+    } catch (error) {
+      // Another worker holds this offer id (it is unique across all leases).
+      if (isUniqueViolation(error)) throw new FencedError('lease', 'offer_conflict');
+      throw error;
+    }
+  }
+
+  private async claimIn(tx: SqlTransaction, command: ClaimCommand): Promise<ClaimResult> {
+    const worker = await tx.one<SessionRow & { disabled: number | boolean; capabilities_json: string }>(
+      WORKER_FOR_CLAIM,
+      { workerId: command.workerId },
+    );
+    const state = await tx.one<LeaseRow & { now: number | Date; active: number | string }>(CLAIM_STATE, {
+      workerId: command.workerId,
+      offerId: command.offerId,
+    });
+    const now = toMs(state!.now);
+    const session = assertSessionFence(worker, command, now);
+    if (state!.offer_id) return this.replay(tx, toLease(state!), command, now);
+
+    const active = toInt(state!.active);
+    const capacity = Math.min(session.maxConcurrentRuns, session.availableSlots);
+    const idle = (reason: 'no_capacity' | 'no_queued_runs' | 'no_matching_run' | 'draining', scanned = 0) =>
+      ({ kind: 'idle', reason, activeLeases: active, capacity, scanned }) as const;
+    if (session.status === 'draining') return idle('draining');
+    if (active >= capacity) return idle('no_capacity');
+
+    const capabilities = storedCapabilities.get(worker!.capabilities_json);
+    let scanned = 0;
+    let matchedAny = false;
+    let last: QueueRow | undefined;
+    for (let page = 0; page < MAX_CANDIDATE_PAGES; page++) {
+      const rows = await tx.many<QueueRow>(
+        `${QUEUE_PAGE} ${last ? QUEUE_KEYSET : ''} ${QUEUE_ORDER}`,
+        last
+          ? { page: CANDIDATE_PAGE, p: toInt(last.priority), q: toInt(last.queue_order), id: last.id }
+          : { page: CANDIDATE_PAGE },
+      );
+      scanned += rows.length;
+      const matching = rows.filter(
+        (r) => capabilityMismatch(storedPlacements.get(r.placement_json), capabilities) === null,
+      );
+      if (matching.length > 0) {
+        matchedAny = true;
+        const offer = await this.claimOne(tx, command, matching);
+        if (offer) return { kind: 'offered', replayed: false, offer };
+      }
+      if (rows.length < CANDIDATE_PAGE) break;
+      last = rows[rows.length - 1];
+    }
+    return idle(scanned === 0 || matchedAny ? 'no_queued_runs' : 'no_matching_run', scanned);
+  }
+
+  /** Locks the first still-queued run among `matching` (skipping rows others hold) and claims it. */
+  private async claimOne(
+    tx: SqlTransaction,
+    command: ClaimCommand,
+    matching: readonly QueueRow[],
+  ): Promise<ClaimedOffer | null> {
+    const params: Record<string, string> = {};
+    const list = matching.map((r, i) => {
+      params[`c${i}`] = r.id;
+      return `:c${i}`;
+    });
+    const picked = await tx.one<RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM runs WHERE id IN (${list.join(', ')}) AND status = 'queued'
+       ORDER BY priority DESC, queue_order, id LIMIT 1 {skipLocked}`,
+      params,
+    );
+    if (!picked) return null;
+    const run = toRun(picked);
+    let attemptRow: AttemptRow | undefined;
+    if (run.currentAttemptId) {
+      // An unstarted attempt whose last lease ended: same attempt, next lease generation (R-LSE-5).
+      attemptRow = await tx.one<AttemptRow>(
+        `UPDATE attempts SET worker_id = :workerId, lease_generation = lease_generation + 1, updated_at = {now}
+         WHERE id = :id AND status = 'claimed' RETURNING ${ATTEMPT_COLUMNS}`,
+        { id: run.currentAttemptId, workerId: command.workerId },
+      );
+    } else {
+      attemptRow = await tx.one<AttemptRow>(
+        `INSERT INTO attempts (id, run_id, attempt_no, status, version, worker_id, lease_generation, created_at,
+           updated_at) VALUES (:id, :runId, :attemptNo, 'claimed', 0, :workerId, 1, {now}, {now})
+         RETURNING ${ATTEMPT_COLUMNS}`,
+        { id: this.ids.uuidV7(), runId: run.id, attemptNo: run.attemptCount + 1, workerId: command.workerId },
+      );
+    }
+    if (!attemptRow) throw new IllegalStateError(`queued run ${run.id} points at a started attempt`);
+    const attempt = toAttempt(attemptRow);
+    const leaseRow = await tx.one<LeaseRow>(
+      `INSERT INTO run_leases (attempt_id, lease_generation, offer_id, run_id, worker_id, session_id,
+         session_generation, version, token_digest, state, expires_at, claimed_at)
+       VALUES (:attemptId, :leaseGeneration, :offerId, :runId, :workerId, :sessionId, :sessionGeneration, 0,
+         :digest, 'active', {now + :leaseMs}, {now})
+       RETURNING ${LEASE_COLUMNS}`,
+      {
+        attemptId: attempt.id,
+        leaseGeneration: attempt.leaseGeneration,
+        offerId: command.offerId,
+        runId: run.id,
+        workerId: command.workerId,
+        sessionId: command.sessionId,
+        sessionGeneration: command.fence.generation,
+        digest: command.tokenDigest,
+        leaseMs: command.leaseMs,
+      },
+    );
+    const moved = await transitionRun(
+      tx,
+      run,
+      'dispatching',
+      [
+        { type: 'run.dispatching', attemptId: attempt.id },
+        {
+          type: 'attempt.claimed',
+          attemptId: attempt.id,
+          detail: {
+            attemptNo: attempt.attemptNo,
+            leaseGeneration: attempt.leaseGeneration,
+            workerId: command.workerId,
+          },
+        },
+      ],
+      { currentAttemptId: attempt.id, attemptCount: attempt.attemptNo },
+    );
+    if (!moved) throw new IllegalStateError(`run ${run.id} moved under its row lock`);
+    return {
+      run: toRun(moved),
+      attempt,
+      lease: stripDigest(toLease(leaseRow!)),
+      revision: await this.revision(tx, run),
+    };
+  }
+
+  /** R-LSE-3: the same offer id, token and session rebuild the offer from the durable lease; nothing is written. */
+  private async replay(
+    tx: SqlExecutor,
+    lease: LeaseRecord & { tokenDigest: string },
+    command: ClaimCommand,
+    now: number,
+  ): Promise<ClaimResult> {
+    if (
+      lease.tokenDigest !== command.tokenDigest ||
+      lease.sessionId !== command.sessionId ||
+      lease.workerId !== command.workerId
+    ) {
+      throw new FencedError('lease', 'offer_conflict');
+    }
+    if (lease.state !== 'active') throw new FencedError('lease', 'lease_not_active');
+    if (lease.expiresAt <= now) throw new FencedError('lease', 'lease_expired');
+    const runRow = await tx.one<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = :id`, {
+      id: lease.runId,
+    });
+    const attemptRow = await tx.one<AttemptRow>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = :id`, {
+      id: lease.attemptId,
+    });
+    const run = toRun(runRow!);
+    return {
+      kind: 'offered',
+      replayed: true,
+      offer: {
+        run,
+        attempt: toAttempt(attemptRow!),
+        lease: stripDigest(lease),
+        revision: await this.revision(tx, run),
+      },
+    };
+  }
+
+  // One CAS on the lease, guarded by the session fence in the same statement; then the cancel flag.
+  async renew(command: LeaseCommand): Promise<{ lease: LeaseRecord; cancelRequested: boolean }> {
+    const row = await this.db.one<LeaseRow>(RENEW, {
+      ...leaseParams(command),
+      leaseMs: command.leaseMs,
+      no: false,
+    });
+    if (!row) return this.explainMiss(command);
+    const run = await this.db.one<{ cancel_requested: number | boolean }>(
+      'SELECT cancel_requested FROM runs WHERE id = :id',
+      { id: row.run_id },
+    );
+    return { lease: toLease(row), cancelRequested: isTrue(run?.cancel_requested ?? false) };
+  }
+
+  // Worker lock → lease lock → run lock; before start only (R-LSE-5). The attempt keeps its id.
+  async release(command: LeaseCommand): Promise<LeaseRecord> {
+    return this.db.transaction(async (tx) => {
+      const { lease } = await this.lockLease(tx, command);
+      const runRow = await tx.one<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = :id {forUpdate}`, {
+        id: lease.runId,
+      });
+      const attemptRow = await tx.one<AttemptRow>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = :id`, {
+        id: lease.attemptId,
+      });
+      const run = toRun(runRow!);
+      const attempt = toAttempt(attemptRow!);
+      if (hasStarted(attempt.status) || attempt.status !== 'claimed') {
+        throw new FencedError('lease', 'attempt_started');
+      }
+      const ended = await endLease(tx, lease, 'released');
+      const events: EventInput[] = [
+        {
+          type: 'attempt.lease_released',
+          attemptId: attempt.id,
+          detail: { leaseGeneration: lease.leaseGeneration },
+        },
+      ];
+      if (run.cancelRequested) {
+        await transitionAttempt(tx, attempt, 'cancelled');
+        await this.mustMove(tx, run, 'cancelled', [
+          ...events,
+          { type: 'run.finished', detail: { status: 'cancelled' } },
+        ]);
+      } else {
+        await this.mustMove(tx, run, 'queued', [...events, { type: 'run.requeued' }], { requeue: true });
+      }
+      return ended;
+    });
+  }
+
+  // Fixed work: one page of expired leases and one page of due retries, each item in its own
+  // transaction that re-checks under SKIP LOCKED, so N replicas sweeping at once never double-apply.
+  async sweep(pageSize: number): Promise<SweepResult> {
+    const result = { requeued: 0, lost: 0, cancelled: 0, retried: 0, failed: 0 };
+    const expired = await this.db.many<{ attempt_id: string; lease_generation: number }>(
+      `SELECT attempt_id, lease_generation FROM run_leases WHERE state = 'active' AND expires_at <= {now}
+       ORDER BY expires_at LIMIT :page`,
+      { page: pageSize },
+    );
+    for (const item of expired) {
+      const outcome = await this.db.transaction((tx) => this.expireOne(tx, item));
+      if (outcome) result[outcome]++;
+    }
+    const due = await this.db.many<{ id: string }>(
+      `SELECT id FROM runs WHERE status = 'retry_wait' AND next_attempt_at <= {now}
+       ORDER BY next_attempt_at LIMIT :page`,
+      { page: pageSize },
+    );
+    for (const { id } of due) {
+      const moved = await this.db.transaction(async (tx) => {
+        const row = await tx.one<RunRow>(
+          `SELECT ${RUN_COLUMNS} FROM runs WHERE id = :id AND status = 'retry_wait'
+             AND next_attempt_at <= {now} {skipLocked}`,
+          { id },
+        );
+        if (!row) return false;
+        const run = toRun(row);
+        await this.mustMove(
+          tx,
+          run,
+          'queued',
+          [{ type: 'run.requeued', detail: { nextAttemptNo: run.attemptCount + 1 } }],
+          {
+            requeue: true,
+            currentAttemptId: null,
+          },
+        );
+        return true;
+      });
+      if (moved) result.retried++;
+    }
+    return result;
+  }
+
+  private async expireOne(
+    tx: SqlTransaction,
+    item: { attempt_id: string; lease_generation: number },
+  ): Promise<keyof SweepResult | null> {
+    const leaseRow = await tx.one<LeaseRow>(
+      `SELECT ${LEASE_COLUMNS} FROM run_leases WHERE attempt_id = :attemptId AND lease_generation = :g
+         AND state = 'active' AND expires_at <= {now} {skipLocked}`,
+      { attemptId: item.attempt_id, g: toInt(item.lease_generation) },
+    );
+    if (!leaseRow) return null; // renewed, released, or another replica has it
+    const lease = toLease(leaseRow);
+    const runRow = await tx.one<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = :id {forUpdate}`, {
+      id: lease.runId,
+    });
+    const attemptRow = await tx.one<AttemptRow>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = :id`, {
+      id: lease.attemptId,
+    });
+    const run = toRun(runRow!);
+    const attempt = toAttempt(attemptRow!);
+    await endLease(tx, lease, 'expired');
+    const expiredEvent: EventInput = {
+      type: 'attempt.lease_expired',
+      attemptId: attempt.id,
+      detail: { leaseGeneration: lease.leaseGeneration, started: hasStarted(attempt.status) },
+    };
+    const revision = await this.revision(tx, run);
+    const retry = revision.spec.retry;
+    const outcome = decideExpiry({
+      attemptStatus: attempt.status,
+      cancelRequested: run.cancelRequested,
+      attemptNo: attempt.attemptNo,
+      retry: retry ? { maxAttempts: retry.maxAttempts, backoffMs: (n) => retryBackoffMs(retry, n) } : null,
+    });
+    const finished = (status: string): EventInput => ({
+      type: 'attempt.finished',
+      attemptId: attempt.id,
+      detail: { status },
+    });
+    switch (outcome.kind) {
+      case 'requeue':
+        await this.mustMove(tx, run, 'queued', [expiredEvent, { type: 'run.requeued' }], { requeue: true });
+        return 'requeued';
+      case 'cancel':
+        await transitionAttempt(tx, attempt, 'cancelled');
+        await this.mustMove(tx, run, 'cancelled', [
+          expiredEvent,
+          finished('cancelled'),
+          { type: 'run.finished', detail: { status: 'cancelled' } },
+        ]);
+        return 'cancelled';
+      case 'retry':
+        await transitionAttempt(tx, attempt, 'lost');
+        await this.mustMove(
+          tx,
+          run,
+          'retry_wait',
+          [
+            expiredEvent,
+            finished('lost'),
+            {
+              type: 'run.retry_scheduled',
+              detail: { nextAttemptNo: attempt.attemptNo + 1, backoffMs: outcome.backoffMs },
+            },
+          ],
+          { retryAfterMs: outcome.backoffMs },
+        );
+        return 'lost';
+      case 'fail':
+        await transitionAttempt(tx, attempt, 'lost');
+        await this.mustMove(tx, run, outcome.runStatus, [
+          expiredEvent,
+          finished('lost'),
+          { type: 'run.finished', detail: { status: outcome.runStatus } },
+        ]);
+        return 'failed';
+    }
+  }
+
+  async findLease(offerId: string): Promise<LeaseRecord | null> {
+    const row = await this.db.one<LeaseRow>(
+      `SELECT ${LEASE_COLUMNS} FROM run_leases WHERE offer_id = :offerId`,
+      {
+        offerId,
+      },
+    );
+    return row ? toLease(row) : null;
+  }
+
+  private async mustMove(
+    tx: SqlExecutor,
+    run: RunRecord,
+    to: Parameters<typeof transitionRun>[2],
+    events: EventInput[],
+    set: Parameters<typeof transitionRun>[4] = {},
+  ): Promise<void> {
+    const moved = await transitionRun(tx, run, to, events, set);
+    if (!moved) throw new IllegalStateError(`run ${run.id} moved under its row lock`);
+  }
+
+  private async revision(tx: SqlExecutor, run: RunRecord): Promise<TaskRevisionRecord> {
+    const revision = await readRevision(tx, run.taskId, run.revision);
+    if (!revision) throw new IllegalStateError(`run ${run.id} pins a missing revision`);
+    return revision;
+  }
+
+  /** Session fence (worker row locked) and lease fence for release; names the reason on a miss. */
+  private async lockLease(tx: SqlTransaction, command: LeaseCommand) {
+    const worker = await tx.one<SessionRow & { disabled: number | boolean }>(
+      `SELECT worker_id, session_id, generation, version, status, disabled, lease_expires_at,
+         max_concurrent_runs, available_slots, registration_digest FROM workers WHERE worker_id = :workerId {forUpdate}`,
+      { workerId: command.workerId },
+    );
+    const row = await tx.one<LeaseRow & { now: number | Date }>(
+      `SELECT ${LEASE_COLUMNS}, {now} AS now FROM run_leases WHERE offer_id = :offerId {forUpdate}`,
+      { offerId: command.offerId },
+    );
+    const now = row ? toMs(row.now) : await readNow(tx);
+    assertSessionFence(worker, command, now);
+    const leaseReason = leaseViolation(row ? toLease(row) : null, command, now);
+    if (leaseReason) throw new FencedError('lease', leaseReason);
+    return { lease: toLease(row!) };
+  }
+
+  /** The renew CAS missed: read both rows and name the reason. */
+  private async explainMiss(command: LeaseCommand): Promise<never> {
+    const worker = await this.db.one<SessionRow & { disabled: number | boolean; now: number | Date }>(
+      `SELECT worker_id, session_id, generation, version, status, disabled, lease_expires_at,
+         max_concurrent_runs, available_slots, registration_digest, {now} AS now FROM workers WHERE worker_id = :workerId`,
+      { workerId: command.workerId },
+    );
+    const now = worker ? toMs(worker.now) : Date.now();
+    assertSessionFence(worker, command, now);
+    const row = await this.db.one<LeaseRow>(
+      `SELECT ${LEASE_COLUMNS} FROM run_leases WHERE offer_id = :offerId`,
+      {
+        offerId: command.offerId,
+      },
+    );
+    throw new FencedError(
+      'lease',
+      leaseViolation(row ? toLease(row) : null, command, now) ?? 'lease_version_mismatch',
+    );
+  }
+}
+
+/** R-REG-5 on a worker row read in the transaction: the live session, or a FencedError naming why not. */
+function assertSessionFence(
+  worker: (SessionRow & { disabled: number | boolean }) | undefined,
+  command: { sessionId: string; fence: SessionFence },
+  now: number,
+): WorkerSession {
+  const session = worker ? toSession(worker) : null;
+  const reason = fenceViolation(
+    session,
+    worker ? isTrue(worker.disabled) : false,
+    command.sessionId,
+    command.fence,
+    now,
+  );
+  if (reason) throw new FencedError('session', reason);
+  return session!;
+}
+
+/** R-LSE-4: why a lease call must be refused, or null. Keep it equal to the RENEW compare-and-set. */
+export function leaseViolation(
+  lease: (LeaseRecord & { tokenDigest: string }) | null,
+  command: {
+    workerId: string;
+    sessionId: string;
+    tokenDigest: string;
+    leaseGeneration: number;
+    leaseVersion: number;
+  },
+  now: number,
+): FenceReason | null {
+  if (!lease) return 'lease_not_found';
+  if (
+    lease.workerId !== command.workerId ||
+    lease.sessionId !== command.sessionId ||
+    lease.tokenDigest !== command.tokenDigest
+  )
+    return 'lease_token_mismatch';
+  if (lease.leaseGeneration !== command.leaseGeneration) return 'lease_generation_mismatch';
+  if (lease.state !== 'active') return 'lease_not_active';
+  if (lease.expiresAt <= now) return 'lease_expired';
+  if (lease.version !== command.leaseVersion) return 'lease_version_mismatch';
+  return null;
+}
+
+async function endLease(
+  tx: SqlExecutor,
+  lease: LeaseRecord,
+  state: 'released' | 'expired',
+): Promise<LeaseRecord> {
+  const row = await tx.one<LeaseRow>(
+    `UPDATE run_leases SET state = :state, version = version + 1, expires_at = {now}
+     WHERE attempt_id = :attemptId AND lease_generation = :g AND version = :v AND state = 'active'
+     RETURNING ${LEASE_COLUMNS}`,
+    { state, attemptId: lease.attemptId, g: lease.leaseGeneration, v: lease.version },
+  );
+  if (!row) throw new IllegalStateError(`lease ${lease.offerId} moved under its lock`);
+  return stripDigest(toLease(row));
+}
+
+async function readNow(tx: SqlExecutor): Promise<number> {
+  const row = await tx.one<{ now: number | Date }>('SELECT {now} AS now');
+  return toMs(row!.now);
+}
+
+function leaseParams(command: LeaseCommand) {
+  return {
+    workerId: command.workerId,
+    sessionId: command.sessionId,
+    generation: command.fence.generation,
+    expectedVersion: command.fence.expectedVersion,
+    offerId: command.offerId,
+    digest: command.tokenDigest,
+    leaseGeneration: command.leaseGeneration,
+    leaseVersion: command.leaseVersion,
+  };
+}
+
+function toLease(row: LeaseRow): LeaseRecord & { tokenDigest: string } {
+  return {
+    offerId: row.offer_id,
+    attemptId: row.attempt_id,
+    runId: row.run_id,
+    workerId: row.worker_id,
+    sessionId: row.session_id,
+    sessionGeneration: toInt(row.session_generation),
+    leaseGeneration: toInt(row.lease_generation),
+    version: toInt(row.version),
+    state: row.state,
+    expiresAt: toMs(row.expires_at),
+    claimedAt: toMs(row.claimed_at),
+    tokenDigest: row.token_digest,
+  };
+}
+
+/** The digest never leaves the repository. */
+function stripDigest(lease: LeaseRecord & { tokenDigest?: string }): LeaseRecord {
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  const { tokenDigest, ...rest } = lease;
+  return rest;
+}

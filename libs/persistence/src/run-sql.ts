@@ -1,0 +1,224 @@
+import {
+  AttemptRecord,
+  AttemptStatus,
+  Capabilities,
+  IllegalStateError,
+  PlacementSpec,
+  RunEvent,
+  RunEventType,
+  RunRecord,
+  RunStatus,
+  assertAttemptTransition,
+  assertRunTransition,
+} from '@ql/domain';
+import { SqlExecutor, SqlParams, isTrue, toInt, toMs, toMsOrNull } from './sql-executor';
+
+/** Shared by the run and lease repositories: rows, mappers, and the two compare-and-set transitions. */
+export interface RunRow {
+  id: string;
+  task_id: string;
+  revision: number;
+  spec_digest: string;
+  placement_json: string;
+  status: RunStatus;
+  version: number | string;
+  event_seq: number | string;
+  priority: number;
+  queue_order: number | string;
+  trigger_kind: 'manual' | 'cron';
+  scheduled_at: number | Date | null;
+  attempt_count: number;
+  current_attempt_id: string | null;
+  cancel_requested: number | boolean;
+  next_attempt_at: number | Date | null;
+  created_at: number | Date;
+  updated_at: number | Date;
+  finished_at: number | Date | null;
+}
+
+export const RUN_COLUMNS = `id, task_id, revision, spec_digest, placement_json, status, version, event_seq, priority,
+  queue_order, trigger_kind, scheduled_at, attempt_count, current_attempt_id, cancel_requested, next_attempt_at,
+  created_at, updated_at, finished_at`;
+
+export interface AttemptRow {
+  id: string;
+  run_id: string;
+  attempt_no: number;
+  status: AttemptStatus;
+  version: number | string;
+  worker_id: string | null;
+  lease_generation: number;
+  created_at: number | Date;
+  updated_at: number | Date;
+  finished_at: number | Date | null;
+}
+
+export const ATTEMPT_COLUMNS = `id, run_id, attempt_no, status, version, worker_id, lease_generation, created_at,
+  updated_at, finished_at`;
+
+export function toRun(row: RunRow): RunRecord {
+  return {
+    id: row.id,
+    taskId: row.task_id,
+    revision: toInt(row.revision),
+    specDigest: row.spec_digest,
+    status: row.status,
+    version: toInt(row.version),
+    priority: toInt(row.priority),
+    trigger: row.trigger_kind,
+    scheduledAt: toMsOrNull(row.scheduled_at),
+    attemptCount: toInt(row.attempt_count),
+    currentAttemptId: row.current_attempt_id,
+    cancelRequested: isTrue(row.cancel_requested),
+    availableAt: toMsOrNull(row.next_attempt_at) ?? toInt(row.queue_order),
+    placement: storedPlacements.get(row.placement_json),
+    createdAt: toMs(row.created_at),
+    updatedAt: toMs(row.updated_at),
+    finishedAt: toMsOrNull(row.finished_at),
+  };
+}
+
+export function toAttempt(row: AttemptRow): AttemptRecord {
+  return {
+    id: row.id,
+    runId: row.run_id,
+    attemptNo: toInt(row.attempt_no),
+    status: row.status,
+    version: toInt(row.version),
+    workerId: row.worker_id,
+    leaseGeneration: toInt(row.lease_generation),
+    createdAt: toMs(row.created_at),
+    updatedAt: toMs(row.updated_at),
+    finishedAt: toMsOrNull(row.finished_at),
+  };
+}
+
+export interface EventInput {
+  readonly type: RunEventType;
+  readonly attemptId?: string | null;
+  readonly detail?: Record<string, string | number | boolean | null>;
+}
+
+/** Columns a run transition may also set; fixed fragments, so the SQL text stays from a small set. */
+const RUN_SETS = {
+  currentAttemptId: 'current_attempt_id = :currentAttemptId',
+  attemptCount: 'attempt_count = :attemptCount',
+  cancelRequested: 'cancel_requested = :cancelRequested',
+  retryAfterMs: 'next_attempt_at = {now + :retryAfterMs}',
+  requeue: 'queue_order = {nowMs}, next_attempt_at = NULL',
+} as const;
+export type RunSet = Partial<Record<keyof typeof RUN_SETS, string | number | boolean | null>>;
+
+const TERMINAL_RUN = new Set<RunStatus>(['succeeded', 'failed', 'cancelled', 'timed_out', 'lost']);
+
+/**
+ * R-RUN-2: one compare-and-set on (run id, expected version) that moves the status (or only sets
+ * fields, when `to` is the current status) and appends `events` with the next per-run sequence
+ * numbers, in the caller's transaction. Throws IllegalStateError on a transition the table forbids,
+ * and `null` is returned when the CAS missed (the caller decides what that means).
+ */
+export async function transitionRun(
+  tx: SqlExecutor,
+  run: { readonly id: string; readonly version: number; readonly status: RunStatus },
+  to: RunStatus,
+  events: readonly EventInput[],
+  set: RunSet = {},
+): Promise<RunRow | null> {
+  if (to !== run.status) assertRunTransition(run.status, to);
+  const keys = (Object.keys(set) as (keyof typeof RUN_SETS)[]).sort();
+  const fragments: string[] = keys.map((k) => RUN_SETS[k]);
+  if (TERMINAL_RUN.has(to) && to !== run.status) fragments.push('finished_at = {now}');
+  const params: Record<string, string | number | boolean | null> = {
+    id: run.id,
+    version: run.version,
+    to,
+    n: events.length,
+  };
+  for (const k of keys) if (k !== 'requeue') params[k] = set[k] ?? null;
+  const row = await tx.one<RunRow>(
+    `UPDATE runs SET status = :to, version = version + 1, event_seq = event_seq + :n, updated_at = {now}
+       ${fragments.map((f) => `, ${f}`).join('')}
+     WHERE id = :id AND version = :version RETURNING ${RUN_COLUMNS}`,
+    params,
+  );
+  if (!row) return null;
+  await appendEvents(tx, run.id, toInt(row.event_seq) - events.length + 1, events);
+  return row;
+}
+
+/** R-RUN-2: one compare-and-set on (attempt id, expected version). */
+export async function transitionAttempt(
+  tx: SqlExecutor,
+  attempt: { readonly id: string; readonly version: number; readonly status: AttemptStatus },
+  to: AttemptStatus,
+): Promise<AttemptRow> {
+  assertAttemptTransition(attempt.status, to);
+  const terminal = to !== 'starting' && to !== 'running';
+  const row = await tx.one<AttemptRow>(
+    `UPDATE attempts SET status = :to, version = version + 1, updated_at = {now}
+       ${terminal ? ', finished_at = {now}' : ''}
+     WHERE id = :id AND version = :version RETURNING ${ATTEMPT_COLUMNS}`,
+    { id: attempt.id, version: attempt.version, to },
+  );
+  // Attempts change only under their run's row lock, so a miss is a bug, not a race.
+  if (!row) throw new IllegalStateError(`attempt ${attempt.id} moved under its run's lock`);
+  return row;
+}
+
+export async function appendEvents(
+  tx: SqlExecutor,
+  runId: string,
+  firstSeq: number,
+  events: readonly EventInput[],
+): Promise<void> {
+  if (events.length === 0) return;
+  const params: Record<string, string | number | null> = { runId };
+  const values = events.map((e, i) => {
+    params[`s${i}`] = firstSeq + i;
+    params[`t${i}`] = e.type;
+    params[`a${i}`] = e.attemptId ?? null;
+    params[`d${i}`] = e.detail ? JSON.stringify(e.detail) : null;
+    return `(:runId, :s${i}, :t${i}, :a${i}, {now}, :d${i})`;
+  });
+  await tx.run(
+    `INSERT INTO run_events (run_id, seq, type, attempt_id, at, detail) VALUES ${values.join(', ')}`,
+    params as SqlParams,
+  );
+}
+
+export interface EventRow {
+  run_id: string;
+  seq: number | string;
+  type: RunEventType;
+  attempt_id: string | null;
+  at: number | Date;
+  detail: string | null;
+}
+
+export function toEvent(row: EventRow): RunEvent {
+  return {
+    runId: row.run_id,
+    seq: toInt(row.seq),
+    type: row.type,
+    attemptId: row.attempt_id,
+    at: toMs(row.at),
+    detail: row.detail ? (JSON.parse(row.detail) as RunEvent['detail']) : null,
+  };
+}
+
+/** Parsed stored JSON (written canonical by us), cached by text: many runs share one placement. */
+class JsonCache<T> {
+  private readonly map = new Map<string, T>();
+  constructor(private readonly max: number) {}
+  get(json: string): T {
+    let value = this.map.get(json);
+    if (value === undefined) {
+      value = JSON.parse(json) as T;
+      if (this.map.size >= this.max) this.map.delete(this.map.keys().next().value!);
+      this.map.set(json, value);
+    }
+    return value;
+  }
+}
+export const storedPlacements = new JsonCache<PlacementSpec>(512);
+export const storedCapabilities = new JsonCache<Capabilities>(1024);

@@ -1,0 +1,208 @@
+import {
+  AuditEntry,
+  CanonicalTaskSpec,
+  ConflictError,
+  IdGenerator,
+  NotFoundError,
+  PageQuery,
+  TaskRecord,
+  TaskRepository,
+  TaskRevisionRecord,
+  TaskSpec,
+} from '@ql/domain';
+import { appendAudit } from './audit.repository';
+import { SqlDatabase, SqlExecutor, isUniqueViolation, toInt, toMs } from './sql-executor';
+
+interface TaskRow {
+  id: string;
+  name: string;
+  revision: number;
+  digest: string;
+  spec_json: string;
+  created_at: number | Date;
+  updated_at: number | Date;
+}
+interface RevisionRow {
+  task_id: string;
+  revision: number;
+  digest: string;
+  spec_json: string;
+  created_at: number | Date;
+}
+
+const TASK_COLUMNS = 'id, name, revision, digest, spec_json, created_at, updated_at';
+const REVISION_COLUMNS = 'task_id, revision, digest, spec_json, created_at';
+
+/** Tasks on either dialect; every edit that changes the digest appends an immutable revision. */
+export class SqlTaskRepository implements TaskRepository {
+  constructor(
+    private readonly db: SqlDatabase,
+    private readonly ids: IdGenerator,
+  ) {}
+
+  // One transaction: task row, revision 1 and the audit entry; the live-name unique index decides races.
+  async create(id: string, spec: CanonicalTaskSpec, audit: AuditEntry): Promise<TaskRecord> {
+    try {
+      return await this.db.transaction(async (tx) => {
+        const row = await tx.one<TaskRow>(
+          `INSERT INTO tasks (id, name, revision, digest, spec_json, cron, created_at, updated_at)
+           VALUES (:id, :name, 1, :digest, :spec, :cron, {now}, {now}) RETURNING ${TASK_COLUMNS}`,
+          { id, name: spec.spec.name, digest: spec.digest, spec: spec.canonical, cron: spec.spec.cron },
+        );
+        await insertRevision(tx, id, 1, spec);
+        await appendAudit(tx, this.ids, audit);
+        return toTask(row!);
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ConflictError('task_name_taken', 'a live task has this name');
+      throw error;
+    }
+  }
+
+  // Row-locked read, then revision + 1 only if the digest differs; the audit entry commits with it.
+  async update(id: string, spec: CanonicalTaskSpec, audit: AuditEntry) {
+    try {
+      return await this.db.transaction(async (tx) => {
+        const current = await tx.one<TaskRow>(
+          `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = :id AND deleted_at IS NULL {forUpdate}`,
+          { id },
+        );
+        if (!current) throw new NotFoundError('task');
+        if (current.digest === spec.digest) return { task: toTask(current), changed: false };
+        const revision = toInt(current.revision) + 1;
+        const row = await tx.one<TaskRow>(
+          `UPDATE tasks SET name = :name, revision = :revision, digest = :digest, spec_json = :spec, cron = :cron,
+             updated_at = {now} WHERE id = :id AND revision = :previous RETURNING ${TASK_COLUMNS}`,
+          {
+            id,
+            name: spec.spec.name,
+            revision,
+            previous: revision - 1,
+            digest: spec.digest,
+            spec: spec.canonical,
+            cron: spec.spec.cron,
+          },
+        );
+        await insertRevision(tx, id, revision, spec);
+        await appendAudit(tx, this.ids, { ...audit, detail: { ...audit.detail, revision } });
+        return { task: toTask(row!), changed: true };
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ConflictError('task_name_taken', 'a live task has this name');
+      throw error;
+    }
+  }
+
+  async find(id: string): Promise<TaskRecord | null> {
+    const row = await this.db.one<TaskRow>(
+      `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = :id AND deleted_at IS NULL`,
+      { id },
+    );
+    return row ? toTask(row) : null;
+  }
+
+  // Keyset on id (UUIDv7: creation order).
+  async list(query: PageQuery): Promise<TaskRecord[]> {
+    const rows = await this.db.many<TaskRow>(
+      `SELECT ${TASK_COLUMNS} FROM tasks WHERE deleted_at IS NULL ${query.after ? 'AND id > :after' : ''}
+       ORDER BY id LIMIT :limit`,
+      { limit: query.limit, ...(query.after ? { after: query.after } : {}) },
+    );
+    return rows.map(toTask);
+  }
+
+  async delete(id: string, audit: AuditEntry): Promise<TaskRecord> {
+    return this.db.transaction(async (tx) => {
+      const row = await tx.one<TaskRow>(
+        `UPDATE tasks SET deleted_at = {now}, updated_at = {now} WHERE id = :id AND deleted_at IS NULL
+         RETURNING ${TASK_COLUMNS}`,
+        { id },
+      );
+      if (!row) throw new NotFoundError('task');
+      await appendAudit(tx, this.ids, audit);
+      return toTask(row);
+    });
+  }
+
+  async listRevisions(id: string, query: { beforeRevision?: number; limit: number }) {
+    const exists = await this.db.one<{ id: string }>('SELECT id FROM tasks WHERE id = :id', { id });
+    if (!exists) throw new NotFoundError('task');
+    const rows = await this.db.many<RevisionRow>(
+      `SELECT ${REVISION_COLUMNS} FROM task_revisions WHERE task_id = :id
+       ${query.beforeRevision ? 'AND revision < :before' : ''} ORDER BY revision DESC LIMIT :limit`,
+      { id, limit: query.limit, ...(query.beforeRevision ? { before: query.beforeRevision } : {}) },
+    );
+    return rows.map(toRevision);
+  }
+
+  async findRevision(taskId: string, revision: number): Promise<TaskRevisionRecord | null> {
+    return readRevision(this.db, taskId, revision);
+  }
+
+  async listScheduled(query: PageQuery): Promise<TaskRecord[]> {
+    const rows = await this.db.many<TaskRow>(
+      `SELECT ${TASK_COLUMNS} FROM tasks WHERE cron IS NOT NULL AND deleted_at IS NULL
+       ${query.after ? 'AND id > :after' : ''} ORDER BY id LIMIT :limit`,
+      { limit: query.limit, ...(query.after ? { after: query.after } : {}) },
+    );
+    return rows.map(toTask);
+  }
+}
+
+/** Revisions are immutable, so a bounded cache of them is always right (on any replica). */
+const revisionCache = new Map<string, TaskRevisionRecord>();
+
+/** Reads through the cache; pass the transaction when inside one. */
+export async function readRevision(
+  on: SqlExecutor,
+  taskId: string,
+  revision: number,
+): Promise<TaskRevisionRecord | null> {
+  const key = `${taskId}:${revision}`;
+  const cached = revisionCache.get(key);
+  if (cached) return cached;
+  const row = await on.one<RevisionRow>(
+    `SELECT ${REVISION_COLUMNS} FROM task_revisions WHERE task_id = :taskId AND revision = :revision`,
+    { taskId, revision },
+  );
+  if (!row) return null;
+  const record = toRevision(row);
+  if (revisionCache.size >= 1024) revisionCache.delete(revisionCache.keys().next().value!);
+  revisionCache.set(key, record);
+  return record;
+}
+
+async function insertRevision(
+  tx: SqlExecutor,
+  taskId: string,
+  revision: number,
+  spec: CanonicalTaskSpec,
+): Promise<void> {
+  await tx.run(
+    `INSERT INTO task_revisions (task_id, revision, digest, spec_json, created_at)
+     VALUES (:taskId, :revision, :digest, :spec, {now})`,
+    { taskId, revision, digest: spec.digest, spec: spec.canonical },
+  );
+}
+
+function toTask(row: TaskRow): TaskRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    revision: toInt(row.revision),
+    digest: row.digest,
+    spec: JSON.parse(row.spec_json) as TaskSpec,
+    createdAt: toMs(row.created_at),
+    updatedAt: toMs(row.updated_at),
+  };
+}
+
+export function toRevision(row: RevisionRow): TaskRevisionRecord {
+  return {
+    taskId: row.task_id,
+    revision: toInt(row.revision),
+    digest: row.digest,
+    spec: JSON.parse(row.spec_json) as TaskSpec,
+    createdAt: toMs(row.created_at),
+  };
+}
