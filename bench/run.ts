@@ -1,8 +1,13 @@
 /**
- * `npm run bench`: heartbeat compare-and-set commits per second through the registry repository,
- * each figure beside its ceiling measured in the same run. See bench/README.md.
+ * `npm run bench`: heartbeat compare-and-set commits per second through the registry repository, and
+ * claim throughput (pull → committed lease), each figure beside its ceiling measured in the same run
+ * (and graphile-worker as a peer for claims). See bench/README.md.
  *
  * Environment:
+ *   QL_BENCH_SUITES          heartbeat,claim (default both)
+ *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
+ *   QL_BENCH_CLAIMS          claim: claims per sample (default 1000, at most backlog - warm-up)
+ *   QL_BENCH_PEER            claim: 1 (default) also runs graphile-worker on the same PostgreSQL
  *   QL_BENCH_SECONDS         counted seconds per sample (default 3)
  *   QL_BENCH_WARMUP_SECONDS  uncounted warm-up before each sample (default 0.5)
  *   QL_BENCH_ROUNDS          samples per variant, alternated; the median is reported (default 3, min 2)
@@ -15,6 +20,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { claimMain } from './claim-main';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { envNumber, median } from './lib/measure';
 import { createBenchDatabase, redactUrl } from './lib/postgres-admin';
@@ -23,7 +29,7 @@ import { Align, fmtInt, fmtPct, machineInfo, markdownTable, memoryInfo, textTabl
 const TARGET = 0.7;
 const RESULTS_DIR = resolve(__dirname, '../../bench/results');
 
-async function main(): Promise<void> {
+async function heartbeatMain(): Promise<void> {
   const started = new Date();
   const machine = machineInfo(started);
   const seconds = envNumber('QL_BENCH_SECONDS', 3, 0.1);
@@ -192,6 +198,12 @@ async function main(): Promise<void> {
   console.log(
     `results: ${relative(process.cwd(), jsonPath)}, ${relative(process.cwd(), join(RESULTS_DIR, 'latest-heartbeat.md'))}`,
   );
+}
+
+async function main(): Promise<void> {
+  const suites = (process.env.QL_BENCH_SUITES || 'heartbeat,claim').split(',').map((x) => x.trim());
+  if (suites.includes('heartbeat')) await heartbeatMain();
+  if (suites.includes('claim')) await claimMain(RESULTS_DIR, TARGET);
 }
 
 main().catch((error: unknown) => {

@@ -57,7 +57,6 @@ export class RunsAndLeases1764720000000 implements MigrationInterface {
     await q.query(`CREATE INDEX runs_queue ON runs (priority DESC, queue_order, id) WHERE status = 'queued'`);
     await q.query(`CREATE INDEX runs_retry_due ON runs (next_attempt_at) WHERE status = 'retry_wait'`);
     await q.query(`CREATE INDEX runs_task ON runs (task_id, id)`);
-    await q.query(`CREATE INDEX runs_status ON runs (status, id)`);
     await q.query(`CREATE TABLE attempts (
         id uuid PRIMARY KEY NOT NULL,
         run_id uuid NOT NULL,
@@ -74,7 +73,7 @@ export class RunsAndLeases1764720000000 implements MigrationInterface {
     await q.query(`CREATE TABLE run_leases (
         attempt_id uuid NOT NULL,
         lease_generation integer NOT NULL CHECK (lease_generation >= 1),
-        offer_id uuid NOT NULL UNIQUE,
+        offer_id uuid PRIMARY KEY NOT NULL,
         run_id uuid NOT NULL,
         worker_id text NOT NULL,
         session_id uuid NOT NULL,
@@ -84,14 +83,16 @@ export class RunsAndLeases1764720000000 implements MigrationInterface {
         state text NOT NULL CHECK (state IN ('active', 'released', 'expired', 'completed')),
         expires_at timestamptz NOT NULL,
         claimed_at timestamptz NOT NULL,
-        ended_at timestamptz,
-        PRIMARY KEY (attempt_id, lease_generation)
+        ended_at timestamptz
       )`);
     await q.query(
       `CREATE UNIQUE INDEX run_leases_one_live ON run_leases (attempt_id) WHERE state = 'active'`,
     );
-    await q.query(`CREATE INDEX run_leases_worker_live ON run_leases (worker_id) WHERE state = 'active'`);
     await q.query(`CREATE INDEX run_leases_expiry ON run_leases (expires_at) WHERE state = 'active'`);
+    // Live leases per worker, kept under the worker's row lock: a claim checks capacity without counting rows.
+    await q.query(
+      `ALTER TABLE workers ADD COLUMN active_leases integer NOT NULL DEFAULT 0 CHECK (active_leases >= 0)`,
+    );
     await q.query(`CREATE TABLE run_events (
         run_id uuid NOT NULL,
         seq bigint NOT NULL,
@@ -104,6 +105,7 @@ export class RunsAndLeases1764720000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query('ALTER TABLE workers DROP COLUMN active_leases');
     for (const table of ['run_events', 'run_leases', 'attempts', 'runs', 'task_revisions', 'tasks'])
       await q.query(`DROP TABLE ${table}`);
   }

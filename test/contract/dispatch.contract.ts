@@ -148,6 +148,20 @@ export class DispatchFixture {
     return Number(row!.n);
   }
 
+  /** Each worker's slot counter equals its active leases (the counter is what claims check). */
+  async expectSlotCountersMatch(): Promise<void> {
+    const rows = await this.db.many<{ worker_id: string; counted: number | string; live: number | string }>(
+      `SELECT w.worker_id, w.active_leases AS counted,
+         (SELECT count(*) FROM run_leases l WHERE l.worker_id = w.worker_id AND l.state = 'active') AS live
+       FROM workers w`,
+    );
+    for (const r of rows)
+      expect({ worker: r.worker_id, counted: Number(r.counted) }).toEqual({
+        worker: r.worker_id,
+        counted: Number(r.live),
+      });
+  }
+
   /** Stands in for the next issue's `starting` acknowledgement: the attempt has started. */
   async markStarted(attemptId: string): Promise<void> {
     await this.db.run(`UPDATE attempts SET status = 'starting', version = version + 1 WHERE id = :id`, {
@@ -180,6 +194,10 @@ export function describeDispatchContract(dialect: string, makeTarget: () => Disp
     beforeEach(async () => {
       for (const table of ['run_events', 'run_leases', 'attempts', 'runs'])
         await f.db.run(`DELETE FROM ${table}`);
+      await f.db.run('UPDATE workers SET active_leases = 0');
+    });
+    afterEach(async () => {
+      await f.expectSlotCountersMatch();
     });
 
     it('tasks: every edit that changes the content makes a revision with a digest; runs pin theirs', async () => {
@@ -233,7 +251,7 @@ export function describeDispatchContract(dialect: string, makeTarget: () => Disp
       expect(await f.count('runs', `task_id = '${task.id}'`)).toBe(1);
     });
 
-    it('cron: one run per (task, revision, scheduled time), whoever triggers it', async () => {
+    it('cron: one run per (task, scheduled time), whoever triggers it and whatever the revision', async () => {
       const task = await f.task({ cron: '*/5 * * * *' });
       const at = Date.UTC(2026, 11, 1, 12, 5);
       const cron = () =>
@@ -259,6 +277,18 @@ export function describeDispatchContract(dialect: string, makeTarget: () => Disp
           revision: 9,
         }),
       ).toBeNull();
+      // After an edit the same time does not fire again under the new revision.
+      const edited = await f.tasks.update(task.id, parseTaskSpec({ ...task.spec, command: 'echo 2' }), AUDIT);
+      expect(
+        await f.runs.trigger({
+          runId: f.ids.uuidV7(),
+          taskId: task.id,
+          trigger: 'cron',
+          scheduledAt: at,
+          revision: edited.task.revision,
+        }),
+      ).toBeNull();
+      expect(await f.count('runs', `task_id = '${task.id}'`)).toBe(1);
     });
 
     it('pull claims the highest priority, then the oldest run; events carry a per-run sequence', async () => {

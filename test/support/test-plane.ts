@@ -3,6 +3,7 @@ import { Agent, request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Clock } from '@ql/domain';
 import { ControlPlane, startControlPlane } from '../../apps/control-plane/src/bootstrap';
 import { loadConfig } from '../../apps/control-plane/src/config/config';
 import { apiKeyDigest, newApiKeyToken } from '../../apps/control-plane/src/identity/api-keys';
@@ -80,7 +81,7 @@ export async function startTestPlane(
   db: TestDatabase,
   pki: DevPkiPaths,
   env: Record<string, string> = {},
-  options: { seedKeys?: boolean } = {},
+  options: { seedKeys?: boolean; clock?: Clock } = {},
 ): Promise<TestPlane> {
   const config = loadConfig({
     QL_PROFILE: db.dialect === 'sqlite' ? 'standalone' : 'cluster-control',
@@ -99,7 +100,7 @@ export async function startTestPlane(
     QL_CRON_TICK_MS: '0',
     ...env,
   });
-  const plane = await startControlPlane(config, { logger: false });
+  const plane = await startControlPlane(config, { logger: false, clock: options.clock });
   const ca = readFileSync(pki.caCertPath);
   const agents = new Map<string, Agent>();
   const agentFor = (credentials: PemPair | null, maxVersion: RequestOptions['maxVersion']) => {

@@ -39,7 +39,7 @@ export interface TriggerRunCommand {
   readonly priority?: number;
   /** Manual: the same key with the same request digest returns the first run; another digest is a conflict. */
   readonly idempotency?: { readonly key: string; readonly digest: string };
-  /** Cron: one run per (task, revision, scheduledAt) across all replicas. */
+  /** Cron: one run per (task, scheduledAt) across all replicas and revisions. */
   readonly scheduledAt?: number;
   /** Cron: only fire a revision whose schedule existed at that time. */
   readonly revision?: number;
@@ -56,7 +56,7 @@ export interface RunListQuery {
 
 /** Runs, attempts and their event log (R-RUN-2..5). */
 export interface RunRepository {
-  /** Null when a cron run for that (task, revision, scheduledAt) already exists. */
+  /** Null when a cron run for that (task, scheduledAt) already exists, or the revision moved on. */
   trigger(command: TriggerRunCommand): Promise<{ run: RunRecord; created: boolean } | null>;
   find(id: string): Promise<RunRecord | null>;
   list(query: RunListQuery): Promise<RunRecord[]>;

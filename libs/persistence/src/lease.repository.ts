@@ -1,5 +1,6 @@
 import {
   CANDIDATE_PAGE,
+  Capabilities,
   ClaimCommand,
   ClaimResult,
   ClaimedOffer,
@@ -28,24 +29,15 @@ import {
   EventInput,
   RUN_COLUMNS,
   RunRow,
-  storedCapabilities,
   storedPlacements,
   toAttempt,
   toRun,
   transitionAttempt,
   transitionRun,
 } from './run-sql';
-import {
-  SqlDatabase,
-  SqlExecutor,
-  SqlTransaction,
-  isTrue,
-  isUniqueViolation,
-  toInt,
-  toMs,
-} from './sql-executor';
+import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, toInt, toMs } from './sql-executor';
 import { readRevision } from './task.repository';
-import { SESSION_FENCE_SQL, SessionRow, toSession } from './worker-session.repository';
+import { SESSION_FENCE_SQL, SessionRow, fenceParams, toSession } from './worker-session.repository';
 
 interface LeaseRow {
   attempt_id: string;
@@ -67,20 +59,25 @@ const LEASE_COLUMNS = `attempt_id, lease_generation, offer_id, run_id, worker_id
 
 /** How many candidate pages one pull may read before it answers idle (fixed work per pull). */
 export const MAX_CANDIDATE_PAGES = 4;
+/** The first page is short: with a uniform queue its first row matches, and reading 64 would be waste. */
+export const FIRST_CANDIDATE_PAGE = 16;
 
-const WORKER_FOR_CLAIM = `SELECT worker_id, session_id, generation, version, status, disabled, lease_expires_at,
-    max_concurrent_runs, available_slots, registration_digest, capabilities_json
-  FROM workers WHERE worker_id = :workerId {forUpdate}`;
+/**
+ * The claim's first statement: the session fence, capacity and the reservation of one slot in one
+ * compare-and-set on the worker row, which stays locked for the rest of the claim. A miss writes
+ * nothing, and a read afterwards names the reason (fence, replay, draining or capacity).
+ */
+const RESERVE_SLOT = `UPDATE workers SET active_leases = active_leases + 1
+  WHERE ${SESSION_FENCE_SQL} AND status = 'online'
+    AND active_leases < max_concurrent_runs AND active_leases < available_slots
+  RETURNING capabilities_digest, active_leases, max_concurrent_runs, available_slots`;
 
-/** Read after the worker's lock is held: database time, live leases of the worker, the lease of this offer. */
-const CLAIM_STATE = `SELECT {now} AS now,
-    (SELECT count(*) FROM run_leases a WHERE a.worker_id = :workerId AND a.state = 'active'
-       AND a.expires_at > {now}) AS active,
-    l.attempt_id, l.lease_generation, l.offer_id, l.run_id, l.worker_id, l.session_id, l.session_generation,
-    l.version, l.token_digest, l.state, l.expires_at, l.claimed_at
-  FROM (SELECT 1 AS one) x LEFT JOIN run_leases l ON l.offer_id = :offerId`;
+const WORKER_STATE = `SELECT worker_id, session_id, generation, version, status, disabled, lease_expires_at,
+    max_concurrent_runs, available_slots, registration_digest, active_leases, {now} AS now
+  FROM workers WHERE worker_id = :workerId`;
 
-const QUEUE_PAGE = `SELECT id, placement_json, priority, queue_order FROM runs WHERE status = 'queued'`;
+const QUEUE_COLUMNS = 'id, version, placement_json, priority, queue_order, attempt_count, current_attempt_id';
+const QUEUE_PAGE = `SELECT ${QUEUE_COLUMNS} FROM runs WHERE status = 'queued'`;
 const QUEUE_KEYSET = `AND (priority < :p OR (priority = :p AND (queue_order > :q OR (queue_order = :q AND id > :id))))`;
 const QUEUE_ORDER = `ORDER BY priority DESC, queue_order, id LIMIT :page`;
 
@@ -91,11 +88,19 @@ const RENEW = `UPDATE run_leases SET version = version + 1, expires_at = {now + 
     AND EXISTS (SELECT 1 FROM workers WHERE ${SESSION_FENCE_SQL})
   RETURNING ${LEASE_COLUMNS}`;
 
+/** Thrown inside the claim transaction to roll it back and answer without it. */
+class NotClaimed {
+  constructor(readonly result: ClaimResult | 'explain') {}
+}
+
 interface QueueRow {
   id: string;
+  version: number | string;
   placement_json: string;
   priority: number;
   queue_order: number | string;
+  attempt_count: number;
+  current_attempt_id: string | null;
 }
 
 /**
@@ -104,52 +109,43 @@ interface QueueRow {
  * pullers never wait on each other's candidates; SQLite's BEGIN IMMEDIATE serialises the same steps.
  */
 export class SqlLeaseRepository implements LeaseRepository {
+  private readonly capabilitiesByDigest = new Map<string, Capabilities>();
+
   constructor(
     private readonly db: SqlDatabase,
     private readonly ids: IdGenerator,
   ) {}
 
-  // Worker row lock → fence → replay → capacity → candidate pages → SKIP LOCKED pick → CAS; one transaction.
+  // Slot reserved on the locked worker row → candidate pages → pick (SKIP LOCKED) → CAS; one transaction.
+  // Anything but a committed claim rolls back, so an idle pull or a replay writes nothing.
   async claim(command: ClaimCommand): Promise<ClaimResult> {
     try {
       return await this.db.transaction((tx) => this.claimIn(tx, command));
     } catch (error) {
-      // Another worker holds this offer id (it is unique across all leases).
-      if (isUniqueViolation(error)) throw new FencedError('lease', 'offer_conflict');
-      throw error;
+      if (!(error instanceof NotClaimed)) throw error;
+      return error.result === 'explain' ? this.explainClaim(command) : error.result;
     }
   }
 
   private async claimIn(tx: SqlTransaction, command: ClaimCommand): Promise<ClaimResult> {
-    const worker = await tx.one<SessionRow & { disabled: number | boolean; capabilities_json: string }>(
-      WORKER_FOR_CLAIM,
-      { workerId: command.workerId },
-    );
-    const state = await tx.one<LeaseRow & { now: number | Date; active: number | string }>(CLAIM_STATE, {
-      workerId: command.workerId,
-      offerId: command.offerId,
-    });
-    const now = toMs(state!.now);
-    const session = assertSessionFence(worker, command, now);
-    if (state!.offer_id) return this.replay(tx, toLease(state!), command, now);
-
-    const active = toInt(state!.active);
-    const capacity = Math.min(session.maxConcurrentRuns, session.availableSlots);
-    const idle = (reason: 'no_capacity' | 'no_queued_runs' | 'no_matching_run' | 'draining', scanned = 0) =>
-      ({ kind: 'idle', reason, activeLeases: active, capacity, scanned }) as const;
-    if (session.status === 'draining') return idle('draining');
-    if (active >= capacity) return idle('no_capacity');
-
-    const capabilities = storedCapabilities.get(worker!.capabilities_json);
+    const slot = await tx.one<{
+      capabilities_digest: string;
+      active_leases: number;
+      max_concurrent_runs: number;
+      available_slots: number;
+    }>(RESERVE_SLOT, fenceParams(command));
+    if (!slot) throw new NotClaimed('explain');
+    const capabilities = await this.capabilities(tx, command.workerId, slot.capabilities_digest);
     let scanned = 0;
     let matchedAny = false;
     let last: QueueRow | undefined;
     for (let page = 0; page < MAX_CANDIDATE_PAGES; page++) {
+      const size = last ? CANDIDATE_PAGE : FIRST_CANDIDATE_PAGE;
       const rows = await tx.many<QueueRow>(
         `${QUEUE_PAGE} ${last ? QUEUE_KEYSET : ''} ${QUEUE_ORDER}`,
         last
-          ? { page: CANDIDATE_PAGE, p: toInt(last.priority), q: toInt(last.queue_order), id: last.id }
-          : { page: CANDIDATE_PAGE },
+          ? { page: size, p: toInt(last.priority), q: toInt(last.queue_order), id: last.id }
+          : { page: size },
       );
       scanned += rows.length;
       const matching = rows.filter(
@@ -160,10 +156,56 @@ export class SqlLeaseRepository implements LeaseRepository {
         const offer = await this.claimOne(tx, command, matching);
         if (offer) return { kind: 'offered', replayed: false, offer };
       }
-      if (rows.length < CANDIDATE_PAGE) break;
+      if (rows.length < size) break;
       last = rows[rows.length - 1];
     }
-    return idle(scanned === 0 || matchedAny ? 'no_queued_runs' : 'no_matching_run', scanned);
+    throw new NotClaimed({
+      kind: 'idle',
+      reason: scanned === 0 || matchedAny ? 'no_queued_runs' : 'no_matching_run',
+      activeLeases: toInt(slot.active_leases) - 1,
+      capacity: Math.min(toInt(slot.max_concurrent_runs), toInt(slot.available_slots)),
+      scanned,
+    });
+  }
+
+  /** The reservation missed: fenced, a replay of an offer, draining, or at capacity (read-only). */
+  private async explainClaim(command: ClaimCommand): Promise<ClaimResult> {
+    return this.db.transaction(async (tx) => {
+      const worker = await tx.one<
+        SessionRow & { disabled: number | boolean; active_leases: number; now: number | Date }
+      >(WORKER_STATE, { workerId: command.workerId });
+      const now = worker ? toMs(worker.now) : await readNow(tx);
+      const session = assertSessionFence(worker, command, now);
+      const lease = await tx.one<LeaseRow>(
+        `SELECT ${LEASE_COLUMNS} FROM run_leases WHERE offer_id = :offerId`,
+        {
+          offerId: command.offerId,
+        },
+      );
+      if (lease) return this.replay(tx, toLease(lease), command, now);
+      const activeLeases = toInt(worker!.active_leases);
+      const capacity = Math.min(session.maxConcurrentRuns, session.availableSlots);
+      const idle = (reason: 'draining' | 'no_capacity') =>
+        ({ kind: 'idle', reason, activeLeases, capacity, scanned: 0 }) as const;
+      if (session.status === 'draining') return idle('draining');
+      if (activeLeases >= capacity) return idle('no_capacity');
+      // The row moved between the reservation and this read; versions only grow, so the caller's is stale.
+      throw new FencedError('session', 'version_mismatch');
+    });
+  }
+
+  /** Capabilities are immutable per digest: parsed once, read only when this replica has not seen them. */
+  private async capabilities(tx: SqlExecutor, workerId: string, digest: string): Promise<Capabilities> {
+    const cached = this.capabilitiesByDigest.get(digest);
+    if (cached) return cached;
+    const row = await tx.one<{ capabilities_json: string }>(
+      'SELECT capabilities_json FROM workers WHERE worker_id = :workerId',
+      { workerId },
+    );
+    const parsed = JSON.parse(row!.capabilities_json) as Capabilities;
+    if (this.capabilitiesByDigest.size >= 1024) this.capabilitiesByDigest.clear();
+    this.capabilitiesByDigest.set(digest, parsed);
+    return parsed;
   }
 
   /** Locks the first still-queued run among `matching` (skipping rows others hold) and claims it. */
@@ -172,18 +214,15 @@ export class SqlLeaseRepository implements LeaseRepository {
     command: ClaimCommand,
     matching: readonly QueueRow[],
   ): Promise<ClaimedOffer | null> {
-    const params: Record<string, string> = {};
-    const list = matching.map((r, i) => {
-      params[`c${i}`] = r.id;
-      return `:c${i}`;
-    });
-    const picked = await tx.one<RunRow>(
-      `SELECT ${RUN_COLUMNS} FROM runs WHERE id IN (${list.join(', ')}) AND status = 'queued'
-       ORDER BY priority DESC, queue_order, id LIMIT 1 {skipLocked}`,
-      params,
-    );
+    const picked = await this.pick(tx, matching);
     if (!picked) return null;
-    const run = toRun(picked);
+    const run = {
+      id: picked.id,
+      version: toInt(picked.version),
+      status: 'queued' as const,
+      attemptCount: toInt(picked.attempt_count),
+      currentAttemptId: picked.current_attempt_id,
+    };
     let attemptRow: AttemptRow | undefined;
     if (run.currentAttemptId) {
       // An unstarted attempt whose last lease ended: same attempt, next lease generation (R-LSE-5).
@@ -207,6 +246,7 @@ export class SqlLeaseRepository implements LeaseRepository {
          session_generation, version, token_digest, state, expires_at, claimed_at)
        VALUES (:attemptId, :leaseGeneration, :offerId, :runId, :workerId, :sessionId, :sessionGeneration, 0,
          :digest, 'active', {now + :leaseMs}, {now})
+       ON CONFLICT (offer_id) DO NOTHING
        RETURNING ${LEASE_COLUMNS}`,
       {
         attemptId: attempt.id,
@@ -220,6 +260,8 @@ export class SqlLeaseRepository implements LeaseRepository {
         leaseMs: command.leaseMs,
       },
     );
+    // The offer id is known already: a replay (or a conflict) is answered from the durable lease.
+    if (!leaseRow) throw new NotClaimed('explain');
     const moved = await transitionRun(
       tx,
       run,
@@ -239,12 +281,32 @@ export class SqlLeaseRepository implements LeaseRepository {
       { currentAttemptId: attempt.id, attemptCount: attempt.attemptNo },
     );
     if (!moved) throw new IllegalStateError(`run ${run.id} moved under its row lock`);
+    const claimed = toRun(moved);
     return {
-      run: toRun(moved),
+      run: claimed,
       attempt,
       lease: stripDigest(toLease(leaseRow!)),
-      revision: await this.revision(tx, run),
+      revision: await this.revision(tx, claimed),
     };
+  }
+
+  /**
+   * The first still-queued run among `matching`. PostgreSQL: locked with SKIP LOCKED, so concurrent
+   * pullers take different rows and never wait; its version is read under the lock. SQLite: the page
+   * was read under BEGIN IMMEDIATE, the only writer, so its first row is already the answer.
+   */
+  private async pick(tx: SqlTransaction, matching: readonly QueueRow[]): Promise<QueueRow | undefined> {
+    if (this.db.dialect === 'sqlite') return matching[0];
+    const params: Record<string, string> = {};
+    const list = matching.map((r, i) => {
+      params[`c${i}`] = r.id;
+      return `:c${i}`;
+    });
+    return tx.one<QueueRow>(
+      `SELECT ${QUEUE_COLUMNS} FROM runs WHERE id IN (${list.join(', ')}) AND status = 'queued'
+       ORDER BY priority DESC, queue_order, id LIMIT 1 {skipLocked}`,
+      params,
+    );
   }
 
   /** R-LSE-3: the same offer id, token and session rebuild the offer from the durable lease; nothing is written. */
@@ -294,7 +356,7 @@ export class SqlLeaseRepository implements LeaseRepository {
       'SELECT cancel_requested FROM runs WHERE id = :id',
       { id: row.run_id },
     );
-    return { lease: toLease(row), cancelRequested: isTrue(run?.cancel_requested ?? false) };
+    return { lease: stripDigest(toLease(row)), cancelRequested: isTrue(run?.cancel_requested ?? false) };
   }
 
   // Worker lock → lease lock → run lock; before start only (R-LSE-5). The attempt keeps its id.
@@ -337,8 +399,8 @@ export class SqlLeaseRepository implements LeaseRepository {
   // transaction that re-checks under SKIP LOCKED, so N replicas sweeping at once never double-apply.
   async sweep(pageSize: number): Promise<SweepResult> {
     const result = { requeued: 0, lost: 0, cancelled: 0, retried: 0, failed: 0 };
-    const expired = await this.db.many<{ attempt_id: string; lease_generation: number }>(
-      `SELECT attempt_id, lease_generation FROM run_leases WHERE state = 'active' AND expires_at <= {now}
+    const expired = await this.db.many<{ offer_id: string }>(
+      `SELECT offer_id FROM run_leases WHERE state = 'active' AND expires_at <= {now}
        ORDER BY expires_at LIMIT :page`,
       { page: pageSize },
     );
@@ -377,14 +439,11 @@ export class SqlLeaseRepository implements LeaseRepository {
     return result;
   }
 
-  private async expireOne(
-    tx: SqlTransaction,
-    item: { attempt_id: string; lease_generation: number },
-  ): Promise<keyof SweepResult | null> {
+  private async expireOne(tx: SqlTransaction, item: { offer_id: string }): Promise<keyof SweepResult | null> {
     const leaseRow = await tx.one<LeaseRow>(
-      `SELECT ${LEASE_COLUMNS} FROM run_leases WHERE attempt_id = :attemptId AND lease_generation = :g
+      `SELECT ${LEASE_COLUMNS} FROM run_leases WHERE offer_id = :offerId
          AND state = 'active' AND expires_at <= {now} {skipLocked}`,
-      { attemptId: item.attempt_id, g: toInt(item.lease_generation) },
+      { offerId: item.offer_id },
     );
     if (!leaseRow) return null; // renewed, released, or another replica has it
     const lease = toLease(leaseRow);
@@ -462,7 +521,7 @@ export class SqlLeaseRepository implements LeaseRepository {
         offerId,
       },
     );
-    return row ? toLease(row) : null;
+    return row ? stripDigest(toLease(row)) : null;
   }
 
   private async mustMove(
@@ -566,6 +625,7 @@ export function leaseViolation(
   return null;
 }
 
+/** Ends a live lease (terminal version bump) and gives its slot back to the worker, in the caller's transaction. */
 async function endLease(
   tx: SqlExecutor,
   lease: LeaseRecord,
@@ -573,11 +633,14 @@ async function endLease(
 ): Promise<LeaseRecord> {
   const row = await tx.one<LeaseRow>(
     `UPDATE run_leases SET state = :state, version = version + 1, expires_at = {now}
-     WHERE attempt_id = :attemptId AND lease_generation = :g AND version = :v AND state = 'active'
+     WHERE offer_id = :offerId AND version = :v AND state = 'active'
      RETURNING ${LEASE_COLUMNS}`,
-    { state, attemptId: lease.attemptId, g: lease.leaseGeneration, v: lease.version },
+    { state, offerId: lease.offerId, v: lease.version },
   );
   if (!row) throw new IllegalStateError(`lease ${lease.offerId} moved under its lock`);
+  await tx.run('UPDATE workers SET active_leases = active_leases - 1 WHERE worker_id = :workerId', {
+    workerId: lease.workerId,
+  });
   return stripDigest(toLease(row));
 }
 

@@ -66,8 +66,8 @@ export class SqlRunRepository implements RunRepository {
       if (command.revision !== undefined && command.revision !== revision) return null;
       const spec = JSON.parse(task.spec_json) as TaskSpec;
       const placement = withTaskRequirements(spec.placement, spec.executor, spec.runtime);
-      const cronKey =
-        command.scheduledAt === undefined ? null : `${command.taskId}:${revision}:${command.scheduledAt}`;
+      // One run per (task, scheduled time) whatever the revision: an edit never fires a time a second time.
+      const cronKey = command.scheduledAt === undefined ? null : `${command.taskId}:${command.scheduledAt}`;
       const row = await tx.one<RunRow>(
         `INSERT INTO runs (id, task_id, revision, spec_digest, placement_json, status, version, event_seq,
            priority, queue_order, trigger_kind, idempotency_key, idempotency_digest, cron_key, scheduled_at,
@@ -202,9 +202,7 @@ export class SqlRunRepository implements RunRepository {
   async placementCandidates(limit: number): Promise<{ now: number; candidates: PlacementCandidate[] }> {
     const rows = await this.db.many<CandidateRow>(
       `SELECT w.worker_id, w.status, w.disabled, w.lease_expires_at, w.available_slots, w.max_concurrent_runs,
-         w.capabilities_json, {now} AS now,
-         (SELECT count(*) FROM run_leases l WHERE l.worker_id = w.worker_id AND l.state = 'active'
-            AND l.expires_at > {now}) AS active
+         w.capabilities_json, w.active_leases AS active, {now} AS now
        FROM workers w ORDER BY w.worker_id LIMIT :limit`,
       { limit },
     );
