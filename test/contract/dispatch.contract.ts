@@ -568,6 +568,32 @@ export function describeDispatchContract(dialect: string, makeTarget: () => Disp
       expect((await f.runs.find(run!.id))!.finishedAt).not.toBeNull();
     });
 
+    it('sweeper: two replicas sweeping the same expired leases apply each expiry exactly once', async () => {
+      const task = await f.task();
+      const runs = await f.queue(task.id, 40);
+      const worker = await f.worker(workerId(), 40);
+      for (let i = 0; i < 40; i++) offered(await f.pull(worker));
+      target.clock.advance(RUN_LEASE + 1);
+      const second = new DispatchFixture(await target.openSecond(), f.ids);
+      try {
+        const results = await Promise.all([
+          f.leases.sweep(64),
+          second.leases.sweep(64),
+          f.leases.sweep(64),
+          second.leases.sweep(64),
+        ]);
+        expect(results.reduce((sum, r) => sum + r.requeued, 0)).toBe(40);
+        expect(await f.count('runs', `status = 'queued'`)).toBe(40);
+        expect(await f.count('run_events', `type = 'attempt.lease_expired'`)).toBe(40);
+        for (const run of runs) {
+          const seqs = (await f.runs.events(run.id, { afterSeq: 0, limit: 20 })).map((e) => e.seq);
+          expect(seqs).toEqual([1, 2, 3, 4, 5]);
+        }
+      } finally {
+        await second.db.close();
+      }
+    });
+
     it('sweeper: fixed work per cycle', async () => {
       const task = await f.task();
       await f.queue(task.id, 5);

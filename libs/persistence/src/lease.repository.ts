@@ -60,7 +60,7 @@ const LEASE_COLUMNS = `attempt_id, lease_generation, offer_id, run_id, worker_id
 /** How many candidate pages one pull may read before it answers idle (fixed work per pull). */
 export const MAX_CANDIDATE_PAGES = 4;
 /** The first page is short: with a uniform queue its first row matches, and reading 64 would be waste. */
-export const FIRST_CANDIDATE_PAGE = 16;
+export const FIRST_CANDIDATE_PAGE = 4;
 
 /**
  * The claim's first statement: the session fence, capacity and the reservation of one slot in one
