@@ -354,6 +354,20 @@ export function describeDispatchContract(dialect: string, makeTarget: () => Disp
       expect(await f.count('runs', `status = 'queued'`)).toBe(1);
     });
 
+    it('replay works when nothing else is queued, and at full capacity', async () => {
+      const task = await f.task();
+      await f.queue(task.id, 1);
+      const worker = await f.worker(workerId(), 1);
+      const offerId = f.ids.uuidV7();
+      const token = newToken();
+      const first = offered(await f.pull(worker, offerId, token));
+      expect(await f.pull(worker, offerId, token)).toEqual({ kind: 'offered', replayed: true, offer: first });
+      await f.queue(task.id, 1);
+      expect(await f.pull(worker, offerId, token)).toEqual({ kind: 'offered', replayed: true, offer: first });
+      await expectFence(f.pull(worker, offerId, newToken()), 'lease', 'offer_conflict');
+      expect(await f.pull(worker)).toMatchObject({ kind: 'idle', reason: 'no_capacity' });
+    });
+
     it('capacity: never more active leases than min(max, available slots); draining pulls nothing', async () => {
       const task = await f.task();
       await f.queue(task.id, 5);

@@ -17,6 +17,25 @@ import {
   startTestPlane,
 } from '../support/test-plane';
 
+/**
+ * The routes in Fastify's route tree (`printRoutes({ commonPrefix: false })`): each line is a path
+ * segment under its parent, with the methods served there; HEAD is Fastify's automatic twin of GET.
+ * A line of another shape fails, so a change of the tree format cannot silently hide a route.
+ */
+function registeredRoutes(tree: string): { method: string; url: string }[] {
+  const routes: { method: string; url: string }[] = [];
+  const path: string[] = [];
+  for (const line of tree.split('\n').filter((l) => l.trim() !== '')) {
+    const m = /^((?:[│ ] {3})*)[├└]── (\S+?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (!m) throw new Error(`unexpected printRoutes line: ${JSON.stringify(line)}`);
+    path.length = m[1]!.length / 4;
+    path.push(m[2]!);
+    for (const method of m[3]?.split(', ') ?? [])
+      if (method !== 'HEAD') routes.push({ method, url: path.join('') });
+  }
+  return routes;
+}
+
 describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dialect) => {
   let db: TestDatabase;
   let pki: Awaited<ReturnType<typeof createTestPki>>;
@@ -193,6 +212,20 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dia
     expect(documented.length).toBeGreaterThan(10);
     for (const route of documented)
       expect({ ...route, exists: fastify.hasRoute(route as never) }).toMatchObject({ exists: true });
+    // And the other way: every route the listener serves is in the document (R-ADM-2).
+    const registered = registeredRoutes(fastify.printRoutes({ commonPrefix: false }));
+    expect(registered).toEqual(
+      expect.arrayContaining([
+        { method: 'GET', url: '/api/v1/workers/:workerId' },
+        { method: 'POST', url: '/api/v1/tasks/:taskId/runs' },
+        { method: 'POST', url: '/api/v1/certificates/revoke' },
+        { method: 'GET', url: '/api/v1/certificates/revoked' },
+      ]),
+    );
+    const key = (r: { method: string; url: string }) => `${r.method} ${r.url}`;
+    const documentedKeys = new Set(documented.map(key));
+    expect(registered.map(key).filter((route) => !documentedKeys.has(route))).toEqual([]);
+    expect(registered.filter((r) => r.url.startsWith('/api/v1/')).length).toBeGreaterThan(15);
   });
 
   it('an unknown admin route is a problem+json 404', async () => {

@@ -39,3 +39,12 @@ describe('ids (R-REG-1)', () => {
     );
   });
 });
+
+describe('formatUuidV7 layout', () => {
+  it('puts the 48-bit time first, then version 7 and variant 10, and keeps the random bits', () => {
+    const random = Uint8Array.from([0xff, 0xee, 0xff, 0xdd, 1, 2, 3, 4, 5, 6]);
+    expect(formatUuidV7(0x0123456789ab, random)).toBe('01234567-89ab-7fee-bfdd-010203040506');
+    expect(formatUuidV7(0, new Uint8Array(10))).toBe('00000000-0000-7000-8000-000000000000');
+    expect(() => formatUuidV7(2 ** 48, random)).toThrow(RangeError);
+  });
+});

@@ -22,18 +22,20 @@ export function parseSessionId(value: unknown, field = 'sessionId'): string {
   return value;
 }
 
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
 /** Formats a UUIDv7 from a millisecond timestamp and 10 random bytes (the caller supplies both). */
 export function formatUuidV7(unixMs: number, random: Uint8Array): string {
   if (random.length < 10) throw new RangeError('UUIDv7 needs 10 random bytes');
-  const bytes = new Uint8Array(16);
-  let ms = BigInt(unixMs);
-  for (let i = 5; i >= 0; i--) {
-    bytes[i] = Number(ms & 0xffn);
-    ms >>= 8n;
-  }
-  bytes.set(random.subarray(0, 10), 6);
-  bytes[6] = 0x70 | (bytes[6]! & 0x0f);
-  bytes[8] = 0x80 | (bytes[8]! & 0x3f);
-  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  if (!Number.isSafeInteger(unixMs) || unixMs < 0 || unixMs >= 2 ** 48) throw new RangeError('UUIDv7 time');
+  const hi = Math.floor(unixMs / 2 ** 16);
+  const lo = unixMs % 2 ** 16;
+  const r = (i: number) => random[i]!;
+  const time =
+    HEX[(hi >>> 24) & 0xff]! + HEX[(hi >>> 16) & 0xff]! + HEX[(hi >>> 8) & 0xff]! + HEX[hi & 0xff]!;
+  return (
+    `${time}-${HEX[lo >>> 8]}${HEX[lo & 0xff]}-${HEX[0x70 | (r(0) & 0x0f)]}${HEX[r(1)]}-` +
+    `${HEX[0x80 | (r(2) & 0x3f)]}${HEX[r(3)]}-` +
+    `${HEX[r(4)]}${HEX[r(5)]}${HEX[r(6)]}${HEX[r(7)]}${HEX[r(8)]}${HEX[r(9)]}`
+  );
 }

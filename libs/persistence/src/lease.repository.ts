@@ -59,8 +59,12 @@ const LEASE_COLUMNS = `attempt_id, lease_generation, offer_id, run_id, worker_id
 
 /** How many candidate pages one pull may read before it answers idle (fixed work per pull). */
 export const MAX_CANDIDATE_PAGES = 4;
-/** The first page is short: with a uniform queue its first row matches, and reading 64 would be waste. */
-export const FIRST_CANDIDATE_PAGE = 4;
+/**
+ * The first "page" is the head of the queue alone, locked with SKIP LOCKED on PostgreSQL: with a
+ * uniform queue it matches and is claimed as it is (the bare claim's own statement); it locks no row
+ * it will not try to claim, so no other puller is turned away idle by rows nobody takes.
+ */
+export const FIRST_CANDIDATE_PAGE = 1;
 
 /**
  * The claim's first statement: the session fence, capacity and the reservation of one slot in one
@@ -141,8 +145,9 @@ export class SqlLeaseRepository implements LeaseRepository {
     let last: QueueRow | undefined;
     for (let page = 0; page < MAX_CANDIDATE_PAGES; page++) {
       const size = last ? CANDIDATE_PAGE : FIRST_CANDIDATE_PAGE;
+      // The first page is read with SKIP LOCKED (PostgreSQL): its row is ours to take as it is.
       const rows = await tx.many<QueueRow>(
-        `${QUEUE_PAGE} ${last ? QUEUE_KEYSET : ''} ${QUEUE_ORDER}`,
+        last ? `${QUEUE_PAGE} ${QUEUE_KEYSET} ${QUEUE_ORDER}` : `${QUEUE_PAGE} ${QUEUE_ORDER} {skipLocked}`,
         last
           ? { page: size, p: toInt(last.priority), q: toInt(last.queue_order), id: last.id }
           : { page: size },
@@ -153,12 +158,27 @@ export class SqlLeaseRepository implements LeaseRepository {
       );
       if (matching.length > 0) {
         matchedAny = true;
-        const offer = await this.claimOne(tx, command, matching);
+        const offer = await this.claimOne(tx, command, last ? await this.pick(tx, matching) : matching[0]);
         if (offer) return { kind: 'offered', replayed: false, offer };
       }
       if (rows.length < size) break;
       last = rows[rows.length - 1];
     }
+    // No lease insert met the offer id, so a replay would be answered idle: look it up (idle pulls only).
+    if (
+      await tx.one(`SELECT 1 AS found FROM run_leases WHERE offer_id = :offerId`, {
+        offerId: command.offerId,
+      })
+    )
+      throw new NotClaimed('explain');
+    // Nothing to claim: this may still be a replay of an offer whose response was lost.
+    const known = await tx.one<{ offer_id: string }>(
+      'SELECT offer_id FROM run_leases WHERE offer_id = :offerId',
+      {
+        offerId: command.offerId,
+      },
+    );
+    if (known) throw new NotClaimed('explain');
     throw new NotClaimed({
       kind: 'idle',
       reason: scanned === 0 || matchedAny ? 'no_queued_runs' : 'no_matching_run',
@@ -208,13 +228,12 @@ export class SqlLeaseRepository implements LeaseRepository {
     return parsed;
   }
 
-  /** Locks the first still-queued run among `matching` (skipping rows others hold) and claims it. */
+  /** Claims `picked`, a queued run this transaction holds (row lock on PostgreSQL, write lock on SQLite). */
   private async claimOne(
     tx: SqlTransaction,
     command: ClaimCommand,
-    matching: readonly QueueRow[],
+    picked: QueueRow | undefined,
   ): Promise<ClaimedOffer | null> {
-    const picked = await this.pick(tx, matching);
     if (!picked) return null;
     const run = {
       id: picked.id,
@@ -291,9 +310,9 @@ export class SqlLeaseRepository implements LeaseRepository {
   }
 
   /**
-   * The first still-queued run among `matching`. PostgreSQL: locked with SKIP LOCKED, so concurrent
-   * pullers take different rows and never wait; its version is read under the lock. SQLite: the page
-   * was read under BEGIN IMMEDIATE, the only writer, so its first row is already the answer.
+   * The first still-queued run among `matching` from an unlocked page. PostgreSQL: locked with SKIP
+   * LOCKED, so concurrent pullers take different rows and never wait; its version is read under the
+   * lock. SQLite: the page was read under BEGIN IMMEDIATE, the only writer, so its first row is it.
    */
   private async pick(tx: SqlTransaction, matching: readonly QueueRow[]): Promise<QueueRow | undefined> {
     if (this.db.dialect === 'sqlite') return matching[0];

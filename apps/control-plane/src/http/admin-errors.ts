@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { DomainError } from '@ql/domain';
+import { fastifyErrorCode } from './fastify-error-code';
 
 export const ADMIN_ERROR_CODES = [
   'invalid_request',
@@ -63,7 +64,7 @@ export function renderAdminError(error: unknown): Problem {
         return problem(503, 'unavailable', error.message);
     }
   }
-  const code = (error as { code?: string } | null)?.code;
+  const code = fastifyErrorCode(error);
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE')
     return problem(413, 'request_too_large', 'request body is too large');
   if (error instanceof SyntaxError || (typeof code === 'string' && code.startsWith('FST_ERR_CTP'))) {

@@ -1,6 +1,7 @@
 import { HttpException } from '@nestjs/common';
 import { DomainError } from '@ql/domain';
 import { IngressError, IngressErrorCode } from '@ql/contracts';
+import { fastifyErrorCode } from './fastify-error-code';
 
 /** An ingress refusal decided at the edge (guard, hook), before any repository call. */
 export class IngressRefusal extends Error {
@@ -23,8 +24,7 @@ export function renderIngressError(error: unknown): RenderedError {
   if (error instanceof IngressRefusal)
     return { status: error.status, body: { code: error.code, message: error.message } };
   if (error instanceof DomainError) return renderDomainError(error);
-  const fastifyCode = (error as { code?: string } | null)?.code;
-  switch (fastifyCode) {
+  switch (fastifyErrorCode(error)) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return {
         status: 413,

@@ -5,3 +5,6 @@ export function parseResourceId(value: unknown, field: string): string {
   if (typeof value !== 'string' || !isUuidV7(value)) throw new ValidationError(field, 'invalid_id');
   return value;
 }
+
+/** What an `Idempotency-Key` header may hold (manual triggers, R-RUN-3). */
+export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -20,9 +20,8 @@ import {
   sha256Hex,
 } from '@ql/domain';
 import { readLimit } from '../admin/admin.service';
-import { parseResourceId } from './resource-ids';
+import { IDEMPOTENCY_KEY_PATTERN, parseResourceId } from './resource-ids';
 
-const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Workers looked at for one "why pending" explanation. */
 const EXPLAIN_WORKERS = 1024;
 const DETAIL_EVENTS = 200;
@@ -43,7 +42,7 @@ export class RunsService {
       b.priority === undefined ? undefined : readInt(b.priority, 'priority', 0, TASK_LIMITS.maxPriority);
     if (
       idempotencyKey !== undefined &&
-      (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(idempotencyKey))
+      (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey))
     )
       throw new ValidationError('Idempotency-Key', 'invalid_format');
     const runId = this.ids.uuidV7();

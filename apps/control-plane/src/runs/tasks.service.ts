@@ -75,15 +75,17 @@ export class TasksService {
   async revisions(id: string, query: unknown) {
     const q = readObject(query ?? {}, 'query', ['before', 'limit']);
     const beforeRevision =
-      q.before === undefined ? undefined : readInt(Number(q.before), 'before', 2, 2 ** 31 - 1);
+      q.before === undefined ? undefined : readInt(Number(q.before), 'before', 1, 2 ** 31 - 1);
     const limit = readLimit(q.limit);
     const revisions = await this.tasks.listRevisions(parseResourceId(id, 'taskId'), {
       beforeRevision,
       limit,
     });
+    const last = revisions[revisions.length - 1];
     return {
       items: revisions.map(toRevisionView),
-      nextBefore: revisions.length === limit ? revisions[revisions.length - 1]!.revision : null,
+      // Revisions count down to 1: a full page ending at 1 is the last one.
+      nextBefore: revisions.length === limit && last!.revision > 1 ? last!.revision : null,
     };
   }
 }
