@@ -257,6 +257,15 @@ async function seed(db: SqlDatabase, ids: IdGenerator, backlog: number, workers:
   return list;
 }
 
+async function settle(db: SqlDatabase): Promise<void> {
+  if (db.dialect === 'sqlite') {
+    const t = performance.now();
+    const r = (db as SqliteDatabase).native.pragma('wal_checkpoint(TRUNCATE)');
+    if (process.env.QL_BENCH_DEBUG)
+      console.log('settle', JSON.stringify(r), (performance.now() - t).toFixed(1), 'ms');
+  }
+}
+
 /** Back to `backlog` queued runs and no leases: only rows a sample touched are rewritten. */
 async function reset(db: SqlDatabase): Promise<void> {
   await db.transaction(async (tx) => {
@@ -279,8 +288,18 @@ async function reset(db: SqlDatabase): Promise<void> {
   }
 }
 
-/** N closed loops share a budget of `claims`; the sample is the time until the last one committed. */
-async function sample(op: ClaimOp, workers: readonly BenchWorker[], claims: number, warmup: number) {
+/**
+ * N closed loops share a budget of `claims`; the sample is the time until the last one committed,
+ * plus `settle` (SQLite: the WAL checkpoint the sample's writes make necessary, so that no variant
+ * leaves its bill to the next one or hides it behind another connection's reader).
+ */
+async function sample(
+  op: ClaimOp,
+  workers: readonly BenchWorker[],
+  claims: number,
+  warmup: number,
+  settle: () => Promise<void>,
+) {
   let warm = 0;
   await Promise.all(
     workers.map(async (w) => {
@@ -301,6 +320,7 @@ async function sample(op: ClaimOp, workers: readonly BenchWorker[], claims: numb
       }
     }),
   );
+  await settle();
   const seconds = (performance.now() - start) / 1000;
   const cpu = process.cpuUsage(cpuStart);
   return {
@@ -334,7 +354,9 @@ async function runDialect(
         try {
           for (const variant of order) {
             await reset(db);
-            const s = await sample(h.ops[variant], workers.slice(0, n), claims, config.warmupClaims);
+            const s = await sample(h.ops[variant], workers.slice(0, n), claims, config.warmupClaims, () =>
+              settle(db),
+            );
             samples.get(n)![variant].push(s);
             config.log(
               `${dialect} B=${backlog} N=${n} round ${round + 1} ${variant}: ${s.opsPerSecond.toFixed(0)} claims/s, ` +

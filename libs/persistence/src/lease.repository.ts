@@ -164,13 +164,6 @@ export class SqlLeaseRepository implements LeaseRepository {
       if (rows.length < size) break;
       last = rows[rows.length - 1];
     }
-    // No lease insert met the offer id, so a replay would be answered idle: look it up (idle pulls only).
-    if (
-      await tx.one(`SELECT 1 AS found FROM run_leases WHERE offer_id = :offerId`, {
-        offerId: command.offerId,
-      })
-    )
-      throw new NotClaimed('explain');
     // Nothing to claim: this may still be a replay of an offer whose response was lost.
     const known = await tx.one<{ offer_id: string }>(
       'SELECT offer_id FROM run_leases WHERE offer_id = :offerId',

@@ -1,0 +1,87 @@
+import { ValidationError } from './errors';
+import { TASK_LIMITS, parseTaskSpec, retryBackoffMs } from './tasks';
+
+const base = { name: 'backup', command: 'tar czf /tmp/x.tgz /etc', runtime: 'shell' };
+
+function rule(input: unknown): string {
+  try {
+    parseTaskSpec(input);
+  } catch (error) {
+    if (error instanceof ValidationError) return `${error.field}:${error.rule}`;
+    throw error;
+  }
+  return 'accepted';
+}
+
+describe('parseTaskSpec (R-RUN-1)', () => {
+  it('fills defaults and makes one canonical form with a stable digest', () => {
+    const a = parseTaskSpec(base);
+    expect(a.spec).toMatchObject({
+      executor: 'local-process',
+      timeoutMs: TASK_LIMITS.defaultTimeoutMs,
+      retry: null,
+      env: {},
+      cron: null,
+      priority: 0,
+    });
+    const b = parseTaskSpec({
+      runtime: 'shell',
+      command: base.command,
+      name: 'backup',
+      env: {},
+      executor: 'local-process',
+    });
+    expect(b.digest).toBe(a.digest);
+    expect(parseTaskSpec(a.spec).canonical).toBe(a.canonical);
+    expect(parseTaskSpec({ ...base, command: 'tar czf /tmp/y.tgz /etc' }).digest).not.toBe(a.digest);
+    expect(a.digest).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('multi-line commands with tabs are fine; other control characters are not', () => {
+    expect(rule({ ...base, command: 'set -e\n\techo a\r\necho b' })).toBe('accepted');
+    expect(rule({ ...base, command: 'echo \u0000' })).toBe('command:control_character');
+    expect(rule({ ...base, command: 'echo \u001b[31m' })).toBe('command:control_character');
+  });
+
+  it.each([
+    [{ ...base, extra: 1 }, 'extra:unknown_field'],
+    [{ ...base, runtime: 'ruby' }, 'runtime:must_be_one_of:shell|node|python'],
+    [{ ...base, executor: 'docker' }, 'executor:must_be_one_of:local-process'],
+    [{ ...base, name: '' }, 'name:too_short'],
+    [{ ...base, name: '-x' }, 'name:invalid_format'],
+    [{ ...base, command: 'x'.repeat(TASK_LIMITS.commandBytes + 1) }, 'command:too_long'],
+    [{ ...base, command: 'é'.repeat(TASK_LIMITS.commandBytes / 2 + 1) }, 'command:too_long'],
+    [{ ...base, timeoutMs: 999 }, 'timeoutMs:out_of_range'],
+    [{ ...base, timeoutMs: 1.5 }, 'timeoutMs:must_be_integer'],
+    [{ ...base, retry: { maxAttempts: 1, initialBackoffMs: 1000 } }, 'retry.maxAttempts:out_of_range'],
+    [{ ...base, retry: { maxAttempts: 3, initialBackoffMs: 10 } }, 'retry.initialBackoffMs:out_of_range'],
+    [
+      { ...base, retry: { maxAttempts: 3, initialBackoffMs: 1000, jitter: true } },
+      'retry.jitter:unknown_field',
+    ],
+    [{ ...base, env: { 'BAD-KEY': 'x' } }, 'env.<key>:invalid_format'],
+    [
+      { ...base, env: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`K${i}`, 'v'])) },
+      'env:too_many_items',
+    ],
+    [{ ...base, cron: '61 * * * *' }, 'cron:invalid_cron'],
+    [{ ...base, priority: 1001 }, 'priority:out_of_range'],
+    [{ ...base, placement: { required: { colour: ['red'] } } }, 'placement.required.colour:unknown_field'],
+    [[], ':must_be_object'],
+  ])('%j → %s', (input, expected) => {
+    expect(rule(input)).toBe(expected);
+  });
+
+  it('the whole spec stays under the offer budget', () => {
+    const env = Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`K${i}`, 'v'.repeat(4096)]));
+    expect(rule({ ...base, command: 'x'.repeat(TASK_LIMITS.commandBytes), env })).toBe('accepted');
+    expect(rule({ ...base, env: { ...env, K7: 'v'.repeat(4096) } })).toBe('env:too_large');
+  });
+});
+
+describe('retryBackoffMs', () => {
+  it('grows by the multiplier from attempt 2 and is capped', () => {
+    const policy = { maxAttempts: 10, initialBackoffMs: 1000, multiplier: 2, maxBackoffMs: 5000 };
+    expect([2, 3, 4, 5].map((n) => retryBackoffMs(policy, n))).toEqual([1000, 2000, 4000, 5000]);
+  });
+});
