@@ -78,10 +78,17 @@ export interface ClaimCommand {
   readonly leaseMs: number;
 }
 
+/** The run and attempt as an offer names them (a claim writes them; it reads nothing back it knows). */
+export type OfferedRun = Pick<RunRecord, 'id' | 'taskId' | 'revision' | 'specDigest'>;
+export type OfferedAttempt = Pick<
+  AttemptRecord,
+  'id' | 'runId' | 'attemptNo' | 'status' | 'workerId' | 'leaseGeneration'
+>;
+
 /** A committed claim, everything the offer needs (R-LSE-2). */
 export interface ClaimedOffer {
-  readonly run: RunRecord;
-  readonly attempt: AttemptRecord;
+  readonly run: OfferedRun;
+  readonly attempt: OfferedAttempt;
   readonly lease: LeaseRecord;
   readonly revision: TaskRevisionRecord;
 }

@@ -170,5 +170,7 @@ export interface TaskRevisionRecord {
   readonly revision: number;
   readonly digest: string;
   readonly spec: TaskSpec;
+  /** UTF-8 bytes of the stored canonical spec: bounds the offer without serialising it again. */
+  readonly specBytes: number;
   readonly createdAt: number;
 }

@@ -12,6 +12,7 @@ import {
   LeaseRecord,
   LeaseRepository,
   LeaseState,
+  OfferedAttempt,
   RunRecord,
   SessionFence,
   SweepResult,
@@ -32,6 +33,7 @@ import {
   storedPlacements,
   toAttempt,
   toRun,
+  moveRunQuietly,
   transitionAttempt,
   transitionRun,
 } from './run-sql';
@@ -80,7 +82,8 @@ const WORKER_STATE = `SELECT worker_id, session_id, generation, version, status,
     max_concurrent_runs, available_slots, registration_digest, active_leases, {now} AS now
   FROM workers WHERE worker_id = :workerId`;
 
-const QUEUE_COLUMNS = 'id, version, placement_json, priority, queue_order, attempt_count, current_attempt_id';
+const QUEUE_COLUMNS = `id, version, placement_json, priority, queue_order, attempt_count, current_attempt_id,
+  task_id, revision, spec_digest`;
 const QUEUE_PAGE = `SELECT ${QUEUE_COLUMNS} FROM runs WHERE status = 'queued'`;
 const QUEUE_KEYSET = `AND (priority < :p OR (priority = :p AND (queue_order > :q OR (queue_order = :q AND id > :id))))`;
 const QUEUE_ORDER = `ORDER BY priority DESC, queue_order, id LIMIT :page`;
@@ -105,6 +108,9 @@ interface QueueRow {
   queue_order: number | string;
   attempt_count: number;
   current_attempt_id: string | null;
+  task_id: string;
+  revision: number;
+  spec_digest: string;
 }
 
 /**
@@ -235,31 +241,45 @@ export class SqlLeaseRepository implements LeaseRepository {
       attemptCount: toInt(picked.attempt_count),
       currentAttemptId: picked.current_attempt_id,
     };
-    let attemptRow: AttemptRow | undefined;
+    let attempt: OfferedAttempt;
     if (run.currentAttemptId) {
       // An unstarted attempt whose last lease ended: same attempt, next lease generation (R-LSE-5).
-      attemptRow = await tx.one<AttemptRow>(
+      const row = await tx.one<{ lease_generation: number }>(
         `UPDATE attempts SET worker_id = :workerId, lease_generation = lease_generation + 1, updated_at = {now}
-         WHERE id = :id AND status = 'claimed' RETURNING ${ATTEMPT_COLUMNS}`,
+         WHERE id = :id AND status = 'claimed' RETURNING lease_generation`,
         { id: run.currentAttemptId, workerId: command.workerId },
       );
+      if (!row) throw new IllegalStateError(`queued run ${run.id} points at a started attempt`);
+      attempt = {
+        id: run.currentAttemptId,
+        runId: run.id,
+        attemptNo: run.attemptCount,
+        status: 'claimed',
+        workerId: command.workerId,
+        leaseGeneration: toInt(row.lease_generation),
+      };
     } else {
-      attemptRow = await tx.one<AttemptRow>(
+      attempt = {
+        id: this.ids.uuidV7(),
+        runId: run.id,
+        attemptNo: run.attemptCount + 1,
+        status: 'claimed',
+        workerId: command.workerId,
+        leaseGeneration: 1,
+      };
+      await tx.run(
         `INSERT INTO attempts (id, run_id, attempt_no, status, version, worker_id, lease_generation, created_at,
-           updated_at) VALUES (:id, :runId, :attemptNo, 'claimed', 0, :workerId, 1, {now}, {now})
-         RETURNING ${ATTEMPT_COLUMNS}`,
-        { id: this.ids.uuidV7(), runId: run.id, attemptNo: run.attemptCount + 1, workerId: command.workerId },
+           updated_at) VALUES (:id, :runId, :attemptNo, 'claimed', 0, :workerId, 1, {now}, {now})`,
+        { id: attempt.id, runId: run.id, attemptNo: attempt.attemptNo, workerId: command.workerId },
       );
     }
-    if (!attemptRow) throw new IllegalStateError(`queued run ${run.id} points at a started attempt`);
-    const attempt = toAttempt(attemptRow);
-    const leaseRow = await tx.one<LeaseRow>(
+    const leaseRow = await tx.one<{ expires_at: number | Date; claimed_at: number | Date }>(
       `INSERT INTO run_leases (attempt_id, lease_generation, offer_id, run_id, worker_id, session_id,
          session_generation, version, token_digest, state, expires_at, claimed_at)
        VALUES (:attemptId, :leaseGeneration, :offerId, :runId, :workerId, :sessionId, :sessionGeneration, 0,
          :digest, 'active', {now + :leaseMs}, {now})
        ON CONFLICT (offer_id) DO NOTHING
-       RETURNING ${LEASE_COLUMNS}`,
+       RETURNING expires_at, claimed_at`,
       {
         attemptId: attempt.id,
         leaseGeneration: attempt.leaseGeneration,
@@ -274,7 +294,7 @@ export class SqlLeaseRepository implements LeaseRepository {
     );
     // The offer id is known already: a replay (or a conflict) is answered from the durable lease.
     if (!leaseRow) throw new NotClaimed('explain');
-    const moved = await transitionRun(
+    const moved = await moveRunQuietly(
       tx,
       run,
       'dispatching',
@@ -293,11 +313,29 @@ export class SqlLeaseRepository implements LeaseRepository {
       { currentAttemptId: attempt.id, attemptCount: attempt.attemptNo },
     );
     if (!moved) throw new IllegalStateError(`run ${run.id} moved under its row lock`);
-    const claimed = toRun(moved);
+    const claimed = {
+      id: picked.id,
+      taskId: picked.task_id,
+      revision: toInt(picked.revision),
+      specDigest: picked.spec_digest,
+    };
+    const lease: LeaseRecord = {
+      offerId: command.offerId,
+      attemptId: attempt.id,
+      runId: run.id,
+      workerId: command.workerId,
+      sessionId: command.sessionId,
+      sessionGeneration: command.fence.generation,
+      leaseGeneration: attempt.leaseGeneration,
+      version: 0,
+      state: 'active',
+      expiresAt: toMs(leaseRow.expires_at),
+      claimedAt: toMs(leaseRow.claimed_at),
+    };
     return {
       run: claimed,
       attempt,
-      lease: stripDigest(toLease(leaseRow!)),
+      lease,
       revision: await this.revision(tx, claimed),
     };
   }
@@ -343,13 +381,25 @@ export class SqlLeaseRepository implements LeaseRepository {
     const attemptRow = await tx.one<AttemptRow>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = :id`, {
       id: lease.attemptId,
     });
-    const run = toRun(runRow!);
+    const run = {
+      id: runRow!.id,
+      taskId: runRow!.task_id,
+      revision: toInt(runRow!.revision),
+      specDigest: runRow!.spec_digest,
+    };
     return {
       kind: 'offered',
       replayed: true,
       offer: {
         run,
-        attempt: toAttempt(attemptRow!),
+        attempt: {
+          id: attemptRow!.id,
+          runId: attemptRow!.run_id,
+          attemptNo: toInt(attemptRow!.attempt_no),
+          status: attemptRow!.status,
+          workerId: attemptRow!.worker_id,
+          leaseGeneration: toInt(attemptRow!.lease_generation),
+        },
         lease: stripDigest(lease),
         revision: await this.revision(tx, run),
       },
@@ -543,11 +593,14 @@ export class SqlLeaseRepository implements LeaseRepository {
     events: EventInput[],
     set: Parameters<typeof transitionRun>[4] = {},
   ): Promise<void> {
-    const moved = await transitionRun(tx, run, to, events, set);
+    const moved = await moveRunQuietly(tx, run, to, events, set);
     if (!moved) throw new IllegalStateError(`run ${run.id} moved under its row lock`);
   }
 
-  private async revision(tx: SqlExecutor, run: RunRecord): Promise<TaskRevisionRecord> {
+  private async revision(
+    tx: SqlExecutor,
+    run: { readonly id: string; readonly taskId: string; readonly revision: number },
+  ): Promise<TaskRevisionRecord> {
     const revision = await readRevision(tx, run.taskId, run.revision);
     if (!revision) throw new IllegalStateError(`run ${run.id} pins a missing revision`);
     return revision;

@@ -124,6 +124,28 @@ export async function transitionRun(
   events: readonly EventInput[],
   set: RunSet = {},
 ): Promise<RunRow | null> {
+  return moveRun<RunRow>(tx, run, to, events, set, RUN_COLUMNS);
+}
+
+/** `transitionRun` for callers that need only to know it happened: returns the new event sequence. */
+export async function moveRunQuietly(
+  tx: SqlExecutor,
+  run: { readonly id: string; readonly version: number; readonly status: RunStatus },
+  to: RunStatus,
+  events: readonly EventInput[],
+  set: RunSet = {},
+): Promise<boolean> {
+  return (await moveRun<{ event_seq: number }>(tx, run, to, events, set, 'event_seq')) !== null;
+}
+
+async function moveRun<T extends { event_seq: number | string }>(
+  tx: SqlExecutor,
+  run: { readonly id: string; readonly version: number; readonly status: RunStatus },
+  to: RunStatus,
+  events: readonly EventInput[],
+  set: RunSet,
+  returning: string,
+): Promise<T | null> {
   if (to !== run.status) assertRunTransition(run.status, to);
   const keys = (Object.keys(set) as (keyof typeof RUN_SETS)[]).sort();
   const fragments: string[] = keys.map((k) => RUN_SETS[k]);
@@ -135,10 +157,10 @@ export async function transitionRun(
     n: events.length,
   };
   for (const k of keys) if (k !== 'requeue') params[k] = set[k] ?? null;
-  const row = await tx.one<RunRow>(
+  const row = await tx.one<T>(
     `UPDATE runs SET status = :to, version = version + 1, event_seq = event_seq + :n, updated_at = {now}
        ${fragments.map((f) => `, ${f}`).join('')}
-     WHERE id = :id AND version = :version RETURNING ${RUN_COLUMNS}`,
+     WHERE id = :id AND version = :version RETURNING ${returning}`,
     params,
   );
   if (!row) return null;

@@ -203,6 +203,7 @@ export function toRevision(row: RevisionRow): TaskRevisionRecord {
     revision: toInt(row.revision),
     digest: row.digest,
     spec: JSON.parse(row.spec_json) as TaskSpec,
+    specBytes: Buffer.byteLength(row.spec_json, 'utf8'),
     createdAt: toMs(row.created_at),
   };
 }

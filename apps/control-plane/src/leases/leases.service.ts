@@ -42,14 +42,16 @@ export class LeasesService {
       };
     }
     const { run, attempt, lease } = result.offer;
-    this.logger.debug?.({
-      msg: result.replayed ? 'offer replayed' : 'offer claimed',
-      workerId: principal.workerId,
-      sessionId,
-      runId: run.id,
-      attemptId: attempt.id,
-      leaseGeneration: lease.leaseGeneration,
-    });
+    // Built only when debug logging is on: this is the hot path of every pull.
+    if (Logger.isLevelEnabled('debug'))
+      this.logger.debug({
+        msg: result.replayed ? 'offer replayed' : 'offer claimed',
+        workerId: principal.workerId,
+        sessionId,
+        runId: run.id,
+        attemptId: attempt.id,
+        leaseGeneration: lease.leaseGeneration,
+      });
     return projectOffer(result.offer);
   }
 

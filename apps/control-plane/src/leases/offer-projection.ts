@@ -6,6 +6,9 @@ import {
   OfferedLease,
 } from '@ql/contracts';
 
+/** Everything of an offer but the spec: schema, fixed keys, five UUIDs, integers, one timestamp. */
+const OFFER_ENVELOPE_BYTES = 1024;
+
 export function leaseProjection(lease: LeaseRecord): OfferedLease {
   return {
     offerId: lease.offerId,
@@ -31,7 +34,8 @@ export function projectOffer(offer: ClaimedOffer): ExecutionOffer {
     execution: { digest: offer.revision.digest, spec: offer.revision.spec },
     lease: leaseProjection(offer.lease),
   };
-  if (Buffer.byteLength(JSON.stringify(projected), 'utf8') > EXECUTION_OFFER_MAX_BYTES) {
+  // The stored spec's size plus a bounded envelope (ids, integers, one timestamp) bounds the answer.
+  if (offer.revision.specBytes + OFFER_ENVELOPE_BYTES > EXECUTION_OFFER_MAX_BYTES) {
     throw new UnavailableError('offer_too_large', 'the offer projection is over 128 KiB');
   }
   return projected;
