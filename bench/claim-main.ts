@@ -22,7 +22,7 @@ export async function claimMain(resultsDir: string, target: number): Promise<voi
   const started = new Date();
   const machine = machineInfo(started);
   const rounds = Math.floor(envNumber('QL_BENCH_ROUNDS', 3, 2));
-  const claims = Math.floor(envNumber('QL_BENCH_CLAIMS', 1000, 10));
+  const claims = Math.floor(envNumber('QL_BENCH_CLAIMS', 900, 10));
   const config: ClaimConfig = {
     concurrencies: list('QL_BENCH_CONCURRENCY', '1,8,32'),
     backlogs: list('QL_BENCH_BACKLOGS', '1000,100000'),

@@ -341,7 +341,12 @@ async function runDialect(
   for (const backlog of config.backlogs) {
     const { db, harness } = await open(maxN);
     const ids = createIdGenerator();
-    const claims = Math.min(config.claimsPerSample(backlog), backlog - config.warmupClaims);
+    // One worker alone must be able to hold warm-up + sample (capacity 1024), and the backlog must last.
+    const claims = Math.min(
+      config.claimsPerSample(backlog),
+      backlog - config.warmupClaims,
+      CAPACITY - config.warmupClaims,
+    );
     const t0 = performance.now();
     const workers = await seed(db, ids, backlog, maxN);
     config.log(`${dialect} B=${backlog}: seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -450,7 +455,12 @@ export async function benchClaimPostgres(
   if (config.peer) {
     for (const backlog of config.backlogs) {
       for (const row of rows.filter((r) => r.backlog === backlog)) {
-        const claims = Math.min(config.claimsPerSample(backlog), backlog - config.warmupClaims);
+        // One worker alone must be able to hold warm-up + sample (capacity 1024), and the backlog must last.
+        const claims = Math.min(
+          config.claimsPerSample(backlog),
+          backlog - config.warmupClaims,
+          CAPACITY - config.warmupClaims,
+        );
         const peer = await measureGraphilePeer(lastUrl, {
           concurrency: row.concurrency,
           backlog,

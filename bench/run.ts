@@ -6,7 +6,7 @@
  * Environment:
  *   QL_BENCH_SUITES          heartbeat,claim (default both)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
- *   QL_BENCH_CLAIMS          claim: claims per sample (default 1000, at most backlog - warm-up)
+ *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)
  *   QL_BENCH_PEER            claim: 1 (default) also runs graphile-worker on the same PostgreSQL
  *   QL_BENCH_SECONDS         counted seconds per sample (default 3)
  *   QL_BENCH_WARMUP_SECONDS  uncounted warm-up before each sample (default 0.5)

@@ -17,17 +17,10 @@ import {
   SqlTaskRepository,
   SqlWorkerSessionRepository,
 } from '@ql/persistence';
-import { ManualClock, newSessionId, registerBody, snapshot, validCapabilities } from '../support/fixtures';
+import { DispatchTarget } from '../support/dispatch-targets';
+import { newSessionId, registerBody, snapshot, validCapabilities } from '../support/fixtures';
 
-/** A dialect under test: databases that share one controllable clock. */
-export interface DispatchTarget {
-  readonly clock: ManualClock;
-  /** A freshly migrated, empty database. */
-  open(): Promise<SqlDatabase>;
-  /** A second, independent connection (pool) to the same database. */
-  openSecond(): Promise<SqlDatabase>;
-  dispose(): Promise<void>;
-}
+export type { DispatchTarget };
 
 export const SESSION_LEASE = 10 * 60_000;
 export const RUN_LEASE = 30_000;

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { request } from 'node:http';
 import { ingressPath } from '@ql/contracts';
 import { PLACEMENT_REASONS, isUuidV7, parseTaskSpec } from '@ql/domain';
 import { newSessionId, registerBody, validCapabilities } from '../support/fixtures';
@@ -67,44 +66,16 @@ describe.each<Dialect>(['sqlite', 'postgres'])('tasks and runs through the admin
     pki?.remove();
   });
 
-  /** Like `t.admin`, with extra headers (Idempotency-Key) and raw bodies. */
+  /** `t.admin` with the options this file uses: extra headers (Idempotency-Key) and raw bodies. */
   const call = (
     method: string,
     path: string,
     options: { body?: unknown; raw?: string; token?: string | null; headers?: Record<string, string> } = {},
-  ): Promise<HttpResult> => {
-    const token = options.token === undefined ? t.adminToken : options.token;
-    const payload = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
-    return new Promise((resolve, reject) => {
-      const req = request(new URL(path, t.plane.adminUrl), {
-        method,
-        headers: {
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-          ...(payload !== undefined
-            ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }
-            : {}),
-          ...options.headers,
-        },
-      });
-      req.on('error', reject);
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const raw = Buffer.concat(chunks).toString('utf8');
-          let body: unknown = raw;
-          try {
-            body = raw ? JSON.parse(raw) : undefined;
-          } catch {
-            /* not JSON */
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, raw });
-        });
-      });
-      req.end(payload);
+  ): Promise<HttpResult> =>
+    t.admin(method, path, options.body, options.token === undefined ? t.adminToken : options.token, {
+      rawBody: options.raw,
+      headers: options.headers,
     });
-  };
 
   const taskBody = (overrides: Record<string, unknown> = {}) => ({
     name: `task ${dialect} ${++names}`,

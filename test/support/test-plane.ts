@@ -65,7 +65,13 @@ export interface TestPlane {
     body?: unknown,
     options?: RequestOptions,
   ): Promise<HttpResult>;
-  admin(method: string, path: string, body?: unknown, token?: string | null): Promise<HttpResult>;
+  admin(
+    method: string,
+    path: string,
+    body?: unknown,
+    token?: string | null,
+    options?: { readonly rawBody?: string; readonly headers?: Record<string, string> },
+  ): Promise<HttpResult>;
   close(): Promise<void>;
 }
 
@@ -152,14 +158,17 @@ export async function startTestPlane(
         payload,
       );
     },
-    admin: (method, path, body, token = adminToken) => {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
+    admin: (method, path, body, token = adminToken, options = {}) => {
+      const payload = options.rawBody ?? (body === undefined ? undefined : JSON.stringify(body));
       return send(
         httpRequest(new URL(path, plane.adminUrl), {
           method,
           headers: {
             ...(token ? { authorization: `Bearer ${token}` } : {}),
-            ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+            ...(payload !== undefined
+              ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }
+              : {}),
+            ...options.headers,
           },
         }),
         payload,

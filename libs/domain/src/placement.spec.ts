@@ -223,6 +223,18 @@ describe('parsePlacementSpec (R-PLC-1)', () => {
       'invalid_semver_range',
     ],
     [
+      'blank range (semver would read it as *)',
+      { required: { runtimes: [runtime('node', ' ')] } },
+      'placement.required.runtimes[0].range',
+      'invalid_format',
+    ],
+    [
+      'range with trailing space',
+      { required: { runtimes: [runtime('node', '>=20 ')] } },
+      'placement.required.runtimes[0].range',
+      'invalid_format',
+    ],
+    [
       'range over 64 characters',
       { required: { runtimes: [runtime('node', `>=1.0.0 ${'<2.0.0 '.repeat(10)}`)] } },
       'placement.required.runtimes[0].range',

@@ -139,7 +139,12 @@ function readRuntimes(value: unknown, field: string): RuntimeRequirement[] {
   const runtimes = readArray(value, field, PLACEMENT_LIMITS.runtimes).map((item, i) => {
     const r = readObject(item, `${field}[${i}]`, ['name', 'range']);
     const name = token(r.name, `${field}[${i}].name`);
-    const range = readString(r.range, `${field}[${i}].range`, { max: PLACEMENT_LIMITS.rangeLength });
+    // No leading, trailing or blank-only text: semver reads ' ' as '*', and two spellings of one
+    // requirement would give one task two digests.
+    const range = readString(r.range, `${field}[${i}].range`, {
+      max: PLACEMENT_LIMITS.rangeLength,
+      pattern: /^\S(.*\S)?$/,
+    });
     if (validRange(range) === null) throw new ValidationError(`${field}[${i}].range`, 'invalid_semver_range');
     return { name, range };
   });
