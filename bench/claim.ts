@@ -68,11 +68,11 @@ export interface ClaimRow {
   readonly samples: Record<ClaimVariant, ClaimSample[]>;
 }
 
-const LEASE_MS = 24 * 60 * 60 * 1000;
+export const LEASE_MS = 24 * 60 * 60 * 1000;
 const CAPACITY = 1024;
 const LEASE_TTL_CONFIG = { runLeaseMs: LEASE_MS } as ControlPlaneConfig;
 
-interface BenchWorker {
+export interface BenchWorker {
   readonly workerId: string;
   readonly sessionId: string;
   readonly generation: number;
@@ -80,14 +80,14 @@ interface BenchWorker {
 }
 
 /** One claim by one worker, per variant. */
-type ClaimOp = (w: BenchWorker) => Promise<unknown>;
+export type ClaimOp = (w: BenchWorker) => Promise<unknown>;
 
 interface Harness {
   readonly ops: Record<ClaimVariant, ClaimOp>;
   close(): Promise<void>;
 }
 
-function serviceOp(db: SqlDatabase, ids: IdGenerator): ClaimOp {
+export function serviceOp(db: SqlDatabase, ids: IdGenerator): ClaimOp {
   const service = new LeasesService(new SqlLeaseRepository(db, ids), LEASE_TTL_CONFIG);
   // Tokens are the worker's work, not the control plane's: made before the run, outside the figures.
   const tokens = Array.from({ length: 256 }, () => randomBytes(32).toString('base64url'));
@@ -106,7 +106,7 @@ function serviceOp(db: SqlDatabase, ids: IdGenerator): ClaimOp {
 const DIGEST = 'f'.repeat(64);
 
 /** The bare claim on SQLite: the same writes, hand-written, on its own connection to the same file. */
-function sqliteCeiling(path: string, ids: IdGenerator): { op: ClaimOp; close(): void } {
+export function sqliteCeiling(path: string, ids: IdGenerator): { op: ClaimOp; close(): void } {
   const raw = new BetterSqlite3(path, { timeout: 25 });
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = NORMAL');
@@ -195,7 +195,7 @@ function postgresCeiling(pool: Pool, ids: IdGenerator): ClaimOp {
 }
 
 /** One task, `backlog` queued runs (bulk insert, ids in queue order), `workers` sessions of capacity 1024. */
-async function seed(db: SqlDatabase, ids: IdGenerator, backlog: number, workers: number) {
+export async function seed(db: SqlDatabase, ids: IdGenerator, backlog: number, workers: number) {
   const tasks = new SqlTaskRepository(db, ids);
   const taskId = ids.uuidV7();
   const spec = parseTaskSpec({ name: 'bench-noop', command: 'true', runtime: 'shell' });
@@ -257,17 +257,12 @@ async function seed(db: SqlDatabase, ids: IdGenerator, backlog: number, workers:
   return list;
 }
 
-async function settle(db: SqlDatabase): Promise<void> {
-  if (db.dialect === 'sqlite') {
-    const t = performance.now();
-    const r = (db as SqliteDatabase).native.pragma('wal_checkpoint(TRUNCATE)');
-    if (process.env.QL_BENCH_DEBUG)
-      console.log('settle', JSON.stringify(r), (performance.now() - t).toFixed(1), 'ms');
-  }
+export async function settle(db: SqlDatabase): Promise<void> {
+  if (db.dialect === 'sqlite') (db as SqliteDatabase).native.pragma('wal_checkpoint(TRUNCATE)');
 }
 
 /** Back to `backlog` queued runs and no leases: only rows a sample touched are rewritten. */
-async function reset(db: SqlDatabase): Promise<void> {
+export async function reset(db: SqlDatabase): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.run('DELETE FROM run_events');
     await tx.run('DELETE FROM run_leases');
@@ -293,7 +288,7 @@ async function reset(db: SqlDatabase): Promise<void> {
  * plus `settle` (SQLite: the WAL checkpoint the sample's writes make necessary, so that no variant
  * leaves its bill to the next one or hides it behind another connection's reader).
  */
-async function sample(
+export async function sample(
   op: ClaimOp,
   workers: readonly BenchWorker[],
   claims: number,
