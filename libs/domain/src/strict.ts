@@ -44,6 +44,14 @@ export function readString(
   return value;
 }
 
+/** One of a fixed set of wire values. */
+export function readEnum<T extends string>(value: unknown, field: string, values: readonly T[]): T {
+  if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
+    throw new ValidationError(field, `must_be_one_of:${values.join('|')}`);
+  }
+  return value as T;
+}
+
 export function readInt(value: unknown, field: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value))
     throw new ValidationError(field, 'must_be_integer');

@@ -2,7 +2,7 @@ import { canonicalJson, sha256Hex, utf8Length } from './canonical-json';
 import { parseCron } from './cron';
 import { ValidationError } from './errors';
 import { PlacementSpec, parsePlacementSpec } from './placement';
-import { compareCodeUnits, readInt, readObject, readRecord, readString } from './strict';
+import { compareCodeUnits, readEnum, readInt, readObject, readRecord, readString } from './strict';
 
 export const TASK_RUNTIMES = ['shell', 'node', 'python'] as const;
 export type TaskRuntime = (typeof TASK_RUNTIMES)[number];
@@ -139,13 +139,6 @@ function readEnv(value: unknown): Record<string, string> {
   }
   if (bytes > TASK_LIMITS.envBytes) throw new ValidationError('env', 'too_large');
   return env;
-}
-
-export function readEnum<T extends string>(value: unknown, field: string, values: readonly T[]): T {
-  if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
-    throw new ValidationError(field, `must_be_one_of:${values.join('|')}`);
-  }
-  return value as T;
 }
 
 /** Backoff before attempt `nextAttemptNo` (2, 3, …) under `policy` (R-RUN-4). */

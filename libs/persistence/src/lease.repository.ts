@@ -28,6 +28,8 @@ import {
   ATTEMPT_COLUMNS,
   AttemptRow,
   EventInput,
+  cachedCapabilities,
+  rememberCapabilities,
   RUN_COLUMNS,
   RunRow,
   storedPlacements,
@@ -119,8 +121,6 @@ interface QueueRow {
  * pullers never wait on each other's candidates; SQLite's BEGIN IMMEDIATE serialises the same steps.
  */
 export class SqlLeaseRepository implements LeaseRepository {
-  private readonly capabilitiesByDigest = new Map<string, Capabilities>();
-
   constructor(
     private readonly db: SqlDatabase,
     private readonly ids: IdGenerator,
@@ -213,18 +213,15 @@ export class SqlLeaseRepository implements LeaseRepository {
     });
   }
 
-  /** Capabilities are immutable per digest: parsed once, read only when this replica has not seen them. */
+  /** The document is read only when this replica has not seen its digest yet. */
   private async capabilities(tx: SqlExecutor, workerId: string, digest: string): Promise<Capabilities> {
-    const cached = this.capabilitiesByDigest.get(digest);
+    const cached = cachedCapabilities(digest);
     if (cached) return cached;
     const row = await tx.one<{ capabilities_json: string }>(
       'SELECT capabilities_json FROM workers WHERE worker_id = :workerId',
       { workerId },
     );
-    const parsed = JSON.parse(row!.capabilities_json) as Capabilities;
-    if (this.capabilitiesByDigest.size >= 1024) this.capabilitiesByDigest.clear();
-    this.capabilitiesByDigest.set(digest, parsed);
-    return parsed;
+    return rememberCapabilities(digest, row!.capabilities_json);
   }
 
   /** Claims `picked`, a queued run this transaction holds (row lock on PostgreSQL, write lock on SQLite). */

@@ -243,4 +243,18 @@ class JsonCache<T> {
   }
 }
 export const storedPlacements = new JsonCache<PlacementSpec>(512);
-export const storedCapabilities = new JsonCache<Capabilities>(1024);
+
+/** Capabilities are immutable per digest: each replica parses a document once (keyed by its digest). */
+const capabilitiesByDigest = new Map<string, Capabilities>();
+export function cachedCapabilities(digest: string): Capabilities | undefined {
+  return capabilitiesByDigest.get(digest);
+}
+export function rememberCapabilities(digest: string, json: string): Capabilities {
+  let parsed = capabilitiesByDigest.get(digest);
+  if (!parsed) {
+    parsed = JSON.parse(json) as Capabilities;
+    if (capabilitiesByDigest.size >= 1024) capabilitiesByDigest.clear();
+    capabilitiesByDigest.set(digest, parsed);
+  }
+  return parsed;
+}
