@@ -39,7 +39,7 @@ import {
   transitionAttempt,
   transitionRun,
 } from './run-sql';
-import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, toInt, toMs } from './sql-executor';
+import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, readNow, toInt, toMs } from './sql-executor';
 import { readRevision } from './task.repository';
 import { SESSION_FENCE_SQL, SessionRow, fenceParams, toSession } from './worker-session.repository';
 
@@ -422,14 +422,7 @@ export class SqlLeaseRepository implements LeaseRepository {
   async release(command: LeaseCommand): Promise<LeaseRecord> {
     return this.db.transaction(async (tx) => {
       const { lease } = await this.lockLease(tx, command);
-      const runRow = await tx.one<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = :id {forUpdate}`, {
-        id: lease.runId,
-      });
-      const attemptRow = await tx.one<AttemptRow>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = :id`, {
-        id: lease.attemptId,
-      });
-      const run = toRun(runRow!);
-      const attempt = toAttempt(attemptRow!);
+      const { run, attempt } = await lockRunOf(tx, lease);
       if (hasStarted(attempt.status) || attempt.status !== 'claimed') {
         throw new FencedError('lease', 'attempt_started');
       }
@@ -506,14 +499,7 @@ export class SqlLeaseRepository implements LeaseRepository {
     );
     if (!leaseRow) return null; // renewed, released, or another replica has it
     const lease = toLease(leaseRow);
-    const runRow = await tx.one<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = :id {forUpdate}`, {
-      id: lease.runId,
-    });
-    const attemptRow = await tx.one<AttemptRow>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = :id`, {
-      id: lease.attemptId,
-    });
-    const run = toRun(runRow!);
-    const attempt = toAttempt(attemptRow!);
+    const { run, attempt } = await lockRunOf(tx, lease);
     await endLease(tx, lease, 'expired');
     const expiredEvent: EventInput = {
       type: 'attempt.lease_expired',
@@ -687,6 +673,17 @@ export function leaseViolation(
   return null;
 }
 
+/** The lease's run (row-locked: attempts change only under it) and its attempt. */
+async function lockRunOf(tx: SqlExecutor, lease: LeaseRecord) {
+  const runRow = await tx.one<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = :id {forUpdate}`, {
+    id: lease.runId,
+  });
+  const attemptRow = await tx.one<AttemptRow>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = :id`, {
+    id: lease.attemptId,
+  });
+  return { run: toRun(runRow!), attempt: toAttempt(attemptRow!) };
+}
+
 /** Ends a live lease (terminal version bump) and gives its slot back to the worker, in the caller's transaction. */
 async function endLease(
   tx: SqlExecutor,
@@ -704,11 +701,6 @@ async function endLease(
     workerId: lease.workerId,
   });
   return stripDigest(toLease(row));
-}
-
-async function readNow(tx: SqlExecutor): Promise<number> {
-  const row = await tx.one<{ now: number | Date }>('SELECT {now} AS now');
-  return toMs(row!.now);
 }
 
 function leaseParams(command: LeaseCommand) {

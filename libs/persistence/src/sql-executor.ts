@@ -133,3 +133,9 @@ export function isTrue(value: unknown): boolean {
 export function toMsOrNull(value: unknown): number | null {
   return value === null || value === undefined ? null : toMs(value);
 }
+
+/** The database's time as epoch ms (PostgreSQL: read after the locks the transaction holds). */
+export async function readNow(tx: SqlExecutor): Promise<number> {
+  const row = await tx.one<{ now: number | Date }>('SELECT {now} AS now');
+  return toMs(row!.now);
+}

@@ -17,7 +17,7 @@ import {
   fenceViolation,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
-import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, toInt, toMs } from './sql-executor';
+import { SqlDatabase, SqlTransaction, isTrue, readNow, toInt, toMs } from './sql-executor';
 
 export type SessionRow = Pick<
   WorkerRow,
@@ -257,11 +257,6 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
     // The row moved between the CAS and this read; versions only grow, so the caller's is stale.
     throw new FencedError('session', 'version_mismatch');
   }
-}
-
-async function readNow(tx: SqlExecutor): Promise<number> {
-  const row = await tx.one<{ now: number | Date }>('SELECT {now} AS now');
-  return toMs(row!.now);
 }
 
 async function endSession(tx: SqlTransaction, sessionId: string, reason: string): Promise<void> {
