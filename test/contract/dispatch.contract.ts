@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import {
   ClaimResult,
   ConflictError,
-  FencedError,
   IdGenerator,
   RunRecord,
   explainPlacement,
@@ -18,9 +17,10 @@ import {
   SqlWorkerSessionRepository,
 } from '@ql/persistence';
 import { DispatchTarget } from '../support/dispatch-targets';
-import { newSessionId, registerBody, snapshot, validCapabilities } from '../support/fixtures';
+import { expectFence, newSessionId, registerBody, snapshot, validCapabilities } from '../support/fixtures';
 
 export type { DispatchTarget };
+export { expectFence };
 
 export const SESSION_LEASE = 10 * 60_000;
 export const RUN_LEASE = 30_000;
@@ -28,18 +28,6 @@ const AUDIT = { actor: 'test', action: 'test', target: 'test' };
 
 export function newToken(): string {
   return randomBytes(32).toString('base64url');
-}
-
-export async function expectFence(promise: Promise<unknown>, area: string, reason: string): Promise<void> {
-  const error = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(FencedError);
-  expect({ area: (error as FencedError).area, reason: (error as FencedError).reason }).toEqual({
-    area,
-    reason,
-  });
 }
 
 /** Everything a dispatch test needs on one database connection. */

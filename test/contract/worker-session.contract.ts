@@ -1,7 +1,7 @@
-import { FencedError, ValidationError, WorkerSessionRepository } from '@ql/domain';
+import { ValidationError, WorkerSessionRepository } from '@ql/domain';
 import { createIdGenerator } from '@ql/contracts';
 import { SqlDatabase, SqlWorkerSessionRepository } from '@ql/persistence';
-import { newSessionId, snapshot } from '../support/fixtures';
+import { expectFence as expectFenceOf, newSessionId, snapshot } from '../support/fixtures';
 
 export interface ContractTarget {
   /** A freshly migrated, empty database. */
@@ -13,14 +13,8 @@ export interface ContractTarget {
 
 const LEASE = 60_000;
 
-async function expectFence(promise: Promise<unknown>, reason: string): Promise<void> {
-  const error = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(FencedError);
-  expect((error as FencedError).reason).toBe(reason);
-}
+/** Every refusal of the session repository is a session fence. */
+const expectFence = (promise: Promise<unknown>, reason: string) => expectFenceOf(promise, 'session', reason);
 
 /** One contract, run on SQLite and on PostgreSQL (R-REG-3..7). */
 export function describeWorkerSessionContract(dialect: string, makeTarget: () => ContractTarget): void {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ingressPath } from '@ql/contracts';
-import { newSessionId, registerBody } from '../support/fixtures';
+import { ManualClock, newSessionId, registerBody } from '../support/fixtures';
 import {
   TestDatabase,
   TestPlane,
@@ -11,14 +11,6 @@ import {
 } from '../support/test-plane';
 
 const MINUTE = 60_000;
-
-/** A clock the test moves; on SQLite the database reads its time from it too. */
-class MovableClock {
-  constructor(public current = Date.now()) {}
-  now(): number {
-    return this.current;
-  }
-}
 
 /** Polls `read` until `done` holds (the loops run on their own timers), failing after `ms`. */
 async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 10_000): Promise<T> {
@@ -36,7 +28,8 @@ describe('background loops of the control plane (sqlite)', () => {
   let db: TestDatabase;
   let pki: Awaited<ReturnType<typeof createTestPki>>;
   let t: TestPlane;
-  const clock = new MovableClock();
+  // On SQLite the database reads its time from this clock too.
+  const clock = new ManualClock(Date.now());
 
   beforeAll(async () => {
     db = await createTestDatabase('sqlite');
@@ -63,8 +56,8 @@ describe('background loops of the control plane (sqlite)', () => {
     });
     expect(created.status).toBe(201);
     const taskId = (created.body as { id: string }).id;
-    const scheduled = Math.ceil((clock.current + 1) / MINUTE) * MINUTE;
-    clock.current = scheduled + 1_000;
+    const scheduled = Math.ceil((clock.now() + 1) / MINUTE) * MINUTE;
+    clock.set(scheduled + 1_000);
     const runs = await eventually(
       async () =>
         (await t.admin('GET', `/api/v1/runs?taskId=${taskId}`)).body as {
@@ -100,7 +93,7 @@ describe('background loops of the control plane (sqlite)', () => {
     });
     expect(pull.body).toMatchObject({ status: 'offered', run: { runId } });
     // Past the run lease (QL_RUN_LEASE_MS, 60 s by default): the next sweeper cycle must act.
-    clock.current += 61_000;
+    clock.advance(61_000);
     const detail = await eventually(
       async () =>
         (await t.admin('GET', `/api/v1/runs/${runId}`)).body as {

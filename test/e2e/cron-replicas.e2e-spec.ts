@@ -1,3 +1,4 @@
+import { ManualClock } from '../support/fixtures';
 import { CronTriggerService } from '../../apps/control-plane/src/background/cron-trigger.service';
 import {
   TestDatabase,
@@ -9,20 +10,13 @@ import {
 
 const MINUTE = 60_000;
 
-/** A clock both replicas share and the test moves; the database keeps its own time for rows. */
-class SharedClock {
-  constructor(public current: number) {}
-  now(): number {
-    return this.current;
-  }
-}
-
 /** R-RUN-3: two control-plane instances on one PostgreSQL, both running cron. */
 describe('cron on two control-plane instances sharing one PostgreSQL', () => {
   let db: TestDatabase;
   let pki: Awaited<ReturnType<typeof createTestPki>>;
   let planes: TestPlane[];
-  const clock = new SharedClock(Date.now());
+  // Both replicas share it; the test moves it. The database keeps its own time for rows.
+  const clock = new ManualClock(Date.now());
 
   beforeAll(async () => {
     db = await createTestDatabase('postgres');
@@ -59,7 +53,7 @@ describe('cron on two control-plane instances sharing one PostgreSQL', () => {
     const expected: number[] = [];
     let made = 0;
     for (let minute = 0; minute < 5; minute++) {
-      clock.current = first + minute * MINUTE + 1_000;
+      clock.set(first + minute * MINUTE + 1_000);
       expected.push(first + minute * MINUTE);
       // Four concurrent ticks per instance per minute, and a second round that must find nothing to do.
       const ticks = await Promise.all(planes.flatMap((p) => [1, 2, 3, 4].map(() => cron(p).tick())));
@@ -79,9 +73,9 @@ describe('cron on two control-plane instances sharing one PostgreSQL', () => {
       cron: '*/5 * * * *',
     });
     const task = created.body as { id: string; spec: Record<string, unknown> };
-    clock.current = Date.now() - 10 * MINUTE; // a clock behind the task's creation
+    clock.set(Date.now() - 10 * MINUTE); // a clock behind the task's creation
     expect(await Promise.all(planes.map((p) => cron(p).tick()))).toEqual([0, 0]);
-    clock.current = Math.ceil(Date.now() / (5 * MINUTE)) * 5 * MINUTE + 1_000;
+    clock.set(Math.ceil(Date.now() / (5 * MINUTE)) * 5 * MINUTE + 1_000);
     await Promise.all(planes.map((p) => cron(p).tick()));
     const edited = await planes[0]!.admin('PUT', `/api/v1/tasks/${task.id}`, {
       ...task.spec,

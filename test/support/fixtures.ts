@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { RegistrationSnapshot, formatUuidV7, parseRegistration } from '@ql/domain';
+import { FencedError, RegistrationSnapshot, formatUuidV7, parseRegistration } from '@ql/domain';
 
 export function validCapabilities(overrides: Record<string, unknown> = {}) {
   return {
@@ -50,4 +50,20 @@ export class ManualClock {
   advance(ms: number): void {
     this.current += ms;
   }
+  set(ms: number): void {
+    this.current = ms;
+  }
+}
+
+/** The call fails closed with a FencedError of this area and reason. */
+export async function expectFence(promise: Promise<unknown>, area: string, reason: string): Promise<void> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(FencedError);
+  expect({ area: (error as FencedError).area, reason: (error as FencedError).reason }).toEqual({
+    area,
+    reason,
+  });
 }
