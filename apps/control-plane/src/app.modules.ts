@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
 import { TerminusModule } from '@nestjs/terminus';
 import {
   ApiKeysController,
@@ -31,7 +32,12 @@ export class AdminAppModule {
   static forCore(core: ControlPlaneCore): DynamicModule {
     return {
       module: AdminAppModule,
-      imports: [CoreModule.forCore(core), TerminusModule.forRoot({ errorLogStyle: 'json', logger: false })],
+      imports: [
+        CoreModule.forCore(core),
+        TerminusModule.forRoot({ errorLogStyle: 'json', logger: false }),
+        // The sweeper and cron loops live in the control plane profiles only (R-PROF-3).
+        ScheduleModule.forRoot(),
+      ],
       controllers: [
         HealthController,
         OpenApiController,

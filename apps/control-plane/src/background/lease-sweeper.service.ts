@@ -2,19 +2,27 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { LEASE_REPOSITORY, LeaseRepository, SweepResult } from '@ql/domain';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
-import { PeriodicWork } from './periodic-work';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { ScheduledLoop } from '@ql/scheduling';
 
 /** R-LSE-6: a bounded sweeper, safe on N replicas (each item is re-checked under SKIP LOCKED). */
 @Injectable()
 export class LeaseSweeperService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('sweeper');
-  private readonly work: PeriodicWork;
+  private readonly work: ScheduledLoop;
 
   constructor(
     @Inject(LEASE_REPOSITORY) private readonly leases: LeaseRepository,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
+    scheduler: SchedulerRegistry,
   ) {
-    this.work = new PeriodicWork('sweeper', config.sweepIntervalMs, () => this.sweepOnce(), this.logger);
+    this.work = new ScheduledLoop(
+      scheduler,
+      'sweeper',
+      config.sweepIntervalMs,
+      () => this.sweepOnce(),
+      this.logger,
+    );
   }
 
   onApplicationBootstrap(): void {
