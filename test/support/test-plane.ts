@@ -164,8 +164,8 @@ export async function startTestPlane(
     admin: (method, path, body, token = adminToken, options = {}) => {
       const payload = options.rawBody ?? (body === undefined ? undefined : JSON.stringify(body));
       const verb = method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
-      let req = request(plane.admin.getHttpServer())
-        [verb](path)
+      const agent = request(plane.admin.getHttpServer());
+      let req = agent[verb](path)
         .buffer(true)
         .parse(rawText)
         .ok(() => true);
