@@ -13,6 +13,7 @@ import { AdminService } from './admin/admin.service';
 import { ControlPlaneCore } from './core/core';
 import { CoreModule } from './core/core.module';
 import { HealthController } from './health/health.controller';
+import { MetricsModule } from './metrics/metrics.module';
 import { AdminExceptionFilter } from './http/admin-errors';
 import { ApiKeyGuard } from './identity/api-key.guard';
 import { RevocationCache } from './identity/revocation-cache';
@@ -37,6 +38,7 @@ export class AdminAppModule {
         TerminusModule.forRoot({ errorLogStyle: 'json', logger: false }),
         // The sweeper and cron loops live in the control plane profiles only (R-PROF-3).
         ScheduleModule.forRoot(),
+        MetricsModule.forListener('admin'),
       ],
       controllers: [
         HealthController,
@@ -68,7 +70,7 @@ export class IngressAppModule {
   static forCore(core: ControlPlaneCore): DynamicModule {
     return {
       module: IngressAppModule,
-      imports: [CoreModule.forCore(core)],
+      imports: [CoreModule.forCore(core), MetricsModule.forListener('ingress')],
       controllers: [WorkerIngressController],
       providers: [
         RegistryService,
