@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { IngressAction, ingressPath } from '@ql/contracts';
-import { LeaseSweeperService } from '../../apps/control-plane/src/background/lease-sweeper.service';
+import { LeaseSweeperService } from '../../apps/control-plane/src/leases/lease-sweeper.service';
 import { newSessionId, registerBody } from '../support/fixtures';
 import {
   Dialect,
@@ -87,7 +87,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('/metrics (%s)', (dialect) => {
     const run = await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
     expect(run.status).toBe(201);
     expect((await pull()).body).toMatchObject({ status: 'offered' });
-    await t.plane.admin.get(LeaseSweeperService).sweepOnce();
+    await t.plane.ingress.get(LeaseSweeperService).sweepOnce();
 
     const after = await scrape();
     expect(delta(before, after, 'ql_heartbeats_total')).toBe(3);

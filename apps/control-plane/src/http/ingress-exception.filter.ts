@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { renderIngressError } from '../http/ingress-errors';
+import { renderIngressError } from './ingress-errors';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 
 @Catch()
