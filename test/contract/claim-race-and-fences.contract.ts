@@ -1,6 +1,18 @@
-import { ClaimResult } from '@ql/domain';
+import { ClaimResult, LeaseCommand } from '@ql/domain';
 import { SqlDatabase, SqlParams, SqlTransaction } from '@ql/persistence';
-import { DispatchFixture, DispatchSuite, offered } from './dispatch.contract';
+import { snapshotDatabase } from '../support/db-snapshot';
+import { newSessionId, snapshot } from '../support/fixtures';
+import {
+  DispatchFixture,
+  DispatchSuite,
+  SESSION_LEASE,
+  expectFence,
+  newToken,
+  offered,
+} from './dispatch.contract';
+
+/** What a refused lease call must leave exactly as it was. */
+const DISPATCH_TABLES = ['workers', 'worker_sessions', 'runs', 'attempts', 'run_leases', 'run_events'];
 
 /**
  * The claim's unlocked keyset page after the head; on PostgreSQL its pick is the very next statement.
@@ -40,7 +52,37 @@ function pausedAfterLaterPage(inner: SqlDatabase, between: () => Promise<void>):
   };
 }
 
-/** R-LSE-2, part of the dispatch contract: a claim race past the queue head. */
+type Worker = Awaited<ReturnType<DispatchFixture['worker']>>;
+
+/** The three lease fences the random model reaches only by luck (R-LSE-4, R-LSE-5, R-REG-5). */
+const FENCES = [
+  {
+    name: 'release with a wrong token',
+    call: (f: DispatchFixture, command: LeaseCommand) => f.leases.release(command),
+    wrongToken: true,
+    replaced: false,
+    area: 'lease',
+    reason: 'lease_token_mismatch',
+  },
+  {
+    name: 'renew from a replaced session',
+    call: (f: DispatchFixture, command: LeaseCommand) => f.leases.renew(command),
+    wrongToken: false,
+    replaced: true,
+    area: 'session',
+    reason: 'session_replaced',
+  },
+  {
+    name: 'release from a replaced session',
+    call: (f: DispatchFixture, command: LeaseCommand) => f.leases.release(command),
+    wrongToken: false,
+    replaced: true,
+    area: 'session',
+    reason: 'session_replaced',
+  },
+] as const;
+
+/** R-LSE-2..5, part of the dispatch contract: a claim race past the queue head; fences pinned as examples. */
 export function describeClaimRaceAndFences(suite: DispatchSuite): void {
   describe('claim race past the head and lease fences', () => {
     it.each([
@@ -86,5 +128,32 @@ export function describeClaimRaceAndFences(suite: DispatchSuite): void {
         await second.db.close();
       }
     });
+
+    /** Registers a new session for the worker: the old one is fenced for ever. */
+    async function replace(worker: Worker): Promise<void> {
+      const replacement = await suite.f.sessions.register({
+        workerId: worker.workerId,
+        sessionId: newSessionId(),
+        snapshot: snapshot(),
+        leaseMs: SESSION_LEASE,
+      });
+      expect(replacement.outcome).toBe('replaced');
+    }
+
+    it.each(FENCES)(
+      '$name is refused ($area $reason) and changes nothing',
+      async ({ call, wrongToken, replaced, area, reason }) => {
+        const { f } = suite;
+        await f.queue((await f.task()).id, 1);
+        const worker = await f.worker(suite.workerId());
+        const token = newToken();
+        const offer = offered(await f.pull(worker, f.ids.uuidV7(), token));
+        if (replaced) await replace(worker);
+        const before = await snapshotDatabase(f.db, DISPATCH_TABLES);
+        const command = f.leaseCommand(worker, offer, wrongToken ? newToken() : token);
+        await expectFence(call(f, command), area, reason);
+        expect(await snapshotDatabase(f.db, DISPATCH_TABLES)).toEqual(before);
+      },
+    );
   });
 }
