@@ -70,7 +70,7 @@ export interface TestPlane {
     path: string,
     body?: unknown,
     token?: string | null,
-    options?: { readonly rawBody?: string; readonly headers?: Record<string, string> },
+    options?: { readonly rawBody?: string | Buffer; readonly headers?: Record<string, string> },
   ): Promise<HttpResult>;
   close(): Promise<void>;
 }

@@ -2,13 +2,18 @@ import { readFileSync } from 'node:fs';
 import { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyInstance } from 'fastify';
 import { Clock } from '@ql/domain';
-import { INGRESS_MAX_BODY, INGRESS_PREFIX, ingressBodyLimit } from '@ql/contracts';
+import { INGRESS_MAX_BODY } from '@ql/contracts';
 import { AdminAppModule, IngressAppModule } from './app.modules';
 import { ControlPlaneConfig } from './config/config';
 import { ControlPlaneCore, openCore } from './core/core';
-import { IngressRefusal, renderIngressError } from './http/ingress-errors';
+import {
+  ADMIN_EDGE,
+  INGRESS_EDGE,
+  configureAdminEdge,
+  configureIngressEdge,
+  edgeServerOptions,
+} from './http/edge';
 import { JsonLogger } from './http/json-logger';
 import { ensureDevPki } from './pki';
 
@@ -34,6 +39,9 @@ const LEVELS: Record<ControlPlaneConfig['logLevel'], LogLevel[]> = {
   error: ['error', 'fatal'],
 };
 
+/** Task bodies carry commands up to 32 KiB and env up to 32 KiB (TASK_LIMITS). */
+const ADMIN_MAX_BODY = 128 * 1024;
+
 /** Starts the control plane: one core, two Nest applications on two listeners. */
 export async function startControlPlane(
   config: ControlPlaneConfig,
@@ -53,19 +61,20 @@ export async function startControlPlane(
   try {
     const admin = await NestFactory.create<NestFastifyApplication>(
       AdminAppModule.forCore(core),
-      // Task bodies carry commands up to 32 KiB and env up to 32 KiB (TASK_LIMITS).
-      new FastifyAdapter({ bodyLimit: 128 * 1024 }),
-      { logger, abortOnError: false },
+      new FastifyAdapter({ bodyLimit: ADMIN_MAX_BODY, ...edgeServerOptions(ADMIN_EDGE) }),
+      { logger, abortOnError: false, bodyParser: false },
     );
+    configureAdminEdge(admin.getHttpAdapter().getInstance(), ADMIN_MAX_BODY);
     const ingress = await NestFactory.create<NestFastifyApplication>(
       IngressAppModule.forCore(core),
       new FastifyAdapter({
         https: { ...tls, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' },
         bodyLimit: INGRESS_MAX_BODY,
+        ...edgeServerOptions(INGRESS_EDGE),
       }),
       { logger, abortOnError: false, bodyParser: false },
     );
-    configureIngress(ingress.getHttpAdapter().getInstance());
+    configureIngressEdge(ingress.getHttpAdapter().getInstance(), INGRESS_MAX_BODY);
     await admin.listen(config.adminPort, config.adminHost);
     await ingress.listen(config.ingressPort, config.ingressHost);
     core.readiness.markStarted();
@@ -87,55 +96,6 @@ export async function startControlPlane(
     await core.db.close();
     throw error;
   }
-}
-
-/**
- * Ingress edge rules that run before routing and parsing: no query strings (404), a per-route byte
- * limit checked on Content-Length and again on the bytes read (413), strict JSON only.
- */
-function configureIngress(fastify: FastifyInstance): void {
-  const reply = (
-    res: { code(n: number): { type(t: string): { send(b: unknown): unknown } } },
-    error: unknown,
-  ) => {
-    const { status, body } = renderIngressError(error);
-    return res.code(status).type('application/json').send(body);
-  };
-  fastify.addHook('onRequest', async (request, res) => {
-    if (request.url.includes('?') || !request.url.startsWith(`${INGRESS_PREFIX}/`)) {
-      return reply(res, new IngressRefusal(404, 'worker_route_not_found', 'no such ingress route'));
-    }
-    const declared = Number(request.headers['content-length'] ?? 0);
-    if (declared > ingressBodyLimit(actionOf(request.url))) {
-      return reply(
-        res,
-        new IngressRefusal(413, 'worker_request_too_large', 'request body is over the route limit'),
-      );
-    }
-  });
-  fastify.addContentTypeParser(
-    'application/json',
-    { parseAs: 'buffer', bodyLimit: INGRESS_MAX_BODY },
-    (request, body, done) => {
-      const bytes = body as Buffer;
-      if (bytes.length > ingressBodyLimit(actionOf(request.url))) {
-        done(
-          new IngressRefusal(413, 'worker_request_too_large', 'request body is over the route limit'),
-          undefined,
-        );
-        return;
-      }
-      try {
-        done(null, JSON.parse(bytes.toString('utf8')));
-      } catch {
-        done(new IngressRefusal(400, 'invalid_worker_request', 'body is not valid JSON'), undefined);
-      }
-    },
-  );
-}
-
-function actionOf(url: string): string {
-  return url.slice(url.lastIndexOf('/') + 1);
 }
 
 function urlOf(app: NestFastifyApplication, scheme: 'http' | 'https'): string {

@@ -2,3 +2,4 @@ export * from './system-ports';
 export * from './ingress-wire';
 export * from './env-settings';
 export * from './execution-offer';
+export * from './strict-json';
