@@ -172,7 +172,9 @@ export async function startTestPlane(
       if (token) req = req.set('authorization', `Bearer ${token}`);
       if (payload !== undefined) req = req.set('content-type', 'application/json');
       for (const [name, value] of Object.entries(options.headers ?? {})) req = req.set(name, value);
-      return (payload === undefined ? req : req.send(payload)).then((res) => {
+      // Bytes go out as they are (superagent would JSON-encode a Buffer under a JSON content type).
+      if (payload !== undefined) req = req.serialize((bytes: unknown) => bytes as string).send(payload);
+      return req.then((res) => {
         const raw = res.body as string;
         return { status: res.status, headers: res.headers, body: parseJson(raw), raw };
       });
