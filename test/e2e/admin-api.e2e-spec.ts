@@ -1,8 +1,11 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { ingressPath } from '@ql/contracts';
 import { PostgresDatabase } from '@ql/persistence';
+import type { QueryRunner } from 'typeorm';
+import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../migrations';
 import { OPENAPI_DOCUMENT } from '../../apps/control-plane/src/admin/openapi';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { createPostgresDatabase } from '../support/databases';
@@ -121,6 +124,26 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dia
     expect(actions).toEqual(
       expect.arrayContaining([`api_key.create api_key:${id}`, `api_key.revoke api_key:${id}`]),
     );
+  });
+
+  it('the "nothing written" snapshot covers every table the migrations create', async () => {
+    const created: string[] = [];
+    const recorder = {
+      query: async (sql: string) => {
+        created.push(...Array.from(sql.matchAll(/CREATE TABLE (\w+)/g), (m) => m[1]!));
+      },
+    } as unknown as QueryRunner;
+    for (const Migration of dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS)
+      await new Migration().up(recorder);
+    expect(created.length).toBeGreaterThan(10);
+    const before = await snapshotDatabase(t.plane.core.db);
+    expect(Object.keys(before).sort()).toEqual([...created, 'schema_migrations'].sort());
+    // A write to a table outside the first five is seen too.
+    const task = { name: 'snapshot-probe', command: 'true', runtime: 'shell' };
+    expect((await t.admin('POST', '/api/v1/tasks', task)).status).toBe(201);
+    const after = await snapshotDatabase(t.plane.core.db);
+    const changed = Object.keys(after).filter((table) => !isDeepStrictEqual(after[table], before[table]));
+    expect(changed.sort()).toEqual(['audit_log', 'task_revisions', 'tasks']);
   });
 
   it('rejects a key request with an unknown field and writes nothing', async () => {
