@@ -23,7 +23,13 @@ export async function snapshotDatabase(db: SqlDatabase): Promise<Record<string, 
     const rows = await db.many<Record<string, unknown>>(`SELECT * FROM "${table.replace(/"/g, '""')}"`);
     // Columns in name order; not a replacer array, which would also drop the keys of a jsonb value.
     const encode = (row: Record<string, unknown>) =>
-      JSON.stringify(Object.fromEntries(Object.keys(row).sort().map((key) => [key, row[key]])));
+      JSON.stringify(
+        Object.fromEntries(
+          Object.keys(row)
+            .sort()
+            .map((key) => [key, row[key]]),
+        ),
+      );
     result[table] = rows.map(encode).sort();
   }
   return result;
