@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ingressPath } from '@ql/contracts';
+import { OPENAPI_DOCUMENT } from '../../apps/control-plane/src/admin/openapi';
 import { HandlerRoute, handlerRoutes, registeredRoutes, routeKey } from '../support/admin-routes';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, registerBody } from '../support/fixtures';
@@ -28,6 +29,30 @@ const VIEWER_ROUTES = [
   'GET /api/v1/tasks/:taskId/revisions',
   'GET /api/v1/runs',
   'GET /api/v1/runs/:runId',
+];
+
+/** Query strings that are not plain decimal digits (as sent, percent-encoded where needed). */
+const NOT_DECIMAL = [
+  '0x10',
+  '1e2',
+  '%205', // ' 5'
+  '+5', // a query '+' is a space
+  '%2B5', // '+5'
+  '5%20',
+  '%095', // a tab
+  '-1',
+  '05',
+  '007',
+  '5.0',
+  '5.',
+  '',
+  '1_0',
+  '0b1',
+  '0o7',
+  'Infinity',
+  'NaN',
+  '%D9%A1', // ARABIC-INDIC DIGIT ONE
+  '%EF%BC%95', // FULLWIDTH DIGIT FIVE
 ];
 
 describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)', (dialect) => {
@@ -120,5 +145,68 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
       const res = await t.admin(route.method, sample(route).path, undefined, t.viewerToken);
       expect({ route: routeKey(route), status: res.status }).toEqual({ route: routeKey(route), status: 200 });
     }
+  });
+
+  describe('integer parameters are plain decimal digits', () => {
+    /** Every integer query or path parameter the OpenAPI document lists, with its route. */
+    const integerParams = () =>
+      Object.entries(OPENAPI_DOCUMENT.paths).flatMap(([path, ops]) =>
+        Object.entries(ops as Record<string, { parameters?: unknown[] }>).flatMap(([method, op]) =>
+          (
+            (op.parameters ?? []) as {
+              name: string;
+              in: string;
+              schema?: { type?: string; maximum?: number };
+            }[]
+          )
+            .filter((p) => (p.in === 'query' || p.in === 'path') && p.schema?.type === 'integer')
+            .map((p) => ({
+              route: { method: method.toUpperCase(), url: path.replace(/\{(\w+)\}/g, ':$1') },
+              name: p.name,
+              max: p.schema!.maximum!,
+            })),
+        ),
+      );
+
+    it('the table covers every route that reads an integer', () => {
+      expect(
+        integerParams()
+          .map((p) => `${routeKey(p.route)} ${p.name}`)
+          .sort(),
+      ).toEqual([
+        'GET /api/v1/audit limit',
+        'GET /api/v1/certificates/revoked limit',
+        'GET /api/v1/runs limit',
+        'GET /api/v1/tasks limit',
+        'GET /api/v1/tasks/:taskId/revisions before',
+        'GET /api/v1/tasks/:taskId/revisions limit',
+        'GET /api/v1/workers limit',
+      ]);
+    });
+
+    it('anything but plain decimal digits, a repeated parameter or a value out of range is 400 naming the parameter', async () => {
+      for (const { route, name, max } of integerParams()) {
+        const path = sample({ ...route, role: 'admin' }).path;
+        const outOfRange = ['0', String(max + 1), '9'.repeat(16), '9'.repeat(400)];
+        for (const query of [...NOT_DECIMAL, ...outOfRange]
+          .map((v) => `${name}=${v}`)
+          .concat(`${name}=5&${name}=6`)) {
+          const res = await t.admin(route.method, `${path}?${query}`);
+          expect({ query, path, status: res.status, body: res.body }).toEqual({
+            query,
+            path,
+            status: 400,
+            body: expect.objectContaining({
+              code: 'invalid_request',
+              detail: expect.stringMatching(`^${name}: `),
+            }),
+          });
+        }
+        for (const value of ['1', String(max)]) {
+          const res = await t.admin(route.method, `${path}?${name}=${value}`);
+          expect({ path, value, status: res.status }).toEqual({ path, value, status: 200 });
+        }
+      }
+    });
   });
 });

@@ -19,7 +19,7 @@ import {
   readObject,
   sha256Hex,
 } from '@ql/domain';
-import { readLimit } from '../admin/admin.service';
+import { readLimit } from '../admin/query-params';
 import { IDEMPOTENCY_KEY_PATTERN, parseResourceId } from './resource-ids';
 
 /** Workers looked at for one "why pending" explanation. */
