@@ -1,9 +1,13 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { ingressPath } from '@ql/contracts';
 import { PostgresDatabase } from '@ql/persistence';
+import type { QueryRunner } from 'typeorm';
+import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../migrations';
 import { OPENAPI_DOCUMENT } from '../../apps/control-plane/src/admin/openapi';
+import { registeredRoutes, routeKey } from '../support/admin-routes';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { createPostgresDatabase } from '../support/databases';
 import { newSessionId, registerBody } from '../support/fixtures';
@@ -16,25 +20,6 @@ import {
   readPair,
   startTestPlane,
 } from '../support/test-plane';
-
-/**
- * The routes in Fastify's route tree (`printRoutes({ commonPrefix: false })`): each line is a path
- * segment under its parent, with the methods served there; HEAD is Fastify's automatic twin of GET.
- * A line of another shape fails, so a change of the tree format cannot silently hide a route.
- */
-function registeredRoutes(tree: string): { method: string; url: string }[] {
-  const routes: { method: string; url: string }[] = [];
-  const path: string[] = [];
-  for (const line of tree.split('\n').filter((l) => l.trim() !== '')) {
-    const m = /^((?:[│ ] {3})*)[├└]── (\S+?)(?: \(([A-Z, ]+)\))?$/.exec(line);
-    if (!m) throw new Error(`unexpected printRoutes line: ${JSON.stringify(line)}`);
-    path.length = m[1]!.length / 4;
-    path.push(m[2]!);
-    for (const method of m[3]?.split(', ') ?? [])
-      if (method !== 'HEAD') routes.push({ method, url: path.join('') });
-  }
-  return routes;
-}
 
 describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dialect) => {
   let db: TestDatabase;
@@ -121,6 +106,26 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dia
     expect(actions).toEqual(
       expect.arrayContaining([`api_key.create api_key:${id}`, `api_key.revoke api_key:${id}`]),
     );
+  });
+
+  it('the "nothing written" snapshot covers every table the migrations create', async () => {
+    const created: string[] = [];
+    const recorder = {
+      query: async (sql: string) => {
+        created.push(...Array.from(sql.matchAll(/CREATE TABLE (\w+)/g), (m) => m[1]!));
+      },
+    } as unknown as QueryRunner;
+    for (const Migration of dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS)
+      await new Migration().up(recorder);
+    expect(created.length).toBeGreaterThan(10);
+    const before = await snapshotDatabase(t.plane.core.db);
+    expect(Object.keys(before).sort()).toEqual([...created, 'schema_migrations'].sort());
+    // A write to a table outside the first five is seen too.
+    const task = { name: 'snapshot-probe', command: 'true', runtime: 'shell' };
+    expect((await t.admin('POST', '/api/v1/tasks', task)).status).toBe(201);
+    const after = await snapshotDatabase(t.plane.core.db);
+    const changed = Object.keys(after).filter((table) => !isDeepStrictEqual(after[table], before[table]));
+    expect(changed.sort()).toEqual(['audit_log', 'task_revisions', 'tasks']);
   });
 
   it('rejects a key request with an unknown field and writes nothing', async () => {
@@ -213,7 +218,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dia
     for (const route of documented)
       expect({ ...route, exists: fastify.hasRoute(route as never) }).toMatchObject({ exists: true });
     // And the other way: every route the listener serves is in the document (R-ADM-2).
-    const registered = registeredRoutes(fastify.printRoutes({ commonPrefix: false }));
+    const registered = registeredRoutes(t.plane.admin);
     expect(registered).toEqual(
       expect.arrayContaining([
         { method: 'GET', url: '/api/v1/workers/:workerId' },
@@ -222,9 +227,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dia
         { method: 'GET', url: '/api/v1/certificates/revoked' },
       ]),
     );
-    const key = (r: { method: string; url: string }) => `${r.method} ${r.url}`;
-    const documentedKeys = new Set(documented.map(key));
-    expect(registered.map(key).filter((route) => !documentedKeys.has(route))).toEqual([]);
+    const documentedKeys = new Set(documented.map(routeKey));
+    expect(registered.map(routeKey).filter((route) => !documentedKeys.has(route))).toEqual([]);
     expect(registered.filter((r) => r.url.startsWith('/api/v1/')).length).toBeGreaterThan(15);
   });
 

@@ -20,13 +20,11 @@ import {
   WorkerSessionRepository,
   parseWorkerId,
   readEnum,
-  readInt,
   readObject,
   readString,
 } from '@ql/domain';
 import { apiKeyDigest, newApiKeyToken } from '../identity/api-keys';
-
-export const MAX_PAGE = 200;
+import { readLimit } from './query-params';
 
 /** The admin slice of issue 2: workers (list, get, disable, enable), API keys, audit (R-ADM-1, R-ID-4/5). */
 @Injectable()
@@ -119,11 +117,6 @@ export class AdminService {
     const entries = await this.audit.list(limit);
     return { items: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString() })) };
   }
-}
-
-/** `?limit=` of every admin list: 1..MAX_PAGE, default 50. */
-export function readLimit(value: unknown): number {
-  return value === undefined ? 50 : readInt(Number(value), 'limit', 1, MAX_PAGE);
 }
 
 function toRevokedView(r: RevokedCertificate) {

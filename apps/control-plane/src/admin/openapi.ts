@@ -16,6 +16,7 @@ import {
 import { EXECUTION_OFFER_SCHEMA } from '@ql/contracts';
 import { ADMIN_ERROR_CODES } from '../http/admin-errors';
 import { IDEMPOTENCY_KEY_PATTERN } from '../runs/resource-ids';
+import { MAX_PAGE } from './query-params';
 
 /**
  * The OpenAPI document of the admin listener, written by hand next to the routes it describes; a test
@@ -33,10 +34,13 @@ const workerId = {
 const uuidV7 = { type: 'string', format: 'uuid', description: 'UUIDv7' };
 const taskId = { name: 'taskId', in: 'path', required: true, schema: uuidV7 };
 const runId = { name: 'runId', in: 'path', required: true, schema: uuidV7 };
+/** Integers in a query are plain decimal digits (`readQueryInt`); anything else is 400 `invalid_request`. */
+const DECIMAL_ONLY = 'decimal digits only: no sign, spaces, point, exponent, hex or leading zero';
 const limit = {
   name: 'limit',
   in: 'query',
-  schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+  schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 50 },
+  description: `page size; ${DECIMAL_ONLY}`,
 };
 const time = { type: 'string', format: 'date-time' };
 const nullableTime = { type: ['string', 'null'], format: 'date-time' };
@@ -374,7 +378,7 @@ export const OPENAPI_DOCUMENT = {
             schema: { type: 'string' },
             description: 'worker id to continue after (nextAfter)',
           },
-          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+          limit,
         ],
         responses: {
           '200': {
@@ -511,7 +515,7 @@ export const OPENAPI_DOCUMENT = {
       get: {
         summary: 'Revoked certificates, newest first (admin)',
         security: auth,
-        parameters: [{ name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200 } }],
+        parameters: [limit],
         responses: { '200': { description: 'revocations' }, default: problem },
       },
     },
@@ -519,7 +523,7 @@ export const OPENAPI_DOCUMENT = {
       get: {
         summary: 'Recent admin mutations: who, what, when (admin)',
         security: auth,
-        parameters: [{ name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200 } }],
+        parameters: [limit],
         responses: { '200': { description: 'entries, newest first' }, default: problem },
       },
     },
@@ -607,8 +611,8 @@ export const OPENAPI_DOCUMENT = {
           {
             name: 'before',
             in: 'query',
-            schema: { type: 'integer', minimum: 1 },
-            description: 'revision to continue before (nextBefore)',
+            schema: { type: 'integer', minimum: 1, maximum: 2 ** 31 - 1 },
+            description: `revision to continue before (nextBefore); ${DECIMAL_ONLY}`,
           },
           limit,
         ],

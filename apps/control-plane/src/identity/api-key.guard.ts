@@ -11,6 +11,17 @@ export const RequireRole = (role: ApiKeyRole | 'public') => SetMetadata(ROLE, ro
 
 export type AdminRequest = FastifyRequest & { apiKey?: ApiKeyRecord };
 
+/** The role a handler needs: its own mark, else its controller's, else `viewer` (also read by tests). */
+export function requiredRole(
+  reflector: Reflector,
+  handler: ReturnType<ExecutionContext['getHandler']>,
+  controller: ReturnType<ExecutionContext['getClass']>,
+): ApiKeyRole | 'public' {
+  return (
+    reflector.getAllAndOverride<ApiKeyRole | 'public' | undefined>(ROLE, [handler, controller]) ?? 'viewer'
+  );
+}
+
 const RANK: Record<ApiKeyRole, number> = { viewer: 1, admin: 2 };
 
 @Injectable()
@@ -21,11 +32,7 @@ export class ApiKeyGuard implements CanActivate {
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const needed =
-      this.reflector.getAllAndOverride<ApiKeyRole | 'public' | undefined>(ROLE, [
-        context.getHandler(),
-        context.getClass(),
-      ]) ?? 'viewer';
+    const needed = requiredRole(this.reflector, context.getHandler(), context.getClass());
     if (needed === 'public') return true;
     const request = context.switchToHttp().getRequest<AdminRequest>();
     const header = request.headers.authorization;

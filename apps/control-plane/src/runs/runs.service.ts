@@ -18,7 +18,7 @@ import {
   readObject,
   sha256Hex,
 } from '@ql/domain';
-import { readLimit } from '../admin/admin.service';
+import { readLimit } from '../admin/query-params';
 import { PlacementService } from '../placement/placement.service';
 import { IDEMPOTENCY_KEY_PATTERN, parseResourceId } from './resource-ids';
 

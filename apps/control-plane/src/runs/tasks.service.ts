@@ -9,10 +9,9 @@ import {
   TaskRepository,
   TaskRevisionRecord,
   parseTaskSpec,
-  readInt,
   readObject,
 } from '@ql/domain';
-import { readLimit } from '../admin/admin.service';
+import { readLimit, readQueryInt } from '../admin/query-params';
 import { parseResourceId } from './resource-ids';
 
 /** Tasks and their revisions (R-RUN-1, R-ADM-1); every mutation is audited in its own transaction. */
@@ -75,7 +74,7 @@ export class TasksService {
   async revisions(id: string, query: unknown) {
     const q = readObject(query ?? {}, 'query', ['before', 'limit']);
     const beforeRevision =
-      q.before === undefined ? undefined : readInt(Number(q.before), 'before', 1, 2 ** 31 - 1);
+      q.before === undefined ? undefined : readQueryInt(q.before, 'before', 1, 2 ** 31 - 1);
     const limit = readLimit(q.limit);
     const revisions = await this.tasks.listRevisions(parseResourceId(id, 'taskId'), {
       beforeRevision,
