@@ -26,6 +26,7 @@ import { TestPostgresDatabase, createPostgresDatabase } from '../support/databas
 import {
   REPO_ROOT,
   ReplayedImage,
+  copyParts,
   durationMs,
   execForm,
   instructions,
@@ -72,8 +73,15 @@ describe('docker-compose.yml and the Dockerfile, as written', () => {
       'node',
       'dist/apps/control-plane/src/main.js',
     ]);
+    // The context leaves out local state and keys, and nothing a COPY needs (plain-path patterns).
     const ignored = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n');
     expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', 'var', '.git']));
+    const copied = stages
+      .flatMap((stage) => instructions(stage, 'COPY').map(copyParts))
+      .filter((c) => c.from === undefined)
+      .flatMap((c) => c.paths);
+    const plain = ignored.filter((p) => p && !p.startsWith('#') && !/[*?[!]/.test(p));
+    expect(copied.filter((src) => plain.some((p) => src === p || src.startsWith(`${p}/`)))).toEqual([]);
   });
 
   it('has PostgreSQL, one one-shot job, two control-plane replicas and two workers; every service but the job has a healthcheck and a restart policy', () => {

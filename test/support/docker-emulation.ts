@@ -135,11 +135,17 @@ function local(folder: StageFolder, p: string): string {
   return join(folder.root, rel);
 }
 
-function copy(args: string, folder: StageFolder, folders: Map<string, StageFolder>): void {
+/** A COPY instruction's parts: `--from` stage (undefined: the build context), sources, destination. */
+export function copyParts(args: string): { from?: string; paths: string[]; dest: string } {
   const words = args.split(' ');
   const from = words.find((w) => w.startsWith('--from='))?.slice('--from='.length);
   const paths = words.filter((w) => !w.startsWith('--'));
   const dest = paths.pop()!;
+  return { from, paths, dest };
+}
+
+function copy(args: string, folder: StageFolder, folders: Map<string, StageFolder>): void {
+  const { from, paths, dest } = copyParts(args);
   if (paths.length === 0 || paths.some((p) => /[*?[]/.test(p))) throw new Error(`COPY ${args}: unsupported`);
   for (const src of paths) {
     const fromFolder = from === undefined ? undefined : folders.get(from);
