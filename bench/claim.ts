@@ -24,11 +24,13 @@ import {
   PostgresDatabase,
   SqlDatabase,
   SqlLeaseRepository,
+  SqlOperationalStatsRepository,
   SqlTaskRepository,
   SqlWorkerSessionRepository,
   SqliteDatabase,
 } from '@ql/persistence';
 import { LeasesService } from '../apps/control-plane/src/leases/leases.service';
+import { ControlPlaneMetrics } from '../apps/control-plane/src/metrics/control-plane-metrics';
 import type { ControlPlaneConfig } from '../apps/control-plane/src/config/config';
 import type { WorkerPrincipal } from '../apps/control-plane/src/identity/worker-principal';
 import { benchSnapshot, newSessionId } from './lib/fixtures';
@@ -88,7 +90,9 @@ interface Harness {
 }
 
 export function serviceOp(db: SqlDatabase, ids: IdGenerator): ClaimOp {
-  const service = new LeasesService(new SqlLeaseRepository(db, ids), LEASE_TTL_CONFIG);
+  // The service as the app runs it, metrics included (their cost is part of the figure).
+  const metrics = new ControlPlaneMetrics(new SqlOperationalStatsRepository(db));
+  const service = new LeasesService(new SqlLeaseRepository(db, ids), LEASE_TTL_CONFIG, metrics);
   // Tokens are the worker's work, not the control plane's: made before the run, outside the figures.
   const tokens = Array.from({ length: 256 }, () => randomBytes(32).toString('base64url'));
   let next = 0;

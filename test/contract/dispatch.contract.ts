@@ -156,8 +156,19 @@ export function offered(result: ClaimResult) {
   return result.offer;
 }
 
+/** A part of the contract kept in a file of its own; it reads `target` and `f` inside its tests. */
+export interface DispatchSuite {
+  readonly target: DispatchTarget;
+  readonly f: DispatchFixture;
+  workerId(name?: string): string;
+}
+
 /** R-RUN-1..4, R-PLC, R-LSE-1..6: one contract, run on SQLite and on PostgreSQL. */
-export function describeDispatchContract(dialect: string, makeTarget: () => DispatchTarget): void {
+export function describeDispatchContract(
+  dialect: string,
+  makeTarget: () => DispatchTarget,
+  ...parts: ((suite: DispatchSuite) => void)[]
+): void {
   describe(`runs, placement and leases contract (${dialect})`, () => {
     let target: DispatchTarget;
     let f: DispatchFixture;
@@ -673,5 +684,16 @@ export function describeDispatchContract(dialect: string, makeTarget: () => Disp
       expect(await f.count('run_leases')).toBe(leases);
       await second.db.close();
     });
+
+    const suite: DispatchSuite = {
+      get target() {
+        return target;
+      },
+      get f() {
+        return f;
+      },
+      workerId,
+    };
+    for (const part of parts) part(suite);
   });
 }

@@ -1,4 +1,5 @@
 import { sqliteDispatchTarget } from '../support/dispatch-targets';
+import { describeClaimRaceAndFences } from './claim-race-and-fences.contract';
 import { describeDispatchContract } from './dispatch.contract';
 
-describeDispatchContract('sqlite', sqliteDispatchTarget);
+describeDispatchContract('sqlite', sqliteDispatchTarget, describeClaimRaceAndFences);

@@ -1,5 +1,5 @@
 import { ManualClock } from '../support/fixtures';
-import { CronTriggerService } from '../../apps/control-plane/src/background/cron-trigger.service';
+import { CronTriggerService } from '../../apps/control-plane/src/runs/cron-trigger.service';
 import {
   TestDatabase,
   TestPlane,

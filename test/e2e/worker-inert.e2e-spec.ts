@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { createHook } from 'node:async_hooks';
 import { NestFactory } from '@nestjs/core';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import type * as LifecycleFile from '../../apps/worker/src/lifecycle/worker-lifecycle.service';
 import type * as WorkerModuleFile from '../../apps/worker/src/worker.module';
 
@@ -79,19 +80,33 @@ describe('worker module without start() (R-PROF-3)', () => {
     expect(added(beforeImport, count())).toEqual(none);
     expect(createdByImport).toEqual([]);
 
-    const beforeContext = count();
-    let app!: Awaited<ReturnType<typeof NestFactory.createApplicationContext>>;
-    const createdByContext = await createdDuring(async () => {
-      app = await NestFactory.createApplicationContext(WorkerModule, { logger: false });
-    });
-    try {
-      await macrotask();
-      await macrotask();
-      expect(added(beforeContext, count())).toEqual(none);
-      expect(createdByContext).toEqual([]);
-      expect(app.get(WorkerLifecycleService).currentState).toBe('idle');
-    } finally {
-      await app.close();
+    // Both graphs: the plain module (no scheduling at all) and the worker profile's (ScheduleModule
+    // in it) add nothing until start().
+    for (const graph of [WorkerModule, WorkerModule.forProfile('worker')]) {
+      const beforeContext = count();
+      let app!: Awaited<ReturnType<typeof NestFactory.createApplicationContext>>;
+      const createdByContext = await createdDuring(async () => {
+        app = await NestFactory.createApplicationContext(graph, { logger: false });
+      });
+      try {
+        await macrotask();
+        await macrotask();
+        expect(added(beforeContext, count())).toEqual(none);
+        expect(createdByContext).toEqual([]);
+        expect(app.get(WorkerLifecycleService).currentState).toBe('idle');
+        const registry = (() => {
+          try {
+            return app.get(SchedulerRegistry, { strict: false });
+          } catch {
+            return null; // not in this graph
+          }
+        })();
+        expect(registry === null ? 'absent' : registry.getTimeouts()).toEqual(
+          graph === WorkerModule ? 'absent' : [],
+        );
+      } finally {
+        await app.close();
+      }
     }
     await macrotask();
     expect(added(beforeImport, count())).toEqual(none);

@@ -1,6 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
-import { request as httpRequest } from 'node:http';
+import request from 'supertest';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '@ql/domain';
@@ -82,7 +82,10 @@ export interface RequestOptions {
   readonly maxVersion?: 'TLSv1.2' | 'TLSv1.3';
 }
 
-/** Starts a real control plane (both listeners, real TLS) on free ports. */
+/**
+ * Starts a real control plane (both listeners, real TLS) on free ports. `admin` goes through supertest
+ * on the admin listener's server; `ingress` through real mTLS sockets with the given certificate.
+ */
 export async function startTestPlane(
   db: TestDatabase,
   pki: DevPkiPaths,
@@ -160,19 +163,19 @@ export async function startTestPlane(
     },
     admin: (method, path, body, token = adminToken, options = {}) => {
       const payload = options.rawBody ?? (body === undefined ? undefined : JSON.stringify(body));
-      return send(
-        httpRequest(new URL(path, plane.adminUrl), {
-          method,
-          headers: {
-            ...(token ? { authorization: `Bearer ${token}` } : {}),
-            ...(payload !== undefined
-              ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }
-              : {}),
-            ...options.headers,
-          },
-        }),
-        payload,
-      );
+      const verb = method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+      const agent = request(plane.admin.getHttpServer());
+      let req = agent[verb](path)
+        .buffer(true)
+        .parse(rawText)
+        .ok(() => true);
+      if (token) req = req.set('authorization', `Bearer ${token}`);
+      if (payload !== undefined) req = req.set('content-type', 'application/json');
+      for (const [name, value] of Object.entries(options.headers ?? {})) req = req.set(name, value);
+      return (payload === undefined ? req : req.send(payload)).then((res) => {
+        const raw = res.body as string;
+        return { status: res.status, headers: res.headers, body: parseJson(raw), raw };
+      });
     },
     close: async () => {
       for (const agent of agents.values()) agent.destroy();
@@ -193,17 +196,28 @@ function send(
       res.on('error', reject);
       res.on('end', () => {
         const raw = Buffer.concat(chunks).toString('utf8');
-        let body: unknown = raw;
-        try {
-          body = raw ? JSON.parse(raw) : undefined;
-        } catch {
-          /* not JSON: keep the text */
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, raw });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parseJson(raw), raw });
       });
     });
     req.end(payload);
   });
+}
+
+/** The body as JSON when it is JSON, else the text itself. */
+function parseJson(raw: string): unknown {
+  try {
+    return raw ? JSON.parse(raw) : undefined;
+  } catch {
+    return raw;
+  }
+}
+
+/** supertest keeps the body as text (we parse it ourselves, whatever the content type says). */
+function rawText(res: request.Response, done: (error: Error | null, body: string) => void) {
+  const chunks: Buffer[] = [];
+  res.on('data', (c: Buffer) => chunks.push(c));
+  res.on('error', (error) => done(error, ''));
+  res.on('end', () => done(null, Buffer.concat(chunks).toString('utf8')));
 }
 
 export function readPair(paths: { certPath: string; keyPath: string }): PemPair {

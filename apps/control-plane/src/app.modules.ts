@@ -1,55 +1,45 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
-import { TerminusModule } from '@nestjs/terminus';
-import {
-  ApiKeysController,
-  AuditController,
-  CertificatesController,
-  OpenApiController,
-  WorkersController,
-} from './admin/admin.controllers';
-import { AdminService } from './admin/admin.service';
+import { ScheduleModule } from '@nestjs/schedule';
+import { ActivationModule } from './activation/activation.module';
+import { AdminModule } from './admin/admin.module';
 import { ControlPlaneCore } from './core/core';
 import { CoreModule } from './core/core.module';
-import { HealthController } from './health/health.controller';
+import { HealthModule } from './health/health.module';
 import { AdminExceptionFilter } from './http/admin-errors';
+import { IngressExceptionFilter } from './http/ingress-exception.filter';
 import { ApiKeyGuard } from './identity/api-key.guard';
-import { RevocationCache } from './identity/revocation-cache';
-import { IngressExceptionFilter } from './registry/ingress-exception.filter';
-import { RegistryService } from './registry/registry.service';
-import { WorkerIngressController } from './registry/worker-ingress.controller';
-import { CronTriggerService } from './background/cron-trigger.service';
-import { LeaseSweeperService } from './background/lease-sweeper.service';
-import { LeasesService } from './leases/leases.service';
-import { RunsController, TasksController } from './runs/runs.controllers';
-import { RunsService } from './runs/runs.service';
-import { TasksService } from './runs/tasks.service';
+import { IdentityModule } from './identity/identity.module';
+import { DispatchLeasesModule } from './leases/dispatch-leases.module';
+import { MetricsModule } from './metrics/metrics.module';
+import { WorkerRegistryModule } from './registry/worker-registry.module';
+import { RunsModule } from './runs/runs.module';
 
-/** The plain-HTTP listener: admin API (API keys) and probes (no credentials). */
+/**
+ * The two listeners of the control plane compose the feature modules; each module's controllers
+ * belong to one listener (docs/architecture.md has the map). Both listeners share one core
+ * (database, repositories, readiness, metrics). Scheduling (@nestjs/schedule) is in both graphs
+ * because both carry a loop of the control-plane profiles: cron (admin) and the lease sweeper
+ * (ingress); the worker profile never builds these graphs.
+ */
+
+/** The plain-HTTP listener: admin API (API keys), probes (no credentials) and metrics. */
 @Module({})
 export class AdminAppModule {
   static forCore(core: ControlPlaneCore): DynamicModule {
     return {
       module: AdminAppModule,
-      imports: [CoreModule.forCore(core), TerminusModule.forRoot({ errorLogStyle: 'json', logger: false })],
-      controllers: [
-        HealthController,
-        OpenApiController,
-        WorkersController,
-        ApiKeysController,
-        AuditController,
-        CertificatesController,
-        TasksController,
-        RunsController,
+      imports: [
+        CoreModule.forCore(core),
+        ScheduleModule.forRoot(),
+        IdentityModule,
+        HealthModule,
+        AdminModule,
+        RunsModule,
+        MetricsModule.forListener('admin'),
       ],
       providers: [
-        AdminService,
-        TasksService,
-        RunsService,
-        // Background work of the control plane only (R-PROF-3): one sweeper and one cron ticker per replica.
-        LeaseSweeperService,
-        CronTriggerService,
-        { provide: APP_GUARD, useClass: ApiKeyGuard },
+        { provide: APP_GUARD, useExisting: ApiKeyGuard },
         { provide: APP_FILTER, useClass: AdminExceptionFilter },
       ],
     };
@@ -62,14 +52,15 @@ export class IngressAppModule {
   static forCore(core: ControlPlaneCore): DynamicModule {
     return {
       module: IngressAppModule,
-      imports: [CoreModule.forCore(core)],
-      controllers: [WorkerIngressController],
-      providers: [
-        RegistryService,
-        LeasesService,
-        RevocationCache,
-        { provide: APP_FILTER, useClass: IngressExceptionFilter },
+      imports: [
+        CoreModule.forCore(core),
+        ScheduleModule.forRoot(),
+        WorkerRegistryModule,
+        DispatchLeasesModule,
+        ActivationModule,
+        MetricsModule.forListener('ingress'),
       ],
+      providers: [{ provide: APP_FILTER, useClass: IngressExceptionFilter }],
     };
   }
 }

@@ -38,7 +38,7 @@ async function main(): Promise<number> {
   });
   const releaseProcess = holdProcessOpen();
   const signal = firstSignal(log);
-  const app = await NestFactory.createApplicationContext(WorkerModule, {
+  const app = await NestFactory.createApplicationContext(WorkerModule.forProfile(process.env.QL_PROFILE), {
     logger: new NestJsonLogger(log),
     abortOnError: false,
   });

@@ -1,5 +1,7 @@
 /** Worker ingress wire (R-WIRE-1..3): paths, per-route limits, error bodies, shared by both sides. */
 export const INGRESS_PREFIX = '/api/v3/worker-ingress/workers';
+/** The Nest route of every session action (controllers add the action). */
+export const INGRESS_SESSION_ROUTE = `${INGRESS_PREFIX.slice(1)}/:workerId/sessions/:sessionId`;
 
 export const INGRESS_ACTIONS = [
   'register',

@@ -12,3 +12,4 @@ export * from './leases';
 export * from './run-ports';
 export * from './placement';
 export * from './cron';
+export * from './stats-ports';

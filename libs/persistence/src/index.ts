@@ -10,3 +10,4 @@ export * from './migrations/run-migrations';
 export * from './task.repository';
 export * from './run.repository';
 export * from './lease.repository';
+export * from './stats.repository';

@@ -8,6 +8,7 @@ import { SqliteDatabase } from './sqlite/sqlite-database';
 import { SqlWorkerSessionRepository } from './worker-session.repository';
 import { SqlTaskRepository } from './task.repository';
 import { SqlRunRepository } from './run.repository';
+import { SqlOperationalStatsRepository } from './stats.repository';
 import { SqlLeaseRepository } from './lease.repository';
 
 export type DatabaseTarget =
@@ -43,6 +44,7 @@ export interface Repositories {
   readonly tasks: SqlTaskRepository;
   readonly runs: SqlRunRepository;
   readonly leases: SqlLeaseRepository;
+  readonly stats: SqlOperationalStatsRepository;
 }
 
 export function createRepositories(db: SqlDatabase, ids: IdGenerator): Repositories {
@@ -54,5 +56,6 @@ export function createRepositories(db: SqlDatabase, ids: IdGenerator): Repositor
     tasks: new SqlTaskRepository(db, ids),
     runs: new SqlRunRepository(db, ids),
     leases: new SqlLeaseRepository(db, ids),
+    stats: new SqlOperationalStatsRepository(db),
   };
 }

@@ -348,6 +348,16 @@ export const OPENAPI_DOCUMENT = {
     '/openapi.json': {
       get: { summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1' } } },
     },
+    '/metrics': {
+      get: {
+        summary: 'Prometheus metrics (text format 0.0.4); needs an API key (viewer)',
+        security: auth,
+        responses: {
+          '200': { description: 'metrics', content: { 'text/plain': { schema: { type: 'string' } } } },
+          '401': { description: 'no valid API key' },
+        },
+      },
+    },
     '/api/v1/workers': {
       get: {
         summary: 'List workers (keyset pagination on worker id)',

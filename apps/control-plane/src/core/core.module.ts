@@ -10,6 +10,7 @@ import {
   RUN_REPOSITORY,
   LEASE_REPOSITORY,
 } from '@ql/domain';
+import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { CONFIG, CORE, ControlPlaneCore } from './core';
 
 /** Hands the one shared core to a Nest application; both listeners import it with the same instance. */
@@ -29,6 +30,7 @@ export class CoreModule {
       { provide: TASK_REPOSITORY, useValue: core.repositories.tasks },
       { provide: RUN_REPOSITORY, useValue: core.repositories.runs },
       { provide: LEASE_REPOSITORY, useValue: core.repositories.leases },
+      { provide: ControlPlaneMetrics, useValue: core.metrics },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
   }

@@ -8,6 +8,7 @@ import {
 } from '@ql/persistence';
 import { createIdGenerator, systemClock } from '@ql/contracts';
 import { ControlPlaneConfig } from '../config/config';
+import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 
 /** Readiness as `/readyz` reports it (R-OPS-1). */
 export class Readiness {
@@ -32,6 +33,7 @@ export interface ControlPlaneCore {
   readonly db: SqlDatabase;
   readonly repositories: Repositories;
   readonly readiness: Readiness;
+  readonly metrics: ControlPlaneMetrics;
 }
 
 export const CORE = Symbol('ControlPlaneCore');
@@ -52,5 +54,7 @@ export async function openCore(
       : { ...target, poolSize: config.dbPoolSize };
   const db = await openDatabase(withOptions, clock, config.profile === 'standalone');
   const ids = createIdGenerator(clock);
-  return { config, clock, ids, db, repositories: createRepositories(db, ids), readiness: new Readiness() };
+  const repositories = createRepositories(db, ids);
+  const metrics = new ControlPlaneMetrics(repositories.stats);
+  return { config, clock, ids, db, repositories, readiness: new Readiness(), metrics };
 }

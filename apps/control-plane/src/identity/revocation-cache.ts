@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { CERTIFICATE_REVOCATION_REPOSITORY, CertificateRevocationRepository } from '@ql/domain';
+import { CERTIFICATE_REVOCATION_REPOSITORY, CLOCK, CertificateRevocationRepository, Clock } from '@ql/domain';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 
@@ -16,12 +16,14 @@ export class RevocationCache {
   constructor(
     @Inject(CERTIFICATE_REVOCATION_REPOSITORY) private readonly revocations: CertificateRevocationRepository,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   async isRevoked(fingerprint: string): Promise<boolean> {
-    const now = Date.now();
+    const now = this.clock.now();
     const hit = this.entries.get(fingerprint);
-    if (hit && now - hit.at < this.config.revocationCacheMs) return hit.revoked;
+    // A clock stepped back must not stretch the window: an entry from the "future" is stale.
+    if (hit && hit.at <= now && now - hit.at < this.config.revocationCacheMs) return hit.revoked;
     const revoked = await this.revocations.isRevoked(fingerprint);
     if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
     this.entries.set(fingerprint, { revoked, at: now });

@@ -1,3 +1,6 @@
+// tsyringe (a dependency of @peculiar/x509) throws at load time without a Reflect metadata polyfill.
+import 'reflect-metadata';
+import { BasicConstraintsExtension, X509Certificate as ParsedCertificate } from '@peculiar/x509';
 import { X509Certificate } from 'node:crypto';
 import { isWorkerId } from '@ql/domain';
 
@@ -16,7 +19,7 @@ const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
  * CA, must allow clientAuth, and must carry exactly one URI SAN `spiffe://<trustDomain>/worker/<id>`.
  */
 export function principalFromCertificate(cert: X509Certificate, trustDomain: string): WorkerPrincipal | null {
-  if (cert.ca) return null;
+  if (cert.ca || declaresCa(cert)) return null;
   const usages = cert.keyUsage;
   if (!usages || !usages.includes(CLIENT_AUTH_OID)) return null;
   const uris = uriSans(cert.subjectAltName);
@@ -32,6 +35,18 @@ export function principalFromCertificate(cert: X509Certificate, trustDomain: str
     serialNumber: cert.serialNumber.toLowerCase(),
     notAfter: new Date(cert.validTo).toISOString(),
   };
+}
+
+/**
+ * basicConstraints CA:TRUE, read from the extension itself: `X509Certificate.ca` follows OpenSSL's
+ * purpose check, which calls CA:TRUE without keyCertSign "not a CA". Fails closed if unreadable.
+ */
+function declaresCa(cert: X509Certificate): boolean {
+  try {
+    return new ParsedCertificate(cert.raw).getExtensions(BasicConstraintsExtension).some((e) => e.ca);
+  } catch {
+    return true;
+  }
 }
 
 /** Node renders SANs as `DNS:a, URI:b`; values with special characters are JSON-quoted. */

@@ -11,6 +11,7 @@ import { EXECUTION_OFFER_SCHEMA, OfferResponse, RenewResponse } from '@ql/contra
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { WorkerPrincipal } from '../identity/worker-principal';
+import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { leaseProjection, projectOffer } from './offer-projection';
 
 /** Pull, renew and release for the calling worker's session (R-LSE-2..5). Tokens are digested here, never kept. */
@@ -21,6 +22,7 @@ export class LeasesService {
   constructor(
     @Inject(LEASE_REPOSITORY) private readonly leases: LeaseRepository,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
+    private readonly metrics: ControlPlaneMetrics,
   ) {}
 
   async offers(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<OfferResponse> {
@@ -35,12 +37,14 @@ export class LeasesService {
     });
     if (result.kind === 'idle') {
       const { reason, activeLeases, capacity, scanned } = result;
+      this.metrics.claim('idle', reason);
       return {
         schema: EXECUTION_OFFER_SCHEMA,
         status: 'idle',
         idle: { reason, activeLeases, capacity, scanned },
       };
     }
+    this.metrics.claim(result.replayed ? 'replayed' : 'offered');
     const { run, attempt, lease } = result.offer;
     // Built only when debug logging is on: this is the hot path of every pull.
     if (Logger.isLevelEnabled('debug'))

@@ -3,6 +3,8 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { PemPair, createCa, createServerCert, createWorkerCert, ensureDevPki } from './index';
+// After ./index, which loads the Reflect polyfill @peculiar/x509 needs.
+import * as x509 from '@peculiar/x509';
 
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';
@@ -98,6 +100,29 @@ describe('dev PKI', () => {
       );
       expect(leaf.keyUsage).toEqual([SERVER_AUTH]);
       expect(leaf.ca).toBe(false);
+    });
+
+    it("clientAuth: 'none' leaves the EKU extension out", async () => {
+      const leaf = new X509Certificate(
+        (await createWorkerCert(ca, { workerId: 'w', trustDomain: TRUST_DOMAIN, clientAuth: 'none' }))
+          .certPem,
+      );
+      expect(leaf.keyUsage).toBeUndefined();
+    });
+
+    it('isCa without keyCertSign is CA:TRUE that OpenSSL does not call a CA', async () => {
+      const pem = (
+        await createWorkerCert(ca, {
+          workerId: 'w',
+          trustDomain: TRUST_DOMAIN,
+          isCa: true,
+          keyCertSign: false,
+        })
+      ).certPem;
+      const parsed = new x509.X509Certificate(pem);
+      expect(parsed.getExtension(x509.BasicConstraintsExtension)?.ca).toBe(true);
+      expect(parsed.getExtension(x509.KeyUsagesExtension)?.usages).toBe(x509.KeyUsageFlags.digitalSignature);
+      expect(new X509Certificate(pem).ca).toBe(false);
     });
 
     it('uris replaces the URI SANs entirely', async () => {

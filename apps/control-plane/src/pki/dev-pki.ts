@@ -42,10 +42,12 @@ export interface WorkerCertOptions {
   validDays?: number;
   notBefore?: Date;
   notAfter?: Date;
-  /** Default true: EKU clientAuth present; false => EKU serverAuth only. */
-  clientAuth?: boolean;
+  /** Default true: EKU clientAuth present; false => EKU serverAuth only; 'none' => no EKU extension. */
+  clientAuth?: boolean | 'none';
   /** Default false: basicConstraints cA=false; true => a CA cert used as a leaf (for negative tests). */
   isCa?: boolean;
+  /** Default: isCa. isCa without keyCertSign is a CA that OpenSSL's purpose check calls "not a CA". */
+  keyCertSign?: boolean;
   /** Overrides the URI SANs entirely (default: the worker's SPIFFE id); [] => no SAN extension. */
   uris?: string[];
 }
@@ -120,9 +122,11 @@ export async function createWorkerCert(ca: PemPair, opts: WorkerCertOptions): Pr
     notBefore: opts.notBefore ?? defaults.notBefore,
     notAfter: opts.notAfter ?? defaults.notAfter,
     isCa: opts.isCa ?? false,
-    extendedKeyUsages: [
-      (opts.clientAuth ?? true) ? x509.ExtendedKeyUsage.clientAuth : x509.ExtendedKeyUsage.serverAuth,
-    ],
+    keyCertSign: opts.keyCertSign,
+    extendedKeyUsages:
+      opts.clientAuth === 'none'
+        ? []
+        : [(opts.clientAuth ?? true) ? x509.ExtendedKeyUsage.clientAuth : x509.ExtendedKeyUsage.serverAuth],
     subjectAltNames: uris.map((value) => ({ type: 'url' as const, value })),
   });
 }
@@ -196,6 +200,8 @@ interface LeafSpec {
   notBefore: Date;
   notAfter: Date;
   isCa: boolean;
+  keyCertSign?: boolean;
+  /** [] => no EKU extension. */
   extendedKeyUsages: string[];
   subjectAltNames: x509.JsonGeneralName[];
 }
@@ -206,18 +212,21 @@ async function issueLeaf(ca: PemPair, spec: LeafSpec): Promise<PemPair> {
   const keys = await generateKeyPair();
   // Reuse the CA's own key identifier so AKI always matches the issuer's SKI byte for byte.
   const caSki = caCert.getExtension(x509.SubjectKeyIdentifierExtension);
-  const keyUsage = spec.isCa
-    ? x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign
-    : x509.KeyUsageFlags.digitalSignature;
+  const keyUsage =
+    (spec.keyCertSign ?? spec.isCa)
+      ? x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign
+      : x509.KeyUsageFlags.digitalSignature;
   const extensions: x509.Extension[] = [
     new x509.BasicConstraintsExtension(spec.isCa, undefined, true),
     new x509.KeyUsagesExtension(keyUsage, true),
-    new x509.ExtendedKeyUsageExtension(spec.extendedKeyUsages, false),
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     caSki
       ? new x509.AuthorityKeyIdentifierExtension(caSki.keyId)
       : await x509.AuthorityKeyIdentifierExtension.create(caCert.publicKey),
   ];
+  if (spec.extendedKeyUsages.length > 0) {
+    extensions.push(new x509.ExtendedKeyUsageExtension(spec.extendedKeyUsages, false));
+  }
   if (spec.subjectAltNames.length > 0) {
     extensions.push(new x509.SubjectAlternativeNameExtension(spec.subjectAltNames, false));
   }

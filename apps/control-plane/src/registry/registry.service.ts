@@ -12,6 +12,7 @@ import { RegisterResponse, SessionResponse } from '@ql/contracts';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { WorkerPrincipal } from '../identity/worker-principal';
+import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 
 /** Register, heartbeat, drain and offline for the calling worker's session (R-REG-3..6). */
 @Injectable()
@@ -21,6 +22,7 @@ export class RegistryService {
   constructor(
     @Inject(WORKER_SESSION_REPOSITORY) private readonly sessions: WorkerSessionRepository,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
+    private readonly metrics: ControlPlaneMetrics,
   ) {}
 
   async register(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<RegisterResponse> {
@@ -47,12 +49,12 @@ export class RegistryService {
 
   async heartbeat(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<SessionResponse> {
     const request = parseHeartbeat(body);
-    return toResponse(
-      await this.sessions.heartbeat({
-        ...this.command(principal, sessionId, request),
-        availableSlots: request.availableSlots,
-      }),
-    );
+    const session = await this.sessions.heartbeat({
+      ...this.command(principal, sessionId, request),
+      availableSlots: request.availableSlots,
+    });
+    this.metrics.heartbeatAccepted();
+    return toResponse(session);
   }
 
   async drain(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<SessionResponse> {

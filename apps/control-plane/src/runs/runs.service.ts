@@ -13,17 +13,15 @@ import {
   TASK_LIMITS,
   ValidationError,
   canonicalJson,
-  explainPlacement,
   readEnum,
   readInt,
   readObject,
   sha256Hex,
 } from '@ql/domain';
 import { readLimit } from '../admin/admin.service';
+import { PlacementService } from '../placement/placement.service';
 import { IDEMPOTENCY_KEY_PATTERN, parseResourceId } from './resource-ids';
 
-/** Workers looked at for one "why pending" explanation. */
-const EXPLAIN_WORKERS = 1024;
 const DETAIL_EVENTS = 200;
 
 /** Runs: trigger, list, detail with attempts, events and the placement explanation, cancel (R-RUN-2..5, R-PLC-3). */
@@ -32,6 +30,7 @@ export class RunsService {
   constructor(
     @Inject(RUN_REPOSITORY) private readonly runs: RunRepository,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    private readonly placement: PlacementService,
   ) {}
 
   /** Manual trigger; the same Idempotency-Key and body return the first run (`created: false`). */
@@ -90,7 +89,7 @@ export class RunsService {
     return {
       ...toRunView(run),
       placement: run.placement,
-      pending: run.status === 'queued' ? await this.whyPending(run) : null,
+      pending: run.status === 'queued' ? await this.placement.explain(run.placement) : null,
       attempts: attempts.map(toAttemptView),
       events: events.map(toEventView),
     };
@@ -104,12 +103,6 @@ export class RunsService {
       target: `run:${runId}`,
     });
     return toRunView(run);
-  }
-
-  /** R-PLC-3: counts per reason over the registered workers, computed when asked; no label values. */
-  private async whyPending(run: RunRecord) {
-    const { now, candidates } = await this.runs.placementCandidates(EXPLAIN_WORKERS);
-    return { ...explainPlacement(run.placement, candidates, now), computedAt: new Date(now).toISOString() };
   }
 }
 

@@ -1,3 +1,4 @@
+import { SchedulerRegistry } from '@nestjs/schedule';
 import type { IngressAction } from '@ql/contracts';
 import { isUuidV7, parseRegistration } from '@ql/domain';
 import { createIdGenerator } from '@ql/contracts';
@@ -91,6 +92,7 @@ describe('WorkerLifecycleService', () => {
   let ingress: FakeIngress;
   let lines: string[];
   let service: WorkerLifecycleService;
+  let scheduler: SchedulerRegistry;
 
   const build = (env: Record<string, string> = {}) => {
     const config = loadWorkerConfig({
@@ -108,6 +110,7 @@ describe('WorkerLifecycleService', () => {
       createIdGenerator(),
       new JsonLineLog('debug', (l) => lines.push(l)),
       probe,
+      scheduler,
     );
   };
   const logged = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -115,6 +118,7 @@ describe('WorkerLifecycleService', () => {
   beforeEach(() => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     ingress = new FakeIngress();
+    scheduler = new SchedulerRegistry();
     lines = [];
     service = build();
   });
@@ -129,6 +133,21 @@ describe('WorkerLifecycleService', () => {
     expect(jest.getTimerCount()).toBe(0);
     expect(lines).toHaveLength(0);
     expect(service.currentState).toBe('idle');
+  });
+
+  it('refuses to start outside the worker profile (no scheduler in its module graph): no call, no timer', async () => {
+    const config = loadWorkerConfig({ QL_WORKER_ID: 'worker-a' });
+    const unscheduled = new WorkerLifecycleService(
+      config,
+      ingress,
+      createIdGenerator(),
+      new JsonLineLog('debug', (l) => lines.push(l)),
+      probe,
+    );
+    await expect(unscheduled.start()).rejects.toThrow(/QL_PROFILE=worker/);
+    expect(unscheduled.currentState).toBe('idle');
+    expect(ingress.calls).toHaveLength(0);
+    expect(jest.getTimerCount()).toBe(0);
   });
 
   it('registers a new UUIDv7 session with a valid snapshot, then heartbeats carry the last returned version', async () => {
@@ -155,7 +174,8 @@ describe('WorkerLifecycleService', () => {
       diskMiB: 2048,
       labels: { zone: 'secret-site' },
     });
-    expect(jest.getTimerCount()).toBe(1); // exactly one heartbeat timer
+    expect(jest.getTimerCount()).toBe(1); // exactly one heartbeat timer, and it is the scheduler's
+    expect(scheduler.getTimeouts()).toEqual(['worker-heartbeat']);
     await tick(150);
     expect(beats(ingress).map((c) => c.body)).toEqual(
       [0, 1, 2].map((v) => ({ generation: 1, expectedVersion: v, availableSlots: 2 })),

@@ -1,4 +1,6 @@
-import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { ScheduledLoop } from '@ql/scheduling';
 import type { IngressAction, RegisterResponse, SessionResponse } from '@ql/contracts';
 import { ID_GENERATOR, IdGenerator, IllegalStateError, parseRegistration } from '@ql/domain';
 import { HostProbe, detectCapabilities } from '../config/capabilities';
@@ -75,7 +77,8 @@ interface SessionState {
 export class WorkerLifecycleService implements OnModuleDestroy {
   private state: WorkerState = 'idle';
   private session: SessionState | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  /** The one heartbeat loop, made by `start()` (R-PROF-3: nothing is scheduled before). */
+  private heartbeatLoop: ScheduledLoop | undefined;
   private heartbeats = false;
   /** Session calls carry an expected version, so they run strictly one after another. */
   private chain: Promise<unknown> = Promise.resolve();
@@ -90,6 +93,8 @@ export class WorkerLifecycleService implements OnModuleDestroy {
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     @Inject(WORKER_LOG) private readonly log: WorkerLog,
     @Inject(HOST_PROBE) private readonly probe: HostProbe,
+    /** Present only in the `worker` profile's module graph (`WorkerModule.forProfile('worker')`). */
+    @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {
     this.fencedSignal = new Promise((resolve) => (this.announceFenced = resolve));
   }
@@ -109,6 +114,8 @@ export class WorkerLifecycleService implements OnModuleDestroy {
   }
 
   async start(): Promise<RegisterResponse> {
+    if (!this.scheduler)
+      throw new IllegalStateError('the worker starts only in the worker profile (QL_PROFILE=worker)');
     this.transition(['idle'], 'starting');
     try {
       const capabilities = await detectCapabilities(this.config.labels, this.probe);
@@ -202,21 +209,22 @@ export class WorkerLifecycleService implements OnModuleDestroy {
   /** Runs are not executed yet (executor/journal issues); nothing local to wait for. */
   private async waitForLocalRuns(): Promise<void> {}
 
+  /** One loop, re-armed after each beat completes: beats never overlap, and it never holds the process. */
   private armHeartbeat(): void {
-    if (!this.heartbeats || this.timer) return;
-    // setTimeout re-armed after each beat completes: beats never overlap, and the timer never keeps
-    // the process alive on its own (the owner of the process decides its lifetime).
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      void this.heartbeat().finally(() => this.armHeartbeat());
-    }, this.config.heartbeatMs);
-    this.timer.unref();
+    this.heartbeatLoop ??= new ScheduledLoop(
+      this.scheduler!,
+      'worker-heartbeat',
+      this.config.heartbeatMs,
+      () => this.heartbeat(),
+      { warn: (m) => this.log.warn('heartbeat loop', { detail: String(m) }) },
+    );
+    this.heartbeatLoop.start();
   }
 
+  /** No beat starts after this; one in flight finishes behind the session call chain. */
   private stopHeartbeats(): void {
     this.heartbeats = false;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    void this.heartbeatLoop?.stop();
   }
 
   private async heartbeat(): Promise<void> {

@@ -2,19 +2,29 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { LEASE_REPOSITORY, LeaseRepository, SweepResult } from '@ql/domain';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
-import { PeriodicWork } from './periodic-work';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { ScheduledLoop } from '@ql/scheduling';
+import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 
 /** R-LSE-6: a bounded sweeper, safe on N replicas (each item is re-checked under SKIP LOCKED). */
 @Injectable()
 export class LeaseSweeperService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('sweeper');
-  private readonly work: PeriodicWork;
+  private readonly work: ScheduledLoop;
 
   constructor(
     @Inject(LEASE_REPOSITORY) private readonly leases: LeaseRepository,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
+    scheduler: SchedulerRegistry,
+    private readonly metrics: ControlPlaneMetrics,
   ) {
-    this.work = new PeriodicWork('sweeper', config.sweepIntervalMs, () => this.sweepOnce(), this.logger);
+    this.work = new ScheduledLoop(
+      scheduler,
+      'sweeper',
+      config.sweepIntervalMs,
+      () => this.sweepOnce(),
+      this.logger,
+    );
   }
 
   onApplicationBootstrap(): void {
@@ -27,7 +37,9 @@ export class LeaseSweeperService implements OnApplicationBootstrap, OnApplicatio
 
   /** One cycle: fixed work (one page of expired leases, one page of due retries). */
   async sweepOnce(): Promise<SweepResult> {
+    const started = process.hrtime.bigint();
     const result = await this.leases.sweep(this.config.sweepPageSize);
+    this.metrics.sweepCycle(result, Number(process.hrtime.bigint() - started) / 1e9);
     if (Object.values(result).some((n) => n > 0)) this.logger.log({ msg: 'leases swept', ...result });
     return result;
   }

@@ -14,7 +14,8 @@ import {
 } from '@ql/domain';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
-import { PeriodicWork } from './periodic-work';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { ScheduledLoop } from '@ql/scheduling';
 
 const TASK_PAGE = 100;
 /** Fixed work per tick: at most this many scheduled tasks are looked at. */
@@ -28,7 +29,7 @@ const MAX_TASKS_PER_TICK = 2_000;
 @Injectable()
 export class CronTriggerService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('cron');
-  private readonly work: PeriodicWork;
+  private readonly work: ScheduledLoop;
   /** What this replica already fired, so a tick does not retry known times: `task:revision` → time. */
   private readonly fired = new Map<string, number>();
 
@@ -38,8 +39,9 @@ export class CronTriggerService implements OnApplicationBootstrap, OnApplication
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(CONFIG) config: ControlPlaneConfig,
+    scheduler: SchedulerRegistry,
   ) {
-    this.work = new PeriodicWork('cron', config.cronTickMs, () => this.tick(), this.logger);
+    this.work = new ScheduledLoop(scheduler, 'cron', config.cronTickMs, () => this.tick(), this.logger);
   }
 
   onApplicationBootstrap(): void {

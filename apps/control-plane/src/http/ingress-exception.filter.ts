@@ -1,15 +1,20 @@
-import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { renderIngressError } from '../http/ingress-errors';
+import { renderIngressError } from './ingress-errors';
+import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 
 @Catch()
+@Injectable()
 export class IngressExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('ingress');
+
+  constructor(private readonly metrics: ControlPlaneMetrics) {}
 
   catch(error: unknown, host: ArgumentsHost): void {
     const { status, body } = renderIngressError(error);
     const http = host.switchToHttp();
     if (status === 409) {
+      this.metrics.fencedRefusal(body.code, body.reason);
       const params = (http.getRequest<FastifyRequest>().params ?? {}) as Record<string, string>;
       this.logger.warn({
         msg: 'ingress call fenced',

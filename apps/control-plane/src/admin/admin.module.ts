@@ -1,0 +1,25 @@
+import { Module } from '@nestjs/common';
+import {
+  ApiKeysController,
+  AuditController,
+  CertificatesController,
+  OpenApiController,
+  WorkersController,
+} from './admin.controllers';
+import { AdminService } from './admin.service';
+
+/**
+ * Administration on the admin listener: worker views, drain/disable, API keys, certificate
+ * revocation, the audit log and the OpenAPI document (R-ADM-1..2). Every mutation is audited.
+ */
+@Module({
+  controllers: [
+    WorkersController,
+    ApiKeysController,
+    AuditController,
+    CertificatesController,
+    OpenApiController,
+  ],
+  providers: [AdminService],
+})
+export class AdminModule {}

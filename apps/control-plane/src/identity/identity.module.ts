@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { ApiKeyGuard } from './api-key.guard';
+import { MtlsPrincipalGuard } from './mtls-principal.guard';
+import { RevocationCache } from './revocation-cache';
+
+/**
+ * Who is calling: the worker principal from the verified client certificate (mTLS guard, with the
+ * certificate revocation cache and the per-worker rate limit), and admin callers by API key and role.
+ * Both guards decide before any other repository call.
+ */
+@Module({
+  providers: [MtlsPrincipalGuard, RevocationCache, ApiKeyGuard],
+  exports: [MtlsPrincipalGuard, RevocationCache, ApiKeyGuard],
+})
+export class IdentityModule {}

@@ -1,0 +1,37 @@
+import { X509Certificate } from 'node:crypto';
+import { PemPair, WorkerCertOptions, createCa, createWorkerCert } from '../pki';
+import { principalFromCertificate } from './worker-principal';
+
+const TRUST_DOMAIN = 'ql.test';
+
+// R-ID-2 on the certificate alone; the e2e tests show which of these TLS already stops.
+describe('principalFromCertificate', () => {
+  let ca: PemPair;
+  const cert = async (options: Partial<WorkerCertOptions> = {}) =>
+    new X509Certificate(
+      (await createWorkerCert(ca, { workerId: 'worker-1', trustDomain: TRUST_DOMAIN, ...options })).certPem,
+    );
+
+  beforeAll(async () => {
+    ca = await createCa();
+  });
+
+  it('reads the worker id, fingerprint, serial and notAfter of a clientAuth leaf', async () => {
+    const leaf = await cert();
+    expect(principalFromCertificate(leaf, TRUST_DOMAIN)).toEqual({
+      workerId: 'worker-1',
+      fingerprint256: leaf.fingerprint256.replace(/:/g, '').toLowerCase(),
+      serialNumber: leaf.serialNumber.toLowerCase(),
+      notAfter: new Date(leaf.validTo).toISOString(),
+    });
+  });
+
+  it.each<[string, Partial<WorkerCertOptions>]>([
+    ['basicConstraints CA:TRUE with keyCertSign', { isCa: true }],
+    ['basicConstraints CA:TRUE without keyCertSign', { isCa: true, keyCertSign: false }],
+    ['no Extended Key Usage', { clientAuth: 'none' }],
+    ['an Extended Key Usage without clientAuth', { clientAuth: false }],
+  ])('refuses a certificate with %s', async (_name, options) => {
+    expect(principalFromCertificate(await cert(options), TRUST_DOMAIN)).toBeNull();
+  });
+});

@@ -1,0 +1,13 @@
+/** Counts for operations (metrics), read at scrape time; low cardinality by construction. */
+export interface OperationalCounts {
+  /** Worker rows by current session status; `expired` counts non-offline sessions past their lease. */
+  readonly sessions: Readonly<Record<'online' | 'draining' | 'offline' | 'expired', number>>;
+  /** Runs by status (every status present, zero when none). */
+  readonly runs: Readonly<Record<string, number>>;
+}
+
+export interface OperationalStatsRepository {
+  /** Two grouped reads, no lock: a scrape never waits for or blocks a claim. */
+  counts(): Promise<OperationalCounts>;
+}
+export const OPERATIONAL_STATS_REPOSITORY = Symbol('OperationalStatsRepository');
