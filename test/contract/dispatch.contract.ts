@@ -24,6 +24,8 @@ export { expectFence };
 
 export const SESSION_LEASE = 10 * 60_000;
 export const RUN_LEASE = 30_000;
+/** How long a run with preferred labels waits for a better-scored worker in these tests. */
+export const PREFERENCE_HOLD = 5_000;
 const AUDIT = { actor: 'test', action: 'test', target: 'test' };
 
 export function newToken(): string {
@@ -94,6 +96,7 @@ export class DispatchFixture {
     worker: Awaited<ReturnType<DispatchFixture['worker']>>,
     offerId = this.ids.uuidV7(),
     token = newToken(),
+    preferenceHoldMs = PREFERENCE_HOLD,
   ) {
     return this.leases.claim({
       workerId: worker.workerId,
@@ -102,6 +105,7 @@ export class DispatchFixture {
       offerId,
       tokenDigest: leaseTokenDigest(token),
       leaseMs: RUN_LEASE,
+      preferenceHoldMs,
     });
   }
 

@@ -15,6 +15,7 @@ import { SqlDatabase, toInt, toMs, toMsOrNull } from '@ql/persistence';
 import { ManualClock, newSessionId, snapshot } from '../support/fixtures';
 import {
   DispatchFixture,
+  PREFERENCE_HOLD,
   DispatchTarget,
   RUN_LEASE,
   expectFence,
@@ -276,6 +277,7 @@ class Pull extends ModelCommand {
       offerId,
       tokenDigest: leaseTokenDigest(token),
       leaseMs: RUN_LEASE,
+      preferenceHoldMs: PREFERENCE_HOLD,
     });
     const fault = sessionFault(m, sender);
     if (fault) {
@@ -375,6 +377,7 @@ class Replay extends ModelCommand {
       offerId: lease.offerId,
       tokenDigest: leaseTokenDigest(token),
       leaseMs: RUN_LEASE,
+      preferenceHoldMs: PREFERENCE_HOLD,
     });
     const session = sessionFault(m, sender);
     let expected: Expected = null;
