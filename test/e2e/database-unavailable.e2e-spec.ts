@@ -144,7 +144,10 @@ describe('PostgreSQL goes away under a running control plane', () => {
       let pid: number | undefined;
       while (pid === undefined && !answered) {
         const waiting = await blocker.query<{ pid: number }>(
-          `SELECT pid FROM pg_locks WHERE relation = 'runs'::regclass AND mode = 'RowExclusiveLock' AND NOT granted`,
+          // Every test database is a copy of one template: the same OID names runs in each, so filter by database.
+          `SELECT pid FROM pg_locks
+           WHERE database = (SELECT oid FROM pg_database WHERE datname = current_database())
+             AND relation = 'runs'::regclass AND mode = 'RowExclusiveLock' AND NOT granted`,
         );
         pid = waiting.rows[0]?.pid;
       }

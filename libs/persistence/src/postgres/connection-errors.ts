@@ -38,10 +38,11 @@ export function isConnectionError(error: unknown): boolean {
 /** A connection error becomes one UnavailableError (503 on both listeners); anything else is returned as is. */
 export function asUnavailable(error: unknown): unknown {
   if (!isConnectionError(error)) return error;
-  const code = codeOf(error);
+  // The code, or pg's message when it has none: what an operator reading the log needs.
+  const cause = codeOf(error) ?? (error as Error).message;
   return new UnavailableError(
     'database_unreachable',
-    `the database cannot be reached${code ? ` (${code})` : ''}; retry later`,
+    `the database cannot be reached (${cause}); retry later`,
   );
 }
 

@@ -18,7 +18,7 @@ export interface PostgresOptions {
   readonly url: string;
   readonly poolSize?: number;
   readonly applicationName?: string;
-  /** How long a request waits to get a connection before it is 503 (default 5 s). */
+  /** How long a request waits to get a connection before it is 503 (default 10 s). */
   readonly connectTimeoutMs?: number;
   /** Tests only: read time from this clock instead of the database (a model with a controllable clock). */
   readonly clock?: Clock;
@@ -52,7 +52,7 @@ export class PostgresDatabase implements SqlDatabase {
       max: options.poolSize ?? 10,
       application_name: options.applicationName ?? 'ql-control-plane',
       // Bounded: an unreachable server that drops packets must answer 503, not hang the request.
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     });
     // A dropped idle connection must not crash the process; the next checkout reconnects.
     pool.on('error', () => undefined);
