@@ -82,7 +82,14 @@ export const OPENAPI_DOCUMENT = {
     },
     responses: {
       Problem: {
-        description: 'Error (application/problem+json) with a stable `code`',
+        description:
+          'Error (application/problem+json) with a stable `code`; 503 `unavailable` when the database cannot be used (never 500)',
+        headers: {
+          'Retry-After': {
+            description: 'on 503: seconds to wait before retrying',
+            schema: { type: 'integer' },
+          },
+        },
         content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
       },
     },
