@@ -1,3 +1,5 @@
+// Size: the one dispatch contract both dialects run; its cases share the database fixtures and the
+// after-each slot-counter check. New parts go into their own files (claim-*.contract.ts).
 import { randomBytes } from 'node:crypto';
 import {
   ClaimResult,

@@ -1,3 +1,5 @@
+// Size: one fast-check command model — the model state, every command (pull, replay, renew, release,
+// start, expire, sweep, heartbeat, replace) and its invariants — must be read together to be checked.
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import {

@@ -1,3 +1,5 @@
+// Size: the dispatch flow over the real mTLS ingress (offers, replay, renew, release, cancel, limits)
+// on one running app per dialect.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';

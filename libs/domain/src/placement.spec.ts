@@ -1,3 +1,5 @@
+// Size: the placement rules' table-driven cases and their properties (ordering, determinism) in one
+// place, so a rule and its tests are reviewed together.
 import fc from 'fast-check';
 import { candidateStateArbitraries, liveCandidate } from '../../../test/support/placement-fixtures';
 import { canonicalJson } from './canonical-json';

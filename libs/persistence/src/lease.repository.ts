@@ -1,3 +1,6 @@
+// Size: the claim, renew, release and sweep share one transaction discipline (fence, lock order, slot
+// accounting, events); splitting them would spread that rule over files. Helpers live beside it
+// (run-sql.ts, placement-candidates.ts, claim-preference.ts).
 import {
   CANDIDATE_PAGE,
   Capabilities,
