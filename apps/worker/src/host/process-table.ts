@@ -1,4 +1,5 @@
 import { readFileSync, readdirSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /**
  * What the worker can learn about processes on this host. On Linux it reads `/proc`; elsewhere only
@@ -101,4 +102,22 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
     if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
     throw error;
   }
+}
+
+/** Whether group `pgid` still has a live member (zombies excluded where `/proc` can tell). */
+export function groupAlive(pgid: number): boolean {
+  return hasProcFs() ? liveGroupMembers(pgid).length > 0 : signalGroup(pgid, 0);
+}
+
+/**
+ * Waits until group `pgid` has no live member or `withinMs` passed; true when it is gone. A group
+ * emptying is no event a parent can await (grandchildren are not its children), so this polls.
+ */
+export async function waitGroupGone(pgid: number, withinMs: number, everyMs = 20): Promise<boolean> {
+  const until = Date.now() + withinMs;
+  while (groupAlive(pgid)) {
+    if (Date.now() >= until) return false;
+    await delay(everyMs);
+  }
+  return true;
 }

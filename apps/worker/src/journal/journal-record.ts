@@ -40,7 +40,7 @@ export interface JournalRecord {
   readonly runId: string;
   readonly attemptId: string;
   readonly leaseGeneration: number;
-  /** The worker's own lease token while the lease matters; null once the record is finished (ADR 0007). */
+  /** The worker's own lease token while the lease matters; null once the record is finished (ADR 0008). */
   readonly leaseToken: string | null;
   readonly specDigest: string;
   readonly state: JournalState;

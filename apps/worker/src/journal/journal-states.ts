@@ -1,5 +1,8 @@
 import { IllegalStateError } from '@ql/domain';
 
+/** SPEC §12: 64 records by default, 1024 at most; pages of at most 64. */
+export const JOURNAL_LIMITS = { defaultRecords: 64, maxRecords: 1024, maxPage: 64 } as const;
+
 /** R-WRK-2: the states of one accepted offer in the worker's journal. */
 export const JOURNAL_STATES = [
   'accepted',

@@ -1,6 +1,7 @@
 import type { JournalRecord } from './journal-record';
 import { RestartAction, restartAction } from './restart-action';
-import { JOURNAL_LIMITS, WorkerJournal } from './worker-journal';
+import { JOURNAL_LIMITS } from './journal-states';
+import { WorkerJournal } from './worker-journal';
 
 /** R-WRK-1: at most 16 records handled per tick. */
 export const RESTART_SCAN_PER_TICK = 16;

@@ -13,10 +13,7 @@ import {
   parseJournalRecord,
   validateJournalRecord,
 } from './journal-record';
-import { JournalState, assertJournalTransition, isFinished } from './journal-states';
-
-/** SPEC §12: 64 records by default, 1024 at most; pages of at most 64. */
-export const JOURNAL_LIMITS = { defaultRecords: 64, maxRecords: 1024, maxPage: 64 } as const;
+import { JOURNAL_LIMITS, JournalState, assertJournalTransition, isFinished } from './journal-states';
 
 export interface WorkerJournalOptions {
   readonly dir: string;
