@@ -1,6 +1,6 @@
 // Size: the one activation/completion/logs/deadline contract both dialects run; its cases share the
 // fixture (a claimed, fenced lease) and the after-each slot-counter check.
-import { LeaseFenceCommand, RUN_LOG_LIMITS } from '@ql/domain';
+import { LeaseFenceCommand, RUN_LOG_LIMITS, leaseTokenDigest } from '@ql/domain';
 import { SqlActivationRepository } from '@ql/persistence';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, snapshot } from '../support/fixtures';
@@ -204,9 +204,10 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
       const a = await claimed();
       target.clock.advance(RUN_LEASE + 1);
       await f.leases.sweep(64);
-      const again = offered(await f.pull(a.worker));
+      const token = newToken();
+      const again = offered(await f.pull(a.worker, f.ids.uuidV7(), token));
       expect(again.lease.leaseGeneration).toBe(2);
-      const state = await snapshotDatabase(f.db);
+      let state = await snapshotDatabase(f.db);
       await expectFence(acts.starting(a.fence), 'lease', 'lease_not_active');
       await expectFence(acts.complete({ ...a.fence, ...complete }), 'lease', 'lease_not_active');
       await expectFence(
@@ -214,6 +215,19 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
         'lease',
         'lease_token_mismatch',
       );
+      expect(await snapshotDatabase(f.db)).toEqual(state);
+      // Once the second lease finished the attempt, the first token is still refused (not a late callback).
+      const second = {
+        ...a.fence,
+        offerId: again.lease.offerId,
+        tokenDigest: leaseTokenDigest(token),
+        leaseGeneration: 2,
+      };
+      await acts.starting(second);
+      await acts.running({ ...second, executorHandle: 'pid:2' });
+      await acts.complete({ ...second, ...complete });
+      state = await snapshotDatabase(f.db);
+      await expectFence(acts.complete({ ...a.fence, ...complete }), 'lease', 'lease_not_active');
       expect(await snapshotDatabase(f.db)).toEqual(state);
     });
 
