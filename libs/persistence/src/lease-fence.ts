@@ -129,7 +129,7 @@ export async function lockRun(tx: SqlExecutor, runId: string) {
 
 /**
  * Ends a live lease (terminal version bump) and gives its slot back, in the caller's transaction. The
- * slot is the holding session's: a lease of a replaced session gives nothing back (ADR 0008).
+ * slot is the holding session's: a lease of a replaced session gives nothing back (ADR 0010).
  */
 export async function endLease(
   tx: SqlExecutor,
