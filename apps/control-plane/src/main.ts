@@ -1,6 +1,5 @@
 import 'reflect-metadata';
 import { ConfigError, ControlPlaneConfig, loadConfig } from './config/config';
-import { startControlPlane } from './bootstrap';
 import { EXIT, describeStartFailure } from './start-failure';
 
 /** What the control plane tells a parent that started it with an IPC channel (the quickstart). */
@@ -28,7 +27,12 @@ async function main(): Promise<void> {
 }
 
 async function run(config: ControlPlaneConfig): Promise<void> {
+  // Loaded after the settings are checked: a configuration error is reported without loading Nest.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { startControlPlane } = require('./bootstrap') as typeof import('./bootstrap');
   const plane = await startControlPlane(config);
+  // Also the first round trip to the database (a PostgreSQL pool connects lazily): fail before "ready".
+  const migrated = await plane.core.db.migrationsApplied();
   const log = (msg: string, fields: Record<string, unknown> = {}, level = 'info') =>
     process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
   log('control plane ready', {
@@ -37,7 +41,7 @@ async function run(config: ControlPlaneConfig): Promise<void> {
     admin: plane.adminUrl,
     ingress: plane.ingressUrl,
   });
-  if (!(await plane.core.db.migrationsApplied())) {
+  if (!migrated) {
     log(
       'migrations pending: run `npm run migrate` with this QL_DATABASE_URL; until then /readyz is 503 and the sweeper and cron wait',
       {},
