@@ -39,9 +39,9 @@ describe('the quickstart (npm start) with its control plane and worker processes
   const workerRow = (): WorkerRow | undefined => {
     const db = new Database(join(dir, 'ql.sqlite'), { readonly: true, fileMustExist: true });
     try {
-      return db.prepare(`SELECT session_id, generation, status FROM workers WHERE worker_id = 'worker-1'`).get() as
-        | WorkerRow
-        | undefined;
+      return db
+        .prepare(`SELECT session_id, generation, status FROM workers WHERE worker_id = 'worker-1'`)
+        .get() as WorkerRow | undefined;
     } finally {
       db.close();
     }
@@ -81,7 +81,14 @@ describe('the quickstart (npm start) with its control plane and worker processes
     );
     expect(replaced.body).toMatchObject({ outcome: 'replaced', generation: Number(before.generation) + 1 });
 
-    const restart = await first.until('the restart line', async () => quickstartLine(first, 'worker-1 exited')[0]);
+    // Deadlines as generous as the first start's: a worker process start is seconds on a loaded machine.
+    const restart = await first.until(
+      'the restart line',
+      async () => quickstartLine(first, 'worker-1 exited')[0],
+      {
+        deadlineMs: 60_000,
+      },
+    );
     expect(restart).toMatchObject({
       level: 'warn',
       msg: 'quickstart: worker-1 exited with code 3; restarting it in 1 s',
@@ -92,9 +99,11 @@ describe('the quickstart (npm start) with its control plane and worker processes
       'a new worker-1 session online',
       async () => {
         const now = workerRow();
-        return now && now.generation === Number(before.generation) + 2 && now.status === 'online' ? now : undefined;
+        return now && now.generation === Number(before.generation) + 2 && now.status === 'online'
+          ? now
+          : undefined;
       },
-      { pollMs: 100 },
+      { pollMs: 100, deadlineMs: 60_000 },
     );
     expect(row.session_id).toBe(registrations(first)[1]?.sessionId);
     expect(quickstartLine(first, 'worker-1 started')).toHaveLength(2);
