@@ -3,7 +3,6 @@ import { parseArgs } from 'node:util';
 import { createIdGenerator, systemClock } from '@ql/contracts';
 import { createRepositories, openDatabase, parseDatabaseUrl, runMigrations } from '@ql/persistence';
 import { AdminService } from './admin/admin.service';
-import { OPENAPI_DOCUMENT } from './admin/openapi';
 import { configTable, loadConfig } from './config/config';
 import { ensureDevPki } from './pki';
 
@@ -11,7 +10,7 @@ const USAGE = `usage: cli <command>
   migrate                                  apply database migrations (QL_DATABASE_URL)
   pki [--worker <id> ...]                  create the development PKI (CA, server, worker certificates)
   api-key --name <name> --role admin|viewer  create an API key and print it once
-  openapi                                  print the admin OpenAPI document
+  openapi                                  print the OpenAPI document (admin API and worker ingress)
   config-docs                              print the configuration table`;
 
 async function main(argv: string[]): Promise<void> {
@@ -53,9 +52,12 @@ async function main(argv: string[]): Promise<void> {
       }
       return;
     }
-    case 'openapi':
-      process.stdout.write(`${JSON.stringify(OPENAPI_DOCUMENT, null, 2)}\n`);
+    case 'openapi': {
+      // Loaded here: it builds both applications' module graphs, which no other command needs.
+      const { offlineOpenApiDocument } = await import('./api-docs.js');
+      process.stdout.write(`${JSON.stringify(await offlineOpenApiDocument(config), null, 2)}\n`);
       return;
+    }
     case 'config-docs':
       process.stdout.write(`${configTable()}\n`);
       return;
