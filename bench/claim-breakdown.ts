@@ -39,7 +39,7 @@ function sameSqlOp(db: SqliteDatabase, ids: IdGenerator, returning = true): Clai
     WHERE worker_id = :workerId AND session_id = :sessionId AND generation = :generation
       AND version = :expectedVersion AND disabled = 0 AND status <> 'offline' AND lease_expires_at > :now
       AND status = 'online' AND active_leases < max_concurrent_runs AND active_leases < available_slots
-    RETURNING capabilities_digest, active_leases, max_concurrent_runs, available_slots`);
+    RETURNING capabilities_digest, active_leases, max_concurrent_runs, available_slots, :now AS now`);
   const head = raw.prepare(`SELECT id, version, placement_json, priority, queue_order, attempt_count,
       current_attempt_id, task_id, revision, spec_digest
     FROM runs WHERE status = 'queued' ORDER BY priority DESC, queue_order, id LIMIT :page`);
@@ -126,6 +126,7 @@ function repositoryOp(db: SqliteDatabase, ids: IdGenerator): ClaimOp {
       offerId: ids.uuidV7(),
       tokenDigest: digest,
       leaseMs: LEASE_MS,
+      preferenceHoldMs: 0,
     });
     if (result.kind !== 'offered') throw new Error(`repository pull went idle: ${result.reason}`);
   };

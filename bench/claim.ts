@@ -1,3 +1,5 @@
+// Size: the claim benchmark's variants (bare statement, repository, service, graphile-worker peer) must
+// be measured in one run with one harness to be comparable.
 /**
  * Claim throughput (pull → committed lease), beside its ceiling measured in the same run, and
  * graphile-worker as a peer on the same PostgreSQL.

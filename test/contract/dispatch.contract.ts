@@ -1,3 +1,5 @@
+// Size: the one dispatch contract both dialects run; its cases share the database fixtures and the
+// after-each slot-counter check. New parts go into their own files (claim-*.contract.ts).
 import { randomBytes } from 'node:crypto';
 import {
   ClaimResult,
@@ -24,6 +26,8 @@ export { expectFence };
 
 export const SESSION_LEASE = 10 * 60_000;
 export const RUN_LEASE = 30_000;
+/** How long a run with preferred labels waits for a better-scored worker in these tests. */
+export const PREFERENCE_HOLD = 5_000;
 const AUDIT = { actor: 'test', action: 'test', target: 'test' };
 
 export function newToken(): string {
@@ -94,6 +98,7 @@ export class DispatchFixture {
     worker: Awaited<ReturnType<DispatchFixture['worker']>>,
     offerId = this.ids.uuidV7(),
     token = newToken(),
+    preferenceHoldMs = PREFERENCE_HOLD,
   ) {
     return this.leases.claim({
       workerId: worker.workerId,
@@ -102,6 +107,7 @@ export class DispatchFixture {
       offerId,
       tokenDigest: leaseTokenDigest(token),
       leaseMs: RUN_LEASE,
+      preferenceHoldMs,
     });
   }
 

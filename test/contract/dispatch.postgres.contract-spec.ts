@@ -1,5 +1,11 @@
 import { postgresDispatchTarget } from '../support/dispatch-targets';
+import { describeClaimPreferredPlacement } from './claim-preferred-placement.contract';
 import { describeClaimRaceAndFences } from './claim-race-and-fences.contract';
 import { describeDispatchContract } from './dispatch.contract';
 
-describeDispatchContract('postgres', postgresDispatchTarget, describeClaimRaceAndFences);
+describeDispatchContract(
+  'postgres',
+  postgresDispatchTarget,
+  describeClaimRaceAndFences,
+  describeClaimPreferredPlacement,
+);

@@ -1,5 +1,11 @@
 import { sqliteDispatchTarget } from '../support/dispatch-targets';
+import { describeClaimPreferredPlacement } from './claim-preferred-placement.contract';
 import { describeClaimRaceAndFences } from './claim-race-and-fences.contract';
 import { describeDispatchContract } from './dispatch.contract';
 
-describeDispatchContract('sqlite', sqliteDispatchTarget, describeClaimRaceAndFences);
+describeDispatchContract(
+  'sqlite',
+  sqliteDispatchTarget,
+  describeClaimRaceAndFences,
+  describeClaimPreferredPlacement,
+);

@@ -1,3 +1,5 @@
+// Size: one fast-check command model — the model state, every command (pull, replay, renew, release,
+// start, expire, sweep, heartbeat, replace) and its invariants — must be read together to be checked.
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import {
@@ -15,6 +17,7 @@ import { SqlDatabase, toInt, toMs, toMsOrNull } from '@ql/persistence';
 import { ManualClock, newSessionId, snapshot } from '../support/fixtures';
 import {
   DispatchFixture,
+  PREFERENCE_HOLD,
   DispatchTarget,
   RUN_LEASE,
   expectFence,
@@ -276,6 +279,7 @@ class Pull extends ModelCommand {
       offerId,
       tokenDigest: leaseTokenDigest(token),
       leaseMs: RUN_LEASE,
+      preferenceHoldMs: PREFERENCE_HOLD,
     });
     const fault = sessionFault(m, sender);
     if (fault) {
@@ -375,6 +379,7 @@ class Replay extends ModelCommand {
       offerId: lease.offerId,
       tokenDigest: leaseTokenDigest(token),
       leaseMs: RUN_LEASE,
+      preferenceHoldMs: PREFERENCE_HOLD,
     });
     const session = sessionFault(m, sender);
     let expected: Expected = null;

@@ -1,3 +1,5 @@
+// Size: the dispatch flow over the real mTLS ingress (offers, replay, renew, release, cancel, limits)
+// on one running app per dialect.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
@@ -12,7 +14,7 @@ import {
 } from '@ql/contracts';
 import { leaseTokenDigest } from '@ql/domain';
 import { PemPair } from '../../apps/control-plane/src/pki';
-import { newSessionId, registerBody } from '../support/fixtures';
+import { newSessionId, registerBody, validCapabilities } from '../support/fixtures';
 import {
   Dialect,
   HttpResult,
@@ -69,6 +71,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('dispatch through the mTLS worker
       // The longest the cache may trust a revocation lookup: a call right after another makes none.
       QL_REVOCATION_CACHE_MS: '5000',
       QL_SESSION_LEASE_MS: '600000',
+      // Far longer than any test takes on the real clock: a held run stays held while a test runs.
+      QL_PLACEMENT_PREFERENCE_HOLD_MS: '60000',
     });
   });
   afterAll(async () => {
@@ -394,6 +398,18 @@ describe.each<Dialect>(['sqlite', 'postgres'])('dispatch through the mTLS worker
     const draining = { ...full, version: (drained.body as { version: number }).version };
     expect(idle(await pull(draining))).toMatchObject({ reason: 'draining' });
     expect((await rows()).leases).toBe(before.leases);
+  });
+
+  it('a run with preferred labels goes first to the worker that has them: the other answers idle preferred_elsewhere', async () => {
+    const plain = await register('worker-e');
+    const labels = { zone: 'lab', pool: 'fast' };
+    const fast = await register('worker-f', registerBody({ capabilities: validCapabilities({ labels }) }));
+    const task = await createTask({ placement: { preferred: [{ key: 'pool', value: 'fast', weight: 10 }] } });
+    const runId = await queueRun(task.id);
+    const before = await rows();
+    expect(idle(await pull(plain))).toMatchObject({ reason: 'preferred_elsewhere', scanned: 1 });
+    expect(await rows()).toEqual(before);
+    expect(offered(await pull(fast)).run.runId).toBe(runId);
   });
 
   describe('bad bodies are 400 invalid_worker_request before any statement', () => {

@@ -1,3 +1,5 @@
+// Size: the runs admin API end to end (tasks, revisions, triggers, idempotency, list, detail, cancel,
+// bad-input tables) on one running app per dialect; splitting would start more apps for no gain.
 import { randomBytes } from 'node:crypto';
 import { ingressPath } from '@ql/contracts';
 import { PLACEMENT_REASONS, isUuidV7, parseTaskSpec } from '@ql/domain';

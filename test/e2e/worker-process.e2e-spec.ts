@@ -1,9 +1,7 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { EventEmitter, once } from 'node:events';
 import { resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { ingressPath } from '@ql/contracts';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { LoggedProcess } from '../support/child-process';
 import { newSessionId, registerBody } from '../support/fixtures';
 import {
   TestDatabase,
@@ -15,7 +13,6 @@ import {
 } from '../support/test-plane';
 
 const ROOT = resolve(__dirname, '..', '..');
-const DEADLINE_MS = 20_000;
 
 interface WorkerView {
   workerId: string;
@@ -24,77 +21,14 @@ interface WorkerView {
   generation: number;
   version: number;
 }
-type LogLine = Record<string, unknown> & { msg?: string };
 
 /** The real worker entry point in a child process, running the TypeScript sources through SWC. */
-class WorkerProcess {
-  readonly lines: LogLine[] = [];
-  readonly stderr: string[] = [];
-  readonly events = new EventEmitter();
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private readonly child: ChildProcess;
-
+class WorkerProcess extends LoggedProcess {
   constructor(env: Record<string, string>) {
-    this.child = spawn(
-      process.execPath,
-      ['-r', './apps/worker/test-support/swc-register.js', 'apps/worker/src/main.ts'],
-      {
-        cwd: ROOT,
-        // Only what the worker needs: no QL_* setting leaks in from the test run.
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    this.exited = once(this.child, 'exit').then(([code, signal]) => {
-      this.events.emit('exit');
-      return { code: code as number | null, signal: signal as NodeJS.Signals | null };
+    super(process.execPath, ['-r', './apps/worker/test-support/swc-register.js', 'apps/worker/src/main.ts'], {
+      cwd: ROOT,
+      env,
     });
-    createInterface({ input: this.child.stdout! }).on('line', (line) => {
-      try {
-        this.lines.push(JSON.parse(line) as LogLine);
-      } catch {
-        this.lines.push({ msg: `(not JSON) ${line}` });
-      }
-      this.events.emit('line');
-    });
-    createInterface({ input: this.child.stderr! }).on('line', (line) => this.stderr.push(line));
-  }
-
-  get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  kill(signal: NodeJS.Signals): void {
-    this.child.kill(signal);
-  }
-
-  /**
-   * Re-checks `condition` each time the worker writes a log line (a heartbeat at debug level is one),
-   * so progress is awaited as events; fails at the deadline or if the worker exits first.
-   */
-  async until<T>(what: string, condition: () => Promise<T | undefined>): Promise<T> {
-    const deadline = Date.now() + DEADLINE_MS;
-    for (;;) {
-      const value = await condition();
-      if (value !== undefined) return value;
-      if (!this.running) throw new Error(`worker exited while waiting for ${what}\n${this.transcript()}`);
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}\n${this.transcript()}`);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        once(this.events, 'line'),
-        once(this.events, 'exit'),
-        new Promise((r) => (timer = setTimeout(r, left))),
-      ]).finally(() => clearTimeout(timer));
-    }
-  }
-
-  messages(): string[] {
-    return this.lines.map((l) => String(l.msg));
-  }
-
-  transcript(): string {
-    return [...this.lines.map((l) => JSON.stringify(l)), ...this.stderr].join('\n');
   }
 }
 

@@ -8,7 +8,9 @@ import { ensureDevPki } from './pki';
 
 const USAGE = `usage: cli <command>
   migrate                                  apply database migrations (QL_DATABASE_URL)
-  pki [--worker <id> ...]                  create the development PKI (CA, server, worker certificates)
+  pki [--worker <id> ...] [--server-name <dns> ...]
+                                           create the development PKI (CA, server, worker certificates);
+                                           the server certificate carries localhost + each --server-name
   api-key --name <name> --role admin|viewer  create an API key and print it once
   openapi                                  print the OpenAPI document (admin API and worker ingress)
   config-docs                              print the configuration table`;
@@ -24,10 +26,17 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'pki': {
-      const { values } = parseArgs({ args: rest, options: { worker: { type: 'string', multiple: true } } });
+      const { values } = parseArgs({
+        args: rest,
+        options: {
+          worker: { type: 'string', multiple: true },
+          'server-name': { type: 'string', multiple: true },
+        },
+      });
       const paths = await ensureDevPki(config.devPkiDir, {
         trustDomain: config.trustDomain,
         workers: values.worker?.length ? values.worker : ['worker-1'],
+        serverDnsNames: [...new Set(['localhost', ...(values['server-name'] ?? [])])],
       });
       process.stdout.write(`${JSON.stringify(paths, null, 2)}\n`);
       return;

@@ -57,6 +57,14 @@ describe('parseOfferResponse (qinglong/remote-execution-offer@v1)', () => {
     expect(parseOfferResponse(Buffer.from(JSON.stringify(idle)))).toEqual(idle);
   });
 
+  it.each(['no_capacity', 'no_queued_runs', 'no_matching_run', 'draining', 'preferred_elsewhere'])(
+    'accepts the idle reason %s',
+    (reason) => {
+      const answer = { ...idle, idle: { ...idle.idle, reason } };
+      expect(parseOfferResponse(JSON.stringify(answer))).toEqual(answer);
+    },
+  );
+
   it.each([
     ['not json', '{', 'invalid_json'],
     ['wrong schema', edit((o) => (o.schema = 'qinglong/remote-execution-offer@v2')), 'schema:unknown_schema'],

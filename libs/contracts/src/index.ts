@@ -3,3 +3,4 @@ export * from './ingress-wire';
 export * from './env-settings';
 export * from './execution-offer';
 export * from './strict-json';
+export * from './run-activation';

@@ -11,5 +11,6 @@ export * from './runs';
 export * from './leases';
 export * from './run-ports';
 export * from './placement';
+export * from './preferred-placement';
 export * from './cron';
 export * from './stats-ports';

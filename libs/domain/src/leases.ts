@@ -71,6 +71,15 @@ export function parseLeaseFence(body: unknown): LeaseFence {
   };
 }
 
-/** Why a pull found nothing to offer; wire codes of the idle response. */
-export const IDLE_REASONS = ['no_capacity', 'no_queued_runs', 'no_matching_run', 'draining'] as const;
+/**
+ * Why a pull found nothing to offer; wire codes of the idle response. `preferred_elsewhere`: a run
+ * matched but is held for a worker with a higher preferred score (R-PLC-2), for a bounded time.
+ */
+export const IDLE_REASONS = [
+  'no_capacity',
+  'no_queued_runs',
+  'no_matching_run',
+  'draining',
+  'preferred_elsewhere',
+] as const;
 export type IdleReason = (typeof IDLE_REASONS)[number];

@@ -1,4 +1,7 @@
+// Size: the placement rules' table-driven cases and their properties (ordering, determinism) in one
+// place, so a rule and its tests are reviewed together.
 import fc from 'fast-check';
+import { candidateStateArbitraries, liveCandidate } from '../../../test/support/placement-fixtures';
 import { canonicalJson } from './canonical-json';
 import { Capabilities } from './capabilities';
 import { ValidationError } from './errors';
@@ -42,17 +45,8 @@ const caps: Capabilities = {
 const spec = (input: unknown): PlacementSpec => parsePlacementSpec(input);
 const required = (r: Record<string, unknown>): PlacementSpec => spec({ required: r });
 
-const candidate = (over: Partial<PlacementCandidate> = {}): PlacementCandidate => ({
-  workerId: 'w1',
-  capabilities: caps,
-  status: 'online',
-  disabled: false,
-  leaseExpiresAt: NOW + 10_000,
-  availableSlots: 4,
-  maxConcurrentRuns: 4,
-  activeLeases: 0,
-  ...over,
-});
+const candidate = (over: Partial<PlacementCandidate> = {}): PlacementCandidate =>
+  liveCandidate('w1', caps, NOW, over);
 
 function failure(fn: () => unknown): { field: string; rule: string } | undefined {
   try {
@@ -603,12 +597,7 @@ describe('rankCandidates', () => {
         gpus: fc.constant([]),
         features: fc.constant([]),
       }),
-      status: fc.constantFrom('online', 'online', 'draining', 'offline'),
-      disabled: fc.constantFrom(false, false, false, true),
-      leaseExpiresAt: fc.integer({ min: NOW - 10, max: NOW + 10 }),
-      availableSlots: fc.integer({ min: 0, max: 4 }),
-      maxConcurrentRuns: fc.integer({ min: 1, max: 4 }),
-      activeLeases: fc.integer({ min: 0, max: 4 }),
+      ...candidateStateArbitraries(NOW),
     }) as fc.Arbitrary<PlacementCandidate>;
     const arbSpec = fc
       .record({

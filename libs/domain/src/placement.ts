@@ -223,7 +223,8 @@ export const PLACEMENT_REASONS = [
 export type PlacementReason = (typeof PLACEMENT_REASONS)[number];
 export type CapabilityMismatch = Exclude<PlacementReason, 'capacity' | 'draining' | 'expired'>;
 
-const hasLabel = (labels: Readonly<Record<string, string>>, key: string, value: string) =>
+/** The worker has label `key` with exactly `value` (own keys only). */
+export const hasLabel = (labels: Readonly<Record<string, string>>, key: string, value: string) =>
   Object.hasOwn(labels, key) && labels[key] === value;
 
 /** R-PLC-2: the first required rule the capabilities break, in a fixed order; null when all hold. */

@@ -76,6 +76,8 @@ export interface ClaimCommand {
   readonly offerId: string;
   readonly tokenDigest: string;
   readonly leaseMs: number;
+  /** How long a run with preferred rules waits for a better-scored worker after it was queued; 0 = never. */
+  readonly preferenceHoldMs: number;
 }
 
 /** The run and attempt as an offer names them (a claim writes them; it reads nothing back it knows). */

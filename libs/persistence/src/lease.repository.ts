@@ -1,3 +1,6 @@
+// Size: the claim, renew, release and sweep share one transaction discipline (fence, lock order, slot
+// accounting, events); splitting them would spread that rule over files. Helpers live beside it
+// (run-sql.ts, placement-candidates.ts, claim-preference.ts).
 import {
   CANDIDATE_PAGE,
   Capabilities,
@@ -39,6 +42,7 @@ import {
   transitionAttempt,
   transitionRun,
 } from './run-sql';
+import { heldRuns } from './claim-preference';
 import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, readNow, toInt, toMs } from './sql-executor';
 import { readRevision } from './task.repository';
 import { SESSION_FENCE_SQL, SessionRow, fenceParams, toSession } from './worker-session.repository';
@@ -78,7 +82,7 @@ export const FIRST_CANDIDATE_PAGE = 1;
 const RESERVE_SLOT = `UPDATE workers SET active_leases = active_leases + 1
   WHERE ${SESSION_FENCE_SQL} AND status = 'online'
     AND active_leases < max_concurrent_runs AND active_leases < available_slots
-  RETURNING capabilities_digest, active_leases, max_concurrent_runs, available_slots`;
+  RETURNING capabilities_digest, active_leases, max_concurrent_runs, available_slots, {nowMs} AS now`;
 
 const WORKER_STATE = `SELECT worker_id, session_id, generation, version, status, disabled, lease_expires_at,
     max_concurrent_runs, available_slots, registration_digest, active_leases, {now} AS now
@@ -96,6 +100,12 @@ const RENEW = `UPDATE run_leases SET version = version + 1, expires_at = {now + 
     AND expires_at > {now}
     AND EXISTS (SELECT 1 FROM workers WHERE ${SESSION_FENCE_SQL})
   RETURNING ${LEASE_COLUMNS}`;
+
+const preferenceRun = (r: QueueRow) => ({
+  id: r.id,
+  spec: storedPlacements.get(r.placement_json),
+  queuedAt: toInt(r.queue_order),
+});
 
 /** Thrown inside the claim transaction to roll it back and answer without it. */
 class NotClaimed {
@@ -143,11 +153,14 @@ export class SqlLeaseRepository implements LeaseRepository {
       active_leases: number;
       max_concurrent_runs: number;
       available_slots: number;
+      now: number | string;
     }>(RESERVE_SLOT, fenceParams(command));
     if (!slot) throw new NotClaimed('explain');
     const capabilities = await this.capabilities(tx, command.workerId, slot.capabilities_digest);
+    const puller = { workerId: command.workerId, capabilities };
     let scanned = 0;
     let matchedAny = false;
+    let held = 0;
     let last: QueueRow | undefined;
     for (let page = 0; page < MAX_CANDIDATE_PAGES; page++) {
       const size = last ? CANDIDATE_PAGE : FIRST_CANDIDATE_PAGE;
@@ -164,8 +177,20 @@ export class SqlLeaseRepository implements LeaseRepository {
       );
       if (matching.length > 0) {
         matchedAny = true;
-        const offer = await this.claimOne(tx, command, last ? await this.pick(tx, matching) : matching[0]);
-        if (offer) return { kind: 'offered', replayed: false, offer };
+        // Strict FIFO within a priority: a run is only passed over while it is held for a better worker.
+        const holds = await heldRuns(
+          tx,
+          puller,
+          matching.map(preferenceRun),
+          toInt(slot.now),
+          command.preferenceHoldMs,
+        );
+        const free = holds.size === 0 ? matching : matching.filter((r) => !holds.has(r.id));
+        held += matching.length - free.length;
+        if (free.length > 0) {
+          const offer = await this.claimOne(tx, command, last ? await this.pick(tx, free) : free[0]);
+          if (offer) return { kind: 'offered', replayed: false, offer };
+        }
       }
       if (rows.length < size) break;
       last = rows[rows.length - 1];
@@ -180,7 +205,8 @@ export class SqlLeaseRepository implements LeaseRepository {
     if (known) throw new NotClaimed('explain');
     throw new NotClaimed({
       kind: 'idle',
-      reason: scanned === 0 || matchedAny ? 'no_queued_runs' : 'no_matching_run',
+      reason:
+        held > 0 ? 'preferred_elsewhere' : scanned === 0 || matchedAny ? 'no_queued_runs' : 'no_matching_run',
       activeLeases: toInt(slot.active_leases) - 1,
       capacity: Math.min(toInt(slot.max_concurrent_runs), toInt(slot.available_slots)),
       scanned,

@@ -23,27 +23,14 @@ import {
   RUN_COLUMNS,
   RunRow,
   appendEvents,
-  cachedCapabilities,
-  rememberCapabilities,
   toAttempt,
   toEvent,
   toRun,
   transitionAttempt,
   transitionRun,
 } from './run-sql';
-import { SqlDatabase, isTrue, toInt, toMs } from './sql-executor';
-
-interface CandidateRow {
-  worker_id: string;
-  status: 'online' | 'draining' | 'offline';
-  disabled: number | boolean;
-  lease_expires_at: number | Date;
-  available_slots: number;
-  max_concurrent_runs: number;
-  capabilities_digest: string;
-  active: number | string;
-  now: number | Date;
-}
+import { CANDIDATE_COLUMNS, CandidateRow, toCandidates } from './placement-candidates';
+import { SqlDatabase, toInt, toMs } from './sql-executor';
 
 /** Runs, attempts and events on either dialect (R-RUN-2..5). */
 export class SqlRunRepository implements RunRepository {
@@ -200,43 +187,13 @@ export class SqlRunRepository implements RunRepository {
     });
   }
 
-  // Capabilities documents (up to 16 KiB each) are read only for digests this replica has not parsed yet.
+  // Capabilities documents are read only for digests this replica has not parsed yet.
   async placementCandidates(limit: number): Promise<{ now: number; candidates: PlacementCandidate[] }> {
-    const rows = await this.db.many<CandidateRow>(
-      `SELECT w.worker_id, w.status, w.disabled, w.lease_expires_at, w.available_slots, w.max_concurrent_runs,
-         w.capabilities_digest, w.active_leases AS active, {now} AS now
-       FROM workers w ORDER BY w.worker_id LIMIT :limit`,
+    const rows = await this.db.many<CandidateRow & { now: number | Date }>(
+      `SELECT ${CANDIDATE_COLUMNS}, {now} AS now FROM workers w ORDER BY w.worker_id LIMIT :limit`,
       { limit },
     );
-    const unseen = rows.filter((r) => !cachedCapabilities(r.capabilities_digest));
-    for (let i = 0; i < unseen.length; i += 64) {
-      const params: Record<string, string> = {};
-      const list = unseen.slice(i, i + 64).map((r, j) => {
-        params[`w${j}`] = r.worker_id;
-        return `:w${j}`;
-      });
-      const docs = await this.db.many<{ capabilities_digest: string; capabilities_json: string }>(
-        `SELECT capabilities_digest, capabilities_json FROM workers WHERE worker_id IN (${list.join(', ')})`,
-        params,
-      );
-      for (const d of docs) rememberCapabilities(d.capabilities_digest, d.capabilities_json);
-    }
     const now = rows[0] ? toMs(rows[0].now) : Date.now();
-    const candidates: PlacementCandidate[] = [];
-    for (const r of rows) {
-      const capabilities = cachedCapabilities(r.capabilities_digest);
-      if (!capabilities) continue; // re-registered between the two reads: seen at the next look
-      candidates.push({
-        workerId: r.worker_id,
-        capabilities,
-        status: r.status,
-        disabled: isTrue(r.disabled),
-        leaseExpiresAt: toMs(r.lease_expires_at),
-        availableSlots: toInt(r.available_slots),
-        maxConcurrentRuns: toInt(r.max_concurrent_runs),
-        activeLeases: toInt(r.active),
-      });
-    }
-    return { now, candidates };
+    return { now, candidates: await toCandidates(this.db, rows) };
   }
 }

@@ -12,6 +12,7 @@ describe('control-plane configuration (R-OPS-3, R-PROF-1/2)', () => {
       devPki: true,
       tlsCaPath: './var/pki/ca.crt',
       sessionLeaseMs: 30_000,
+      placementPreferenceHoldMs: 5_000,
     });
   });
 
@@ -26,6 +27,10 @@ describe('control-plane configuration (R-OPS-3, R-PROF-1/2)', () => {
     [{ QL_SESSION_LEASE_MS: '4999' }, /QL_SESSION_LEASE_MS=4999 must be an integer in 5000..600000/],
     [{ QL_SESSION_LEASE_MS: '600001' }, /must be an integer/],
     [{ QL_ADMIN_PORT: '80a' }, /QL_ADMIN_PORT/],
+    [
+      { QL_PLACEMENT_PREFERENCE_HOLD_MS: '60001' },
+      /QL_PLACEMENT_PREFERENCE_HOLD_MS=60001 must be an integer in 0..60000/,
+    ],
     [{ QL_DEV_PKI: 'yes' }, /must be true or false/],
     [{ QL_TRUST_DOMAIN: 'Bad Domain' }, /trust domain/],
     [{ QL_ADMN_PORT: '1' }, /unknown setting\(s\): QL_ADMN_PORT/],

@@ -36,6 +36,7 @@ export interface ControlPlaneConfig {
   readonly trustDomain: string;
   readonly sessionLeaseMs: number;
   readonly runLeaseMs: number;
+  readonly placementPreferenceHoldMs: number;
   readonly sweepIntervalMs: number;
   readonly sweepPageSize: number;
   readonly cronTickMs: number;
@@ -166,6 +167,13 @@ export const SETTINGS = [
     default: '60000',
     doc: 'run lease a claim or renewal grants (5 s … 10 min); an unrenewed lease expires and the sweeper acts',
     parse: int(5_000, 600_000),
+  },
+  {
+    key: 'placementPreferenceHoldMs',
+    env: 'QL_PLACEMENT_PREFERENCE_HOLD_MS',
+    default: '5000',
+    doc: 'for this long after a run with preferred labels is queued, a puller leaves it to a live worker with a free slot and a higher preferred score; 0 turns holding off',
+    parse: int(0, 60_000),
   },
   {
     key: 'sweepIntervalMs',

@@ -82,6 +82,9 @@ export function renderAdminError(error: unknown): Problem {
   return problem(500, 'internal_error', 'unexpected error');
 }
 
+/** Seconds a client should wait before retrying a 503 (a database restart takes a few). */
+const RETRY_AFTER_SECONDS = 2;
+
 @Catch()
 export class AdminExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('admin');
@@ -90,11 +93,8 @@ export class AdminExceptionFilter implements ExceptionFilter {
     const body = renderAdminError(error);
     if (body.status >= 500 && body.status !== 503)
       this.logger.error({ msg: 'admin request failed', error: String(error) });
-    void host
-      .switchToHttp()
-      .getResponse<FastifyReply>()
-      .status(body.status)
-      .type('application/problem+json')
-      .send(body);
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    if (body.status === 503) void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+    void reply.status(body.status).type('application/problem+json').send(body);
   }
 }

@@ -113,7 +113,15 @@ export function AdminErrorResponses(statuses: Partial<Record<400 | 404 | 409 | 4
     ApiExtraModels(ProblemDto),
     ApiResponse({
       status: 'default',
-      ...problem('an error (401 no valid API key, 403 role too low, 503 database unreachable, …)'),
+      ...problem(
+        'an error: 401 no valid API key, 403 role too low, 503 `unavailable` when the database cannot be used (never 500), …',
+      ),
+      headers: {
+        'Retry-After': {
+          description: 'on 503: seconds to wait before retrying',
+          schema: { type: 'integer' },
+        },
+      },
     }),
     ...Object.entries(statuses).map(([status, description]) =>
       ApiResponse({ status: Number(status), ...problem(description) }),

@@ -35,6 +35,7 @@ export class LeasesService {
       offerId: request.offerId,
       tokenDigest: leaseTokenDigest(request.leaseToken),
       leaseMs: this.config.runLeaseMs,
+      preferenceHoldMs: this.config.placementPreferenceHoldMs,
     });
     if (result.kind === 'idle') {
       const { reason, activeLeases, capacity, scanned } = result;

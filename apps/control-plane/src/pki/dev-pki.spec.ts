@@ -264,6 +264,28 @@ describe('dev PKI', () => {
       );
     });
 
+    it('puts the given server DNS names on the server certificate and rejects names that are not DNS names', async () => {
+      const paths = await ensureDevPki(path.join(tmp, 'ok'), {
+        trustDomain: TRUST_DOMAIN,
+        workers: [],
+        serverDnsNames: ['localhost', 'control-plane-1', 'ql-ingress.qinglong.svc'],
+      });
+      const server = new X509Certificate(await fs.readFile(paths.serverCertPath));
+      for (const name of ['localhost', 'control-plane-1', 'ql-ingress.qinglong.svc']) {
+        expect(server.checkHost(name, { wildcards: false })).toBe(name);
+      }
+      for (const bad of ['', 'Upper', 'a_b', '-lead', 'trail-', 'a..b', '*.wild', 'x'.repeat(64)]) {
+        await expect(
+          ensureDevPki(path.join(tmp, 'bad'), {
+            trustDomain: TRUST_DOMAIN,
+            workers: [],
+            serverDnsNames: [bad],
+          }),
+        ).rejects.toThrow(/invalid server DNS name/);
+      }
+      expect(await fs.readdir(tmp)).toEqual(['ok']);
+    });
+
     it('rejects worker ids that are not safe file names', async () => {
       await expect(ensureDevPki(tmp, { trustDomain: TRUST_DOMAIN, workers: ['../x'] })).rejects.toThrow(
         /invalid worker id/,

@@ -27,6 +27,8 @@ const CA_VALID_DAYS = 3650;
 const LEAF_VALID_DAYS = 365;
 const WORKER_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/; // R-REG-1
 const TRUST_DOMAIN_PATTERN = /^[a-z0-9._-]+$/; // SPIFFE trust domain characters
+const DNS_NAME_PATTERN =
+  /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 export interface PemPair {
   certPem: string;
@@ -132,6 +134,7 @@ export async function createWorkerCert(ca: PemPair, opts: WorkerCertOptions): Pr
 export async function ensureDevPki(dir: string, opts: EnsureDevPkiOptions): Promise<DevPkiPaths> {
   assertTrustDomain(opts.trustDomain);
   opts.workers.forEach(assertWorkerId);
+  opts.serverDnsNames?.forEach(assertDnsName);
   const root = path.resolve(dir);
   const workersDir = path.join(root, 'workers');
   await ensurePrivateDir(root);
@@ -280,6 +283,14 @@ function assertTrustDomain(trustDomain: string): void {
   if (!TRUST_DOMAIN_PATTERN.test(trustDomain)) {
     throw new Error(
       `invalid trust domain ${JSON.stringify(trustDomain)}: must match ${TRUST_DOMAIN_PATTERN}`,
+    );
+  }
+}
+
+function assertDnsName(name: string): void {
+  if (!DNS_NAME_PATTERN.test(name)) {
+    throw new Error(
+      `invalid server DNS name ${JSON.stringify(name)}: lower-case labels like control-plane-1`,
     );
   }
 }

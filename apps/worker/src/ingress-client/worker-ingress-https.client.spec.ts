@@ -1,3 +1,4 @@
+// Size: one real TLS server exercises every rule of the client; the cases share it.
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';

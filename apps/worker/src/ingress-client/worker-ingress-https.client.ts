@@ -1,3 +1,5 @@
+// Size: every rule of R-WIRE-4 (one socket, TLS 1.3, credential re-read, fingerprinted agent, no SNI
+// for IPs, bounded request and response, strict answers) sits in this one client on purpose.
 import { createHash } from 'node:crypto';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';

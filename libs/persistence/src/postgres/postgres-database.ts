@@ -12,11 +12,14 @@ import {
   bindNames,
   compilePostgres,
 } from '../sql-executor';
+import { asUnavailable } from './connection-errors';
 
 export interface PostgresOptions {
   readonly url: string;
   readonly poolSize?: number;
   readonly applicationName?: string;
+  /** How long a request waits to get a connection before it is 503 (default 10 s). */
+  readonly connectTimeoutMs?: number;
   /** Tests only: read time from this clock instead of the database (a model with a controllable clock). */
   readonly clock?: Clock;
 }
@@ -48,6 +51,8 @@ export class PostgresDatabase implements SqlDatabase {
       connectionString: options.url,
       max: options.poolSize ?? 10,
       application_name: options.applicationName ?? 'ql-control-plane',
+      // Bounded: an unreachable server that drops packets must answer 503, not hang the request.
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     });
     // A dropped idle connection must not crash the process; the next checkout reconnects.
     pool.on('error', () => undefined);
@@ -67,8 +72,13 @@ export class PostgresDatabase implements SqlDatabase {
   /** BEGIN … COMMIT on one connection; retried (bounded) on serialization failure or deadlock. */
   async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const client = await this.pool.connect();
+      const client = await this.pool.connect().catch((error: unknown) => {
+        throw asUnavailable(error);
+      });
       let broken = false;
+      // pg emits a connection lost while checked out as 'error' on the client; unheard, it kills the process.
+      const lost = () => (broken = true);
+      client.on('error', lost);
       try {
         await client.query('BEGIN');
         this.statements.add();
@@ -79,8 +89,9 @@ export class PostgresDatabase implements SqlDatabase {
       } catch (error) {
         await client.query('ROLLBACK').catch(() => (broken = true));
         const code = (error as { code?: string }).code;
-        if (!code || !RETRYABLE.has(code) || attempt >= MAX_TX_ATTEMPTS) throw error;
+        if (!code || !RETRYABLE.has(code) || attempt >= MAX_TX_ATTEMPTS) throw asUnavailable(error);
       } finally {
+        client.off('error', lost);
         client.release(broken);
       }
     }
@@ -125,11 +136,15 @@ export class PostgresDatabase implements SqlDatabase {
       this.cache.set(sql, compiled);
     }
     this.statements.add();
-    return on.query<T & object>({
-      name: compiled.name,
-      text: compiled.text,
-      values: bindNames(compiled, params, this.clock ? { now: this.clock.now() } : undefined),
-    });
+    try {
+      return await on.query<T & object>({
+        name: compiled.name,
+        text: compiled.text,
+        values: bindNames(compiled, params, this.clock ? { now: this.clock.now() } : undefined),
+      });
+    } catch (error) {
+      throw asUnavailable(error);
+    }
   }
 }
 

@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+# One image for the control plane (default command) and the headless worker:
+#   docker build -t qinglong-remote-worker:local .
+#   control plane: docker run … qinglong-remote-worker:local
+#   worker:        docker run -e QL_PROFILE=worker … qinglong-remote-worker:local node dist/apps/worker/src/main.js
+# docker-compose.yml and deploy/kubernetes/ run it; docs/operations.md explains both.
+
+# Both stages must use the same image: the runtime stage reuses the native module built in `build`.
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+# better-sqlite3 is a native module: node-gyp needs python3, make and g++ when no prebuilt binary fits.
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends python3 make g++ \
+  && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json ./
+# Install scripts off for every package, then only better-sqlite3's (its native build) is run.
+RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
+COPY tsconfig.json tsconfig.build.json ./
+COPY apps ./apps
+COPY libs ./libs
+COPY migrations ./migrations
+RUN npm run build
+
+FROM ${NODE_IMAGE} AS runtime
+# tini as PID 1 forwards SIGTERM to node and reaps the scripts a worker starts.
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends tini \
+  && rm -rf /var/lib/apt/lists/*
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+# Production dependencies without install scripts: no compiler in this image; the one native module,
+# better-sqlite3, is copied from the build stage (same base image, so the same Node ABI and libc).
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY --from=build /app/node_modules/better-sqlite3/build/Release/better_sqlite3.node ./node_modules/better-sqlite3/build/Release/
+COPY --from=build /app/dist ./dist
+COPY deploy/docker/healthcheck.js ./deploy/docker/
+# Owned by the runtime user so a named volume mounted here (the compose PKI volume) is writable by it.
+RUN mkdir -p /var/lib/qinglong/pki && chown -R node:node /var/lib/qinglong
+# The `node` user (uid 1000) of the official image: nothing runs as root.
+USER node
+EXPOSE 8080 8443
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["node", "dist/apps/control-plane/src/main.js"]

@@ -1,0 +1,220 @@
+/**
+ * R-OPS-6, R-OPS-8: deploy/kubernetes/ read as kubectl would (multi-document YAML listed by the
+ * kustomization) and checked against the app itself: settings names and values through the config
+ * loaders, ports and TLS paths from the effective settings, probe paths from the health controller.
+ * No cluster here: what a reviewer would check by eye is asserted instead.
+ */
+import 'reflect-metadata';
+import { PATH_METADATA } from '@nestjs/common/constants';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join, posix } from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
+import { SETTINGS, loadConfig } from '../../apps/control-plane/src/config/config';
+import { HealthController } from '../../apps/control-plane/src/health/health.controller';
+import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
+import { REPO_ROOT } from '../support/docker-emulation';
+
+const DIR = join(REPO_ROOT, 'deploy', 'kubernetes');
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- Kubernetes objects, read as plain YAML */
+type K8s = any;
+const kustomization = parse(readFileSync(join(DIR, 'kustomization.yaml'), 'utf8')) as K8s;
+const resources: K8s[] = (kustomization.resources as string[]).flatMap((file) =>
+  parseAllDocuments(readFileSync(join(DIR, file), 'utf8')).map((doc) => {
+    if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]!.message}`);
+    return doc.toJS() as K8s;
+  }),
+);
+const ofKind = (kind: string) => resources.filter((r) => r.kind === kind);
+const named = (kind: string, name: string) => ofKind(kind).find((r) => r.metadata.name === name);
+const workloads = [...ofKind('Deployment'), ...ofKind('Job')];
+const containers = workloads.flatMap((w) =>
+  (w.spec.template.spec.containers as K8s[]).map((c) => ({ workload: w, pod: w.spec.template.spec, c })),
+);
+
+/** What a container's environment will hold; Secret values are stand-ins of the right shape. */
+function containerEnv(c: K8s): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const from of c.envFrom ?? []) {
+    const map = named('ConfigMap', from.configMapRef?.name);
+    if (!map) throw new Error(`${c.name}: envFrom names no ConfigMap of the kustomization`);
+    Object.assign(env, map.data);
+  }
+  for (const e of c.env ?? []) {
+    if (e.value !== undefined) env[e.name] = String(e.value);
+    else if (e.valueFrom?.secretKeyRef && e.name === 'QL_DATABASE_URL')
+      env[e.name] = 'postgres://ql:pw@db:5432/ql';
+    else throw new Error(`${c.name}: ${e.name} has a source this test does not know`);
+  }
+  return env;
+}
+
+const profile = (c: K8s) => containerEnv(c).QL_PROFILE;
+const controlPlane = containers.find(
+  ({ workload, c }) => workload.kind === 'Deployment' && profile(c) === 'cluster-control',
+)!;
+const workers = containers.filter(({ c }) => profile(c) === 'worker');
+const controlPlaneConfig = loadConfig(containerEnv(controlPlane.c));
+const selects = (selector: Record<string, string>, labels: Record<string, string>) =>
+  Object.entries(selector).every(([k, v]) => labels[k] === v);
+const portNumber = (c: K8s, port: string | number) =>
+  typeof port === 'number' ? port : (c.ports as K8s[]).find((p) => p.name === port)?.containerPort;
+const probePath = (method: 'livez' | 'readyz') =>
+  `/${Reflect.getMetadata(PATH_METADATA, HealthController.prototype[method]) as string}`;
+
+/** The file a path in the container resolves to: a key of a Secret mounted read-only above it. */
+function secretFile(pod: K8s, c: K8s, file: string): { secret: string; key: string } | undefined {
+  for (const mount of c.volumeMounts ?? []) {
+    const rel = posix.relative(mount.mountPath, file);
+    if (rel.startsWith('..') || rel.includes('/') || !mount.readOnly) continue;
+    const secret = (pod.volumes as K8s[]).find((v) => v.name === mount.name)?.secret;
+    const item = (secret?.items as K8s[] | undefined)?.find((i) => i.path === rel);
+    if (secret && item) return { secret: secret.secretName, key: item.key };
+  }
+  return undefined;
+}
+
+describe('Kubernetes manifests (deploy/kubernetes)', () => {
+  it('the kustomization lists every manifest of the folder, all in one namespace, on one image', () => {
+    const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+    expect([...kustomization.resources].sort()).toEqual(files.sort());
+    expect(kustomization.namespace).toBe(named('Namespace', kustomization.namespace)?.metadata.name);
+    const images = new Set(containers.map(({ c }) => c.image));
+    expect([...images]).toEqual([kustomization.images[0].name]);
+  });
+
+  it('every container runs an entry point of the build through the image ENTRYPOINT, with only known settings', () => {
+    for (const { c } of containers) {
+      expect({ name: c.name, command: c.command }).toEqual({ name: c.name, command: undefined }); // keeps tini
+      const [node, script] = c.args as string[];
+      expect(node).toBe('node');
+      expect(existsSync(join(REPO_ROOT, script!.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);
+      const env = containerEnv(c);
+      const known =
+        profile(c) === 'worker'
+          ? ['QL_PROFILE', ...WORKER_SETTINGS.map((s) => s.env)]
+          : SETTINGS.map((s) => (s as { env: string }).env);
+      expect({ name: c.name, unknown: Object.keys(env).filter((k) => !known.includes(k)) }).toEqual({
+        name: c.name,
+        unknown: [],
+      });
+      if (profile(c) === 'worker') loadWorkerConfig(env);
+      else expect(loadConfig(env).profile).toBe('cluster-control');
+    }
+    const migrate = containers.find(({ workload }) => workload.kind === 'Job')!;
+    expect(migrate.c.args).toEqual(['node', 'dist/apps/control-plane/src/cli.js', 'migrate']);
+    expect(containerEnv(migrate.c).QL_DATABASE_URL).toBe(containerEnv(controlPlane.c).QL_DATABASE_URL);
+    expect(migrate.pod.restartPolicy).toMatch(/^(OnFailure|Never)$/);
+  });
+
+  it('the control plane: 2 replicas, a PodDisruptionBudget, startup/liveness/readiness probes on the admin port and the app’s probe paths', () => {
+    const { workload, c } = controlPlane;
+    expect(workload.spec.replicas).toBe(2);
+    const labels = workload.spec.template.metadata.labels;
+    expect(selects(workload.spec.selector.matchLabels, labels)).toBe(true);
+    const [pdb] = ofKind('PodDisruptionBudget');
+    expect(selects(pdb.spec.selector.matchLabels, labels)).toBe(true);
+    expect(pdb.spec.minAvailable).toBeGreaterThanOrEqual(1);
+    expect(pdb.spec.minAvailable).toBeLessThan(workload.spec.replicas);
+
+    expect((c.ports as K8s[]).map((p) => p.containerPort).sort()).toEqual(
+      [controlPlaneConfig.adminPort, controlPlaneConfig.ingressPort].sort(),
+    );
+    expect(controlPlaneConfig).toMatchObject({ adminHost: '0.0.0.0', ingressHost: '0.0.0.0' });
+    const probes = {
+      startup: c.startupProbe.httpGet,
+      liveness: c.livenessProbe.httpGet,
+      readiness: c.readinessProbe.httpGet,
+    };
+    expect(probes).toEqual({
+      startup: { path: probePath('livez'), port: expect.anything() },
+      liveness: { path: probePath('livez'), port: expect.anything() },
+      readiness: { path: probePath('readyz'), port: expect.anything() },
+    });
+    for (const probe of Object.values(probes))
+      expect(portNumber(c, probe.port)).toBe(controlPlaneConfig.adminPort);
+    const graceMs = controlPlane.pod.terminationGracePeriodSeconds * 1000;
+    expect(graceMs).toBeGreaterThan(controlPlaneConfig.shutdownGraceMs);
+  });
+
+  it('Services: the admin API inside the cluster, the worker ingress passed through, each to the right container port', () => {
+    const admin = named('Service', 'ql-admin');
+    const ingress = named('Service', 'ql-ingress');
+    expect(admin.spec.type).toBe('ClusterIP');
+    expect(ingress.spec.type).toBe('LoadBalancer');
+    const labels = controlPlane.workload.spec.template.metadata.labels;
+    for (const [service, port] of [
+      [admin, controlPlaneConfig.adminPort],
+      [ingress, controlPlaneConfig.ingressPort],
+    ] as const) {
+      expect(selects(service.spec.selector, labels)).toBe(true);
+      expect(service.spec.ports).toHaveLength(1);
+      expect(portNumber(controlPlane.c, service.spec.ports[0].targetPort)).toBe(port);
+    }
+  });
+
+  it('TLS files are keys of read-only Secret volumes at exactly the QL_TLS_* / QL_WORKER_TLS_* paths; each worker has its own Secret', () => {
+    const files = (pod: K8s, c: K8s, paths: string[]) => paths.map((p) => secretFile(pod, c, p));
+    const cp = files(controlPlane.pod, controlPlane.c, [
+      controlPlaneConfig.tlsCaPath,
+      controlPlaneConfig.tlsCertPath,
+      controlPlaneConfig.tlsKeyPath,
+    ]);
+    expect(cp.map((f) => f?.key)).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
+    expect(new Set(cp.map((f) => f?.secret)).size).toBe(1);
+    expect(workers.length).toBeGreaterThan(0);
+    const workerSecrets = new Set<string>();
+    for (const { pod, c } of workers) {
+      const config = loadWorkerConfig(containerEnv(c));
+      const mine = files(pod, c, [config.tlsCaPath, config.tlsCertPath, config.tlsKeyPath]);
+      expect(mine.map((f) => f?.key)).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
+      expect(mine[1]!.secret).toContain(config.workerId);
+      expect(mine[1]!.secret).not.toBe(cp[1]!.secret);
+      workerSecrets.add(mine[1]!.secret);
+    }
+    expect(workerSecrets.size).toBe(workers.length);
+    for (const { pod } of [controlPlane, ...workers]) {
+      for (const v of (pod.volumes as K8s[]).filter((v) => v.secret))
+        expect(v.secret.defaultMode).toBe(0o440);
+    }
+  });
+
+  it('workers: one pod per worker id (replicas 1, Recreate), dialling the ingress Service, restarted by the kubelet with back-off', () => {
+    const ingress = named('Service', 'ql-ingress');
+    const ids = new Set<string>();
+    for (const { workload, pod, c } of workers) {
+      const config = loadWorkerConfig(containerEnv(c));
+      ids.add(config.workerId);
+      expect(workload.spec).toMatchObject({ replicas: 1, strategy: { type: 'Recreate' } });
+      const url = new URL(config.controlPlaneUrl);
+      expect(url.hostname.split('.')[0]).toBe(ingress.metadata.name);
+      expect(Number(url.port)).toBe(ingress.spec.ports[0].port);
+      // A Deployment's pods always restart (CrashLoopBackOff back-off): a fenced worker comes back.
+      expect(pod.restartPolicy ?? 'Always').toBe('Always');
+      expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(config.stopBudgetMs);
+    }
+    expect(ids.size).toBe(workers.length);
+  });
+
+  it('every pod runs as non-root without privilege escalation, with resource requests and limits', () => {
+    for (const { workload, pod, c } of containers) {
+      const where = `${workload.kind}/${workload.metadata.name}`;
+      expect({ where, runAsNonRoot: pod.securityContext?.runAsNonRoot }).toEqual({
+        where,
+        runAsNonRoot: true,
+      });
+      expect({ where, uid: pod.securityContext?.runAsUser > 0 }).toEqual({ where, uid: true });
+      expect({ where, ...c.securityContext }).toMatchObject({
+        where,
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
+      expect({ where, requests: c.resources?.requests, limit: c.resources?.limits?.memory }).toEqual({
+        where,
+        requests: { cpu: expect.any(String), memory: expect.any(String) },
+        limit: expect.any(String),
+      });
+    }
+  });
+});

@@ -1,0 +1,86 @@
+/**
+ * R-OPS-8: the documented systemd unit restarts a fenced or failed worker with back-off, leaves a
+ * configuration error stopped, and sets only settings the worker knows. docs/operations.md shows
+ * the unit file as it is.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
+import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { REPO_ROOT } from '../support/docker-emulation';
+
+const UNIT_FILE = join(REPO_ROOT, 'deploy', 'systemd', 'qinglong-worker@.service');
+const text = readFileSync(UNIT_FILE, 'utf8');
+
+/** `[Section]` → key → values (a key may repeat, as Environment= does). */
+function parseUnit(unit: string): Record<string, Record<string, string[]>> {
+  const sections: Record<string, Record<string, string[]>> = {};
+  let current: Record<string, string[]> | undefined;
+  for (const raw of unit.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const section = /^\[(\w+)\]$/.exec(line);
+    if (section) {
+      current = sections[section[1]!] = {};
+      continue;
+    }
+    const eq = line.indexOf('=');
+    if (!current || eq <= 0) throw new Error(`unit file: cannot read "${line}"`);
+    (current[line.slice(0, eq)] ??= []).push(line.slice(eq + 1));
+  }
+  return sections;
+}
+
+const unit = parseUnit(text);
+const service = unit.Service!;
+const one = (key: string) => {
+  expect({ key, count: service[key]?.length }).toEqual({ key, count: 1 });
+  return service[key]![0]!;
+};
+/** systemd time spans as used here: `2s`, `5min`, `30` (seconds). */
+const seconds = (span: string) => Number.parseInt(span, 10) * (span.endsWith('min') ? 60 : 1);
+
+describe('systemd unit for a worker (deploy/systemd)', () => {
+  it('restarts a fenced or failed worker with a growing delay, never gives up, and leaves a configuration error stopped', () => {
+    expect(one('Restart')).toBe('on-failure');
+    expect(one('RestartPreventExitStatus').split(/\s+/)).toEqual([String(WORKER_EXIT.config)]);
+    expect(seconds(one('RestartSec'))).toBeGreaterThan(0);
+    expect(Number(one('RestartSteps'))).toBeGreaterThan(0);
+    expect(seconds(one('RestartMaxDelaySec'))).toBeGreaterThan(seconds(one('RestartSec')));
+    expect(unit.Unit?.StartLimitIntervalSec).toEqual(['0']);
+  });
+
+  it('runs the built worker entry point with only worker settings, one certificate per instance, and stops within the unit timeout', () => {
+    const [node, script, ...rest] = one('ExecStart').split(/\s+/);
+    expect(node).toMatch(/^\/.*\/node$/);
+    expect(rest).toEqual([]);
+    expect(script).toBe('dist/apps/worker/src/main.js');
+    expect(existsSync(join(REPO_ROOT, 'apps/worker/src/main.ts'))).toBe(true);
+    const env = Object.fromEntries(
+      service
+        .Environment!.map((e) => e.split('=') as [string, string])
+        .map(([k, v]) => [k, v.replace(/%i/g, 'router-7')]),
+    );
+    const known = ['QL_PROFILE', ...WORKER_SETTINGS.map((s) => s.env)];
+    expect(Object.keys(env).filter((k) => !known.includes(k))).toEqual([]);
+    expect(env.QL_PROFILE).toBe('worker');
+    // The control plane URL comes from the EnvironmentFile.
+    const config = loadWorkerConfig({
+      ...env,
+      QL_WORKER_CONTROL_PLANE_URL: 'https://workers.example.org:8443',
+    });
+    expect(config).toMatchObject({
+      workerId: 'router-7',
+      tlsCertPath: expect.stringContaining('/router-7.crt'),
+    });
+    expect(config.tlsKeyPath).toContain('/router-7.key');
+    expect(one('KillSignal')).toBe('SIGTERM');
+    expect(seconds(one('TimeoutStopSec')) * 1000).toBeGreaterThan(config.stopBudgetMs);
+  });
+
+  it('is shown in docs/operations.md exactly as shipped', () => {
+    expect(readFileSync(join(REPO_ROOT, 'docs', 'operations.md'), 'utf8')).toContain(
+      `\`\`\`ini\n${text}\`\`\``,
+    );
+  });
+});

@@ -1,0 +1,343 @@
+/**
+ * R-OPS-5, R-OPS-8: docker-compose.yml and the Dockerfile, read as written and then run as real
+ * processes on this machine, which has no Docker. What stands in for Docker:
+ * - the image: the Dockerfile is replayed into temp folders (test/support/docker-emulation.ts): its
+ *   COPY steps, `npm run build`, and `npm ci --omit=dev` as links to the production packages only,
+ *   so the services run the compiled `dist/` the image holds; ENTRYPOINT (tini) is left out;
+ * - a service's command: its `command`, else the final stage's CMD, run in that folder (its WORKDIR);
+ * - postgres: a fresh test database; QL_DATABASE_URL keeps the compose URL but its host, port,
+ *   database and role become the test server's (after asserting it names the `postgres` service);
+ * - volumes: each named volume is a temp folder; an env value under a mount path points into it;
+ * - ports: QL_ADMIN_PORT and QL_INGRESS_PORT become 0 (a free port, read back from the replica's
+ *   "control plane ready" line), QL_ADMIN_HOST and QL_INGRESS_HOST become 127.0.0.1, and a worker's
+ *   https://<service>:<container port> becomes that replica's ingress on 127.0.0.1;
+ * - healthchecks: the `CMD` runs as a process with the service's environment (its real ports).
+ */
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SETTINGS, loadConfig } from '../../apps/control-plane/src/config/config';
+import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
+import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { LoggedProcess } from '../support/child-process';
+import { TestPostgresDatabase, createPostgresDatabase } from '../support/databases';
+import {
+  REPO_ROOT,
+  ReplayedImage,
+  copyParts,
+  durationMs,
+  execForm,
+  instructions,
+  loadCompose,
+  parseDockerfile,
+  replayImage,
+  run,
+} from '../support/docker-emulation';
+
+const compose = loadCompose();
+const stages = parseDockerfile(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'));
+const finalStage = stages[stages.length - 1]!;
+const services = Object.entries(compose.services);
+const names = (test: (env: Record<string, string>) => boolean) =>
+  services.filter(([, s]) => test(s.environment ?? {})).map(([name]) => name);
+const controlPlanes = names((env) => env.QL_PROFILE === 'cluster-control');
+const workers = names((env) => env.QL_PROFILE === 'worker');
+const jobs = services.filter(([, s]) => s.restart === 'no').map(([name]) => name);
+const env = (name: string) => compose.services[name]!.environment ?? {};
+const jobScript = (compose.services[jobs[0] ?? '']?.command ?? []).join(' ');
+const optionValues = (option: string) =>
+  [...jobScript.matchAll(new RegExp(`--${option} (\\S+)`, 'g'))].map((m) => m[1]);
+const ingressTarget = (url: string) => {
+  const { hostname, port } = new URL(url);
+  return { service: hostname, port };
+};
+
+describe('docker-compose.yml and the Dockerfile, as written', () => {
+  it('the image is multi-stage: the final stage installs production dependencies only, runs as a non-root user and starts the control plane', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    // The runtime stage copies the native module built in the build stage: same base image.
+    expect(new Set(stages.map((s) => s.from)).size).toBe(1);
+    expect(stages[0]!.from).toMatch(/^node:\d+/);
+    expect(instructions(stages[0]!, 'RUN')).toContain('npm run build');
+    expect(instructions(finalStage, 'RUN').some((r) => /\bnpm ci --omit=dev\b/.test(r))).toBe(true);
+    expect(instructions(finalStage, 'RUN').some((r) => /\bnpm (ci|install)\b(?!.*--omit=dev)/.test(r))).toBe(
+      false,
+    );
+    const users = instructions(finalStage, 'USER');
+    expect(users.length).toBeGreaterThan(0);
+    expect(users[users.length - 1]).not.toMatch(/^(root|0)(:|$)/);
+    expect(instructions(finalStage, 'ENV')).toContain('NODE_ENV=production');
+    expect(execForm(instructions(finalStage, 'CMD').pop()!)).toEqual([
+      'node',
+      'dist/apps/control-plane/src/main.js',
+    ]);
+    // The context leaves out local state and keys, and nothing a COPY needs (plain-path patterns).
+    const ignored = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n');
+    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', 'var', '.git']));
+    const copied = stages
+      .flatMap((stage) => instructions(stage, 'COPY').map(copyParts))
+      .filter((c) => c.from === undefined)
+      .flatMap((c) => c.paths);
+    const plain = ignored.filter((p) => p && !p.startsWith('#') && !/[*?[!]/.test(p));
+    expect(copied.filter((src) => plain.some((p) => src === p || src.startsWith(`${p}/`)))).toEqual([]);
+  });
+
+  it('has PostgreSQL, one one-shot job, two control-plane replicas and two workers; every service but the job has a healthcheck and a restart policy', () => {
+    expect(compose.services.postgres?.image).toMatch(/^postgres:\d+$/); // the official image
+    expect(compose.services.postgres?.healthcheck?.test.join(' ')).toMatch(/pg_isready/);
+    expect(jobs).toEqual(['setup']);
+    expect(controlPlanes).toHaveLength(2);
+    expect(workers).toHaveLength(2);
+    expect(Object.keys(compose.services).sort()).toEqual(
+      ['postgres', ...jobs, ...controlPlanes, ...workers].sort(),
+    );
+    for (const [name, s] of services.filter(([name]) => !jobs.includes(name))) {
+      expect({ name, test: s.healthcheck?.test?.[0] }).toEqual({ name, test: expect.stringMatching(/^CMD/) });
+      expect({ name, restart: s.restart }).toEqual({
+        name,
+        restart: expect.stringMatching(/^(unless-stopped|on-failure|always)/),
+      });
+    }
+    for (const name of [...jobs, ...controlPlanes, ...workers]) {
+      expect({ name, build: compose.services[name]!.build }).toEqual({ name, build: '.' });
+      expect(compose.services[name]!.image).toBe(compose.services.setup!.image);
+    }
+  });
+
+  it('control-plane replicas: cluster profile on the job’s database, reachable from other containers, started after the job and a healthy PostgreSQL, always restarted', () => {
+    const pg = env('postgres');
+    const url = new URL(env('setup').QL_DATABASE_URL!);
+    expect({
+      host: url.hostname,
+      port: url.port,
+      db: url.pathname,
+      user: url.username,
+      password: url.password,
+    }).toEqual({
+      host: 'postgres',
+      port: '5432',
+      db: `/${pg.POSTGRES_DB}`,
+      user: pg.POSTGRES_USER,
+      password: pg.POSTGRES_PASSWORD,
+    });
+    for (const name of controlPlanes) {
+      const s = compose.services[name]!;
+      const e = env(name);
+      expect(Object.keys(e).filter((k) => !SETTINGS.some((setting) => setting.env === k))).toEqual([]);
+      const config = loadConfig(e); // what the process will read: an unknown or bad value throws
+      expect(config).toMatchObject({
+        profile: 'cluster-control',
+        adminHost: '0.0.0.0',
+        ingressHost: '0.0.0.0',
+      });
+      expect(e.QL_DATABASE_URL).toBe(env('setup').QL_DATABASE_URL);
+      expect(s.depends_on).toEqual({
+        setup: { condition: 'service_completed_successfully' },
+        postgres: { condition: 'service_healthy' },
+      });
+      expect(s.restart).toBe('unless-stopped');
+      expect(durationMs(s.stop_grace_period ?? '10s')).toBeGreaterThan(config.shutdownGraceMs);
+      // Published: the admin API (plain HTTP) on loopback only, the mTLS ingress on every interface.
+      expect(s.ports?.map((p) => p.split(':').slice(-1)[0]).sort()).toEqual(
+        [String(config.adminPort), String(config.ingressPort)].sort(),
+      );
+      expect(s.ports?.find((p) => p.endsWith(`:${config.adminPort}`))).toMatch(/^127\.0\.0\.1:/);
+    }
+  });
+
+  it('workers: each its own certificate issued by the job, a replica’s ingress named on the server certificate, restarted on failure', () => {
+    const certs = new Set<string>();
+    for (const name of workers) {
+      const s = compose.services[name]!;
+      const e = env(name);
+      const known = [...WORKER_SETTINGS.map((setting) => setting.env), 'QL_PROFILE'];
+      expect(Object.keys(e).filter((k) => !known.includes(k))).toEqual([]);
+      const config = loadWorkerConfig(e);
+      expect(optionValues('worker')).toContain(config.workerId);
+      expect(config.tlsCertPath).toMatch(new RegExp(`/workers/${config.workerId}\\.crt$`));
+      expect(config.tlsKeyPath).toMatch(new RegExp(`/workers/${config.workerId}\\.key$`));
+      certs.add(config.tlsCertPath);
+      const target = ingressTarget(config.controlPlaneUrl);
+      expect(controlPlanes).toContain(target.service);
+      expect(target.port).toBe(env(target.service).QL_INGRESS_PORT);
+      expect(optionValues('server-name')).toContain(target.service);
+      expect(s.depends_on).toEqual({ [target.service]: { condition: 'service_healthy' } });
+      expect(s.restart).toBe('on-failure'); // a fenced worker exits non-zero and must come back
+      expect(durationMs(s.stop_grace_period ?? '10s')).toBeGreaterThan(config.stopBudgetMs);
+    }
+    expect(certs.size).toBe(workers.length);
+  });
+});
+
+interface Address {
+  admin: string;
+  ingress: string;
+}
+
+function getJson(url: string, token?: string): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+    const req = request(url, { headers, agent: false }, (res) => {
+      let raw = '';
+      res.on('data', (chunk: Buffer) => (raw += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: raw ? JSON.parse(raw) : undefined }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('the compose services as real processes (compiled image layout, PostgreSQL)', () => {
+  let image: ReplayedImage;
+  let db: TestPostgresDatabase;
+  let volumes: string;
+  const addresses = new Map<string, Address>();
+  const processes: LoggedProcess[] = [];
+
+  beforeAll(async () => {
+    [image, db] = await Promise.all([replayImage(stages), createPostgresDatabase()]);
+    volumes = mkdtempSync(join(tmpdir(), 'ql-compose-volumes-'));
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const p of processes.filter((p) => p.running)) {
+      p.kill('SIGKILL');
+      await p.exited;
+    }
+    await db?.drop();
+    image?.remove();
+    if (volumes) rmSync(volumes, { recursive: true, force: true });
+  });
+
+  /** The service's environment with this machine standing in for the containers (see the header). */
+  function localEnv(name: string): Record<string, string> {
+    const s = compose.services[name]!;
+    const result: Record<string, string> = {};
+    for (const [key, composeValue] of Object.entries(s.environment ?? {})) {
+      let value = composeValue;
+      for (const mount of s.volumes ?? []) {
+        const [volume, target] = mount.split(':') as [string, string];
+        if (volume in (compose.volumes ?? {}) && (value === target || value.startsWith(`${target}/`))) {
+          value = join(volumes, volume) + value.slice(target.length);
+        }
+      }
+      if (key === 'QL_DATABASE_URL') {
+        const url = new URL(value);
+        const local = new URL(db.url);
+        expect(url.hostname).toBe('postgres');
+        for (const part of ['hostname', 'port', 'pathname', 'username', 'password'] as const)
+          url[part] = local[part];
+        value = url.toString();
+      }
+      if (/^QL_(ADMIN|INGRESS)_HOST$/.test(key)) value = '127.0.0.1';
+      if (/^QL_(ADMIN|INGRESS)_PORT$/.test(key)) value = '0';
+      if (key === 'QL_WORKER_CONTROL_PLANE_URL') {
+        const target = ingressTarget(value);
+        expect(target.port).toBe(env(target.service).QL_INGRESS_PORT);
+        value = addresses.get(target.service)!.ingress;
+      }
+      result[key] = value;
+    }
+    return result;
+  }
+
+  function start(name: string): LoggedProcess {
+    const [command, ...args] =
+      compose.services[name]!.command ?? execForm(instructions(finalStage, 'CMD').pop()!);
+    expect(command).toBe('node');
+    const p = new LoggedProcess(process.execPath, args, { cwd: image.root, env: localEnv(name) });
+    processes.push(p);
+    return p;
+  }
+
+  /** The service's healthcheck command, with the ports the container's environment would hold. */
+  async function healthy(name: string): Promise<true | undefined> {
+    const [kind, command, ...args] = compose.services[name]!.healthcheck!.test;
+    expect([kind, command]).toEqual(['CMD', 'node']);
+    const address = addresses.get(name);
+    const ports = address && {
+      QL_ADMIN_PORT: new URL(address.admin).port,
+      QL_INGRESS_PORT: new URL(address.ingress).port,
+    };
+    const result = await run(process.execPath, args, {
+      cwd: image.root,
+      env: { ...localEnv(name), ...ports },
+    });
+    return result.code === 0 ? true : undefined;
+  }
+
+  it('runs the job, then both replicas until /readyz, then both workers until both are registered; SIGTERM stops them cleanly', async () => {
+    const [job] = jobs;
+    const [sh, ...shArgs] = compose.services[job!]!.command!;
+    const setup = await run(sh!, shArgs, { cwd: image.root, env: localEnv(job!) });
+    expect({ code: setup.code, stderr: setup.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(setup.stdout).toContain('migrations applied (postgres)');
+    const server = new X509Certificate(readFileSync(join(volumes, 'pki', 'server.crt')));
+    for (const name of controlPlanes) expect(server.checkHost(name, { wildcards: false })).toBe(name);
+
+    const replicas = controlPlanes.map((name) => ({ name, p: start(name) }));
+    for (const { name, p } of replicas) {
+      const ready = await p.until(`${name} ready`, async () =>
+        p.lines.find((l) => l.msg === 'control plane ready'),
+      );
+      addresses.set(name, { admin: String(ready.admin), ingress: String(ready.ingress) });
+    }
+    for (const { name, p } of replicas) {
+      await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250 });
+      expect((await getJson(`${addresses.get(name)!.admin}/readyz`)).status).toBe(200);
+    }
+
+    const key = await run(
+      process.execPath,
+      ['dist/apps/control-plane/src/cli.js', 'api-key', '--name', 'compose-e2e', '--role', 'viewer'],
+      { cwd: image.root, env: localEnv(controlPlanes[0]!) },
+    );
+    expect(key.code).toBe(0);
+    const { token } = JSON.parse(key.stdout.slice(0, key.stdout.lastIndexOf('}') + 1)) as { token: string };
+
+    const running = workers.map((name) => ({ name, p: start(name) }));
+    const statuses = async () => {
+      const lists = await Promise.all(
+        controlPlanes.map((name) => getJson(`${addresses.get(name)!.admin}/api/v1/workers`, token)),
+      );
+      return lists.map(({ body }) =>
+        Object.fromEntries(
+          (body as { items: { workerId: string; status: string }[] }).items.map((w) => [
+            w.workerId,
+            w.status,
+          ]),
+        ),
+      );
+    };
+    const online = Object.fromEntries(workers.map((name) => [env(name).QL_WORKER_ID, 'online']));
+    for (const { name, p } of running) {
+      await p.until(`${name} registered`, async () => p.lines.find((l) => l.msg === 'worker registered'));
+      await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250 });
+    }
+    // Each worker registered with its own replica; both replicas see both (one database).
+    await running[0]!.p.until(
+      'both workers online on both replicas',
+      async () =>
+        (await statuses()).every((s) => JSON.stringify(s) === JSON.stringify(online)) ? true : undefined,
+      { pollMs: 250 },
+    );
+
+    for (const { p } of running) p.kill('SIGTERM');
+    for (const { name, p } of running) {
+      expect({ name, exit: await p.exited, stderr: p.stderr }).toEqual({
+        name,
+        exit: { code: WORKER_EXIT.ok, signal: null },
+        stderr: [],
+      });
+    }
+    const offline = Object.fromEntries(workers.map((name) => [env(name).QL_WORKER_ID, 'offline']));
+    expect(await statuses()).toEqual(controlPlanes.map(() => offline));
+
+    for (const { p } of replicas) p.kill('SIGTERM');
+    for (const { name, p } of replicas) {
+      expect({ name, exit: await p.exited }).toEqual({ name, exit: { code: 0, signal: null } });
+    }
+  }, 120_000);
+});
