@@ -2,13 +2,12 @@ import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { OpenApiDocument, buildOpenApiDocument } from './admin/openapi-document';
+import { OpenApiDocument, SWAGGER_UI_PATH, buildOpenApiDocument } from './admin/openapi-document';
 import { AdminAppModule, IngressAppModule } from './app.modules';
 import { ControlPlaneConfig } from './config/config';
 import { ControlPlaneCore } from './core/core';
 
-/** Where the admin listener serves Swagger UI (public, like `/openapi.json`). */
-export const SWAGGER_UI_PATH = 'docs';
+export { SWAGGER_UI_PATH };
 
 /**
  * Builds the document from both listeners' applications before they listen, hands it to

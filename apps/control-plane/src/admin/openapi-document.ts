@@ -6,6 +6,9 @@ import { loadConfig } from '../config/config';
 import { ADMIN_SECURITY, ADMIN_TAG, PROBES_TAG } from '../http/admin-docs';
 import { INGRESS_SECURITY, INGRESS_TAG } from '../http/ingress-docs';
 
+/** Where the admin listener serves Swagger UI (public, like `/openapi.json`). */
+export const SWAGGER_UI_PATH = 'docs';
+
 /** The document `/openapi.json` serves; set once both listeners' applications exist (api-docs.ts). */
 @Injectable()
 export class OpenApiDocument {
@@ -65,6 +68,16 @@ const INGRESS_SERVER = {
   },
 };
 
+/** Swagger UI's page is served outside Nest (api-docs.ts), so no controller describes it. */
+const SWAGGER_UI_ROUTE = {
+  get: {
+    operationId: 'swagger_ui',
+    summary: 'Swagger UI over this document (its scripts and styles are under the same path)',
+    tags: [PROBES_TAG],
+    responses: { '200': { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } },
+  },
+};
+
 /**
  * One OpenAPI document for both listeners (R-ADM-2), generated from their controllers and DTO
  * classes: the admin paths under the top-level server, the ingress paths each with the ingress
@@ -80,7 +93,7 @@ export function buildOpenApiDocument(admin: INestApplication, ingress: INestAppl
   );
   const document: OpenAPIObject = {
     ...adminDoc,
-    paths: { ...adminDoc.paths, ...ingressPaths },
+    paths: { ...adminDoc.paths, [`/${SWAGGER_UI_PATH}`]: SWAGGER_UI_ROUTE, ...ingressPaths },
     components: {
       ...adminDoc.components,
       schemas: mergeSchemas(adminDoc.components?.schemas ?? {}, ingressDoc.components?.schemas ?? {}),
