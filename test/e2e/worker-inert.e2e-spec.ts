@@ -1,7 +1,12 @@
 import 'reflect-metadata';
 import { createHook } from 'node:async_hooks';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import type { LocalProcessExecutor } from '../../apps/worker/src/executor/local-process.executor';
+import type { WorkerJournal } from '../../apps/worker/src/journal/worker-journal';
 import type * as LifecycleFile from '../../apps/worker/src/lifecycle/worker-lifecycle.service';
 import type * as WorkerModuleFile from '../../apps/worker/src/worker.module';
 
@@ -65,17 +70,45 @@ async function createdDuring(fn: () => Promise<void>): Promise<string[]> {
  */
 const WORKER_MODULE = '../../apps/worker/src/worker.module';
 const LIFECYCLE = '../../apps/worker/src/lifecycle/worker-lifecycle.service';
+const JOURNAL = '../../apps/worker/src/journal/worker-journal';
+const EXECUTOR = '../../apps/worker/src/executor/local-process.executor';
 const load = (path: string): Promise<unknown> => import(path);
+
+/** Where this test's worker would keep its journal and run folders: they must not appear. */
+const folders = join(tmpdir(), `ql-inert-${process.pid}-${Date.now()}`);
+beforeAll(() => {
+  process.env.QL_WORKER_JOURNAL_DIR = join(folders, 'journal');
+  process.env.QL_WORKER_WORK_DIR = join(folders, 'runs');
+});
+afterAll(() => {
+  delete process.env.QL_WORKER_JOURNAL_DIR;
+  delete process.env.QL_WORKER_WORK_DIR;
+});
 
 describe('worker module without start() (R-PROF-3)', () => {
   it('importing the module and building its standalone context adds no timer, socket, file or child process', async () => {
     await macrotask();
     const beforeImport = count();
-    let modules!: [typeof WorkerModuleFile, typeof LifecycleFile];
+    let modules!: [
+      typeof WorkerModuleFile,
+      typeof LifecycleFile,
+      { WorkerJournal: typeof WorkerJournal },
+      { LocalProcessExecutor: typeof LocalProcessExecutor },
+    ];
     const createdByImport = await createdDuring(async () => {
-      modules = (await Promise.all([load(WORKER_MODULE), load(LIFECYCLE)])) as typeof modules;
+      modules = (await Promise.all([
+        load(WORKER_MODULE),
+        load(LIFECYCLE),
+        load(JOURNAL),
+        load(EXECUTOR),
+      ])) as typeof modules;
     });
-    const [{ WorkerModule }, { WorkerLifecycleService }] = modules;
+    const [
+      { WorkerModule },
+      { WorkerLifecycleService },
+      { WorkerJournal: journalClass },
+      { LocalProcessExecutor: executorClass },
+    ] = modules;
     await macrotask();
     expect(added(beforeImport, count())).toEqual(none);
     expect(createdByImport).toEqual([]);
@@ -94,6 +127,12 @@ describe('worker module without start() (R-PROF-3)', () => {
         expect(added(beforeContext, count())).toEqual(none);
         expect(createdByContext).toEqual([]);
         expect(app.get(WorkerLifecycleService).currentState).toBe('idle');
+        // The journal and the executor are in the graph, unopened: no folder, no lock, no process.
+        const journal = app.get<WorkerJournal>(journalClass, { strict: false });
+        expect(journal.isOpen).toBe(false);
+        expect(journal.dir).toBe(join(folders, 'journal'));
+        expect(app.get<LocalProcessExecutor>(executorClass, { strict: false })).toBeDefined();
+        expect(existsSync(folders)).toBe(false);
         const registry = (() => {
           try {
             return app.get(SchedulerRegistry, { strict: false });

@@ -17,6 +17,11 @@ describe('loadWorkerConfig', () => {
       requestTimeoutMs: 5000,
       stopBudgetMs: 10000,
       labels: {},
+      journalDir: './var/worker/worker-1/journal',
+      journalMaxRecords: 64,
+      workDir: './var/worker/worker-1/runs',
+      killGraceMs: 5000,
+      outputMaxBytes: 1048576,
       logLevel: 'info',
     });
   });
@@ -28,6 +33,8 @@ describe('loadWorkerConfig', () => {
     });
     expect(c.tlsCertPath).toBe('./var/pki/workers/edge-7.crt');
     expect(c.tlsKeyPath).toBe('./var/pki/workers/edge-7.key');
+    expect(c.journalDir).toBe('./var/worker/edge-7/journal');
+    expect(c.workDir).toBe('./var/worker/edge-7/runs');
     expect(c.labels).toEqual({ zone: 'lab', 'kubernetes.io/hostname': 'node-1', empty: '' });
   });
 
@@ -51,6 +58,17 @@ describe('loadWorkerConfig', () => {
       { QL_WORKER_STOP_BUDGET_MS: '1000', QL_WORKER_REQUEST_TIMEOUT_MS: '2000' },
       /must be below QL_WORKER_STOP_BUDGET_MS/,
     ],
+    [
+      'a journal above the hard limit',
+      { QL_WORKER_JOURNAL_MAX_RECORDS: '1025' },
+      /QL_WORKER_JOURNAL_MAX_RECORDS=1025 must be an integer in 1\.\.1024/,
+    ],
+    [
+      'a journal smaller than the runs going at once',
+      { QL_WORKER_MAX_CONCURRENT_RUNS: '8', QL_WORKER_JOURNAL_MAX_RECORDS: '4' },
+      /QL_WORKER_JOURNAL_MAX_RECORDS \(4\) must be at least QL_WORKER_MAX_CONCURRENT_RUNS \(8\)/,
+    ],
+    ['an empty journal folder', { QL_WORKER_JOURNAL_DIR: ' ' }, /QL_WORKER_JOURNAL_DIR must not be empty/],
     ['a label without =', { QL_WORKER_LABELS: 'zone' }, /item 1 is not k=v/],
     ['a bad label key', { QL_WORKER_LABELS: 'Zone=x' }, /label key "Zone"/],
     ['a duplicate label key', { QL_WORKER_LABELS: 'a=1,a=2' }, /appears twice/],
@@ -85,6 +103,13 @@ describe('loadWorkerConfig', () => {
     const table = workerConfigTable();
     for (const s of WORKER_SETTINGS) expect(table).toContain(`| \`${s.env}\` |`);
     expect(table).toContain('`./var/pki/workers/$QL_WORKER_ID.crt`*');
+  });
+
+  it('the README shows the current table', () => {
+    const readme = readFileSync(join(__dirname, '../../../../README.md'), 'utf8');
+    const start = readme.indexOf('<!-- worker-config-table:start -->');
+    const end = readme.indexOf('<!-- worker-config-table:end -->');
+    expect(readme.slice(start, end)).toContain(workerConfigTable());
   });
 
   it('declares the package version as its software version', () => {

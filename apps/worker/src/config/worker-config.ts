@@ -9,6 +9,7 @@ import {
   readSettings,
   settingsTable,
 } from '@ql/contracts';
+import { JOURNAL_LIMITS } from '../journal/journal-states';
 
 /**
  * The headless worker's settings: one environment variable each, validated once at start, with a
@@ -25,6 +26,11 @@ export interface WorkerConfig {
   readonly requestTimeoutMs: number;
   readonly stopBudgetMs: number;
   readonly labels: Readonly<Record<string, string>>;
+  readonly journalDir: string;
+  readonly journalMaxRecords: number;
+  readonly workDir: string;
+  readonly killGraceMs: number;
+  readonly outputMaxBytes: number;
   readonly logLevel: WorkerLogLevel;
 }
 
@@ -99,6 +105,9 @@ const labels: Parser<Record<string, string>> = (raw, name) => {
   }
   return result;
 };
+
+const perWorker = (folder: string) => (c: Partial<WorkerConfig>) =>
+  `./var/worker/${c.workerId ?? 'worker-1'}/${folder}`;
 
 const pki = (file: (id: string) => string) => (c: Partial<WorkerConfig>) =>
   `./var/pki/${file(c.workerId ?? 'worker-1')}`;
@@ -176,6 +185,41 @@ export const WORKER_SETTINGS = [
     parse: labels,
   },
   {
+    key: 'journalDir',
+    env: 'QL_WORKER_JOURNAL_DIR',
+    default: perWorker('journal'),
+    doc: 'folder of the local journal of accepted runs (0700, one 0600 file per run, locked by one worker process)',
+    parse: path,
+  },
+  {
+    key: 'journalMaxRecords',
+    env: 'QL_WORKER_JOURNAL_MAX_RECORDS',
+    default: String(JOURNAL_LIMITS.defaultRecords),
+    doc: `journal records kept (1..${JOURNAL_LIMITS.maxRecords}); finished ones beyond it are pruned oldest first`,
+    parse: int(1, JOURNAL_LIMITS.maxRecords),
+  },
+  {
+    key: 'workDir',
+    env: 'QL_WORKER_WORK_DIR',
+    default: perWorker('runs'),
+    doc: 'root of the per-run work folders (0700); a run starts in a fresh one, which is also its HOME',
+    parse: path,
+  },
+  {
+    key: 'killGraceMs',
+    env: 'QL_WORKER_KILL_GRACE_MS',
+    default: '5000',
+    doc: "pause between SIGTERM and SIGKILL to a run's process group on timeout or cancel",
+    parse: int(100, 60_000),
+  },
+  {
+    key: 'outputMaxBytes',
+    env: 'QL_WORKER_OUTPUT_MAX_BYTES',
+    default: '1048576',
+    doc: 'output kept per run (stdout and stderr together); beyond it a truncation marker and nothing more',
+    parse: int(4096, 64 * 1024 * 1024),
+  },
+  {
     key: 'logLevel',
     env: 'QL_WORKER_LOG_LEVEL',
     default: 'info',
@@ -193,6 +237,12 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
     // A single hung call must not be able to eat the whole stop budget before offline is tried.
     throw new WorkerConfigError(
       `QL_WORKER_REQUEST_TIMEOUT_MS (${result.requestTimeoutMs}) must be below QL_WORKER_STOP_BUDGET_MS (${result.stopBudgetMs})`,
+    );
+  }
+  if (result.journalMaxRecords < result.maxConcurrentRuns) {
+    // Every run going at once needs its record; a smaller journal could not accept the last ones.
+    throw new WorkerConfigError(
+      `QL_WORKER_JOURNAL_MAX_RECORDS (${result.journalMaxRecords}) must be at least QL_WORKER_MAX_CONCURRENT_RUNS (${result.maxConcurrentRuns})`,
     );
   }
   return result;

@@ -1,0 +1,25 @@
+import { Module } from '@nestjs/common';
+import type { WorkerConfig } from '../config/worker-config';
+import { WORKER_CONFIG } from '../worker.tokens';
+import { LocalProcessExecutor } from './local-process.executor';
+
+/**
+ * The `local-process` executor (R-WRK-3). Building it starts nothing: folders, processes and
+ * deadline timers come with `launch()`.
+ */
+@Module({
+  providers: [
+    {
+      provide: LocalProcessExecutor,
+      inject: [WORKER_CONFIG],
+      useFactory: (c: WorkerConfig) =>
+        new LocalProcessExecutor({
+          workRoot: c.workDir,
+          killGraceMs: c.killGraceMs,
+          outputCapBytes: c.outputMaxBytes,
+        }),
+    },
+  ],
+  exports: [LocalProcessExecutor],
+})
+export class ExecutorModule {}

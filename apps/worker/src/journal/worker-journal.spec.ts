@@ -1,0 +1,222 @@
+import { createIdGenerator } from '@ql/contracts';
+import { IllegalStateError } from '@ql/domain';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmod, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { JournalCorruptError, JournalRecord } from './journal-record';
+import { JournalState } from './journal-states';
+import { RestartAction, WORKER_RESTARTED } from './restart-action';
+import { RestartScan } from './restart-scan';
+import { AcceptedOffer, JournalFullError, WorkerJournal } from './worker-journal';
+
+const ids = createIdGenerator();
+let root: string;
+beforeEach(() => (root = mkdtempSync(join(tmpdir(), 'ql-journal-'))));
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+const offer = (): AcceptedOffer => ({
+  offerId: ids.uuidV7(),
+  runId: ids.uuidV7(),
+  attemptId: ids.uuidV7(),
+  leaseGeneration: 1,
+  leaseToken: randomBytes(32).toString('base64url'),
+  specDigest: 'a'.repeat(64),
+});
+const proc = { pid: 4242, pgid: 4242, bootId: 'boot-1' };
+const outcome = { status: 'succeeded', exitCode: 0, errorCode: null } as const;
+
+async function opened(dir = join(root, 'journal'), maxRecords = 64): Promise<WorkerJournal> {
+  const journal = new WorkerJournal({ dir, workerId: 'worker-1', maxRecords });
+  await journal.open();
+  return journal;
+}
+
+/** Drives a fresh record along the table to `state`, through real writes. */
+async function driveTo(journal: WorkerJournal, state: JournalState, exited = false): Promise<JournalRecord> {
+  const o = offer();
+  let r = await journal.accept(o);
+  const steps: Record<JournalState, JournalState[]> = {
+    accepted: [],
+    starting_acknowledged: ['starting_acknowledged'],
+    launching: ['starting_acknowledged', 'launching'],
+    started: ['starting_acknowledged', 'launching', 'started'],
+    running_acknowledged: ['starting_acknowledged', 'launching', 'started', 'running_acknowledged'],
+    completion_acknowledged: [
+      'starting_acknowledged',
+      'launching',
+      'started',
+      'running_acknowledged',
+      'completion_acknowledged',
+    ],
+    start_failed: ['starting_acknowledged', 'start_failed'],
+    recovery_required: ['starting_acknowledged', 'launching', 'recovery_required'],
+  };
+  for (const to of steps[state]) {
+    r = await journal.transition(o.offerId, to, {
+      ...(to === 'started' ? { process: proc } : {}),
+      ...(to === 'completion_acknowledged' ? { outcome } : {}),
+      ...(to === 'recovery_required' ? { recoveryReason: 'launch_interrupted' } : {}),
+    });
+  }
+  if (exited) r = await journal.update(o.offerId, { exit: { code: 0, signal: null }, outcome });
+  return r;
+}
+
+const mode = (path: string) => statSync(path).mode & 0o777;
+
+describe('WorkerJournal storage (R-WRK-2)', () => {
+  it('touches nothing until open(), then keeps 0600 records in a 0700 folder with no temp file left', async () => {
+    const dir = join(root, 'worker', 'journal');
+    const journal = new WorkerJournal({ dir, workerId: 'worker-1', maxRecords: 64 });
+    expect(existsSync(join(root, 'worker'))).toBe(false);
+    await journal.open();
+    const r = await driveTo(journal, 'started');
+    expect(mode(dir)).toBe(0o700);
+    expect(mode(join(root, 'worker'))).toBe(0o700);
+    expect(readdirSync(dir).sort()).toEqual([`${r.offerId}.json`, 'journal.lock'].sort());
+    expect(mode(join(dir, `${r.offerId}.json`))).toBe(0o600);
+    expect(mode(join(dir, 'journal.lock'))).toBe(0o600);
+    const stored = JSON.parse(readFileSync(join(dir, `${r.offerId}.json`), 'utf8')) as JournalRecord;
+    expect(stored).toMatchObject({ state: 'started', process: proc, runId: r.runId, leaseGeneration: 1 });
+    await journal.close();
+    expect(readdirSync(dir)).toEqual([`${r.offerId}.json`]);
+  });
+
+  it('refuses a folder others can read, and a journal used before open()', async () => {
+    const dir = join(root, 'open');
+    await mkdir(dir);
+    await chmod(dir, 0o755);
+    await expect(opened(dir)).rejects.toThrow(/mode 755; it holds lease tokens and must be 0700/);
+    expect(readdirSync(dir)).toEqual([]);
+    const closed = new WorkerJournal({ dir, workerId: 'worker-1', maxRecords: 64 });
+    await expect(closed.accept(offer())).rejects.toThrow(/not open/);
+    expect(() => new WorkerJournal({ dir, workerId: 'w', maxRecords: 1025 })).toThrow(/1\.\.1024/);
+  });
+
+  it('rejects an illegal step and a step missing what its state needs, and writes nothing', async () => {
+    const journal = await opened();
+    const r = await driveTo(journal, 'launching');
+    const file = join(journal.dir, `${r.offerId}.json`);
+    const before = readFileSync(file, 'utf8');
+    await expect(journal.transition(r.offerId, 'completion_acknowledged', { outcome })).rejects.toThrow(
+      IllegalStateError,
+    );
+    await expect(journal.transition(r.offerId, 'launching')).rejects.toThrow(/launching → launching/);
+    await expect(journal.transition(r.offerId, 'started')).rejects.toThrow(/process: required_in_state/);
+    await expect(journal.transition(r.offerId, 'recovery_required')).rejects.toThrow(/recoveryReason/);
+    expect(readFileSync(file, 'utf8')).toBe(before);
+    await expect(journal.accept({ ...offer(), offerId: r.offerId })).rejects.toThrow(/already journaled/);
+    await journal.close();
+  });
+
+  it('keeps the lease token while it matters and drops it once the record is finished', async () => {
+    const journal = await opened();
+    const live = await driveTo(journal, 'running_acknowledged');
+    expect(live.leaseToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const done = await journal.transition(live.offerId, 'completion_acknowledged', { outcome });
+    expect(done.leaseToken).toBeNull();
+    expect(readFileSync(join(journal.dir, `${live.offerId}.json`), 'utf8')).not.toContain(live.leaseToken!);
+    await journal.close();
+  });
+
+  it('prunes finished records oldest first beyond the limit and refuses a journal full of live runs', async () => {
+    let t = Date.parse('2026-01-01T00:00:00.000Z');
+    const journal = new WorkerJournal({
+      dir: join(root, 'j'),
+      workerId: 'worker-1',
+      maxRecords: 3,
+      now: () => new Date((t += 1000)),
+    });
+    await journal.open();
+    const finished = [];
+    for (let i = 0; i < 4; i++) finished.push(await driveTo(journal, 'start_failed'));
+    // Only 3 records are kept: the oldest finished one went first.
+    expect(journal.size).toBe(3);
+    expect(await journal.get(finished[0]!.offerId)).toBeNull();
+    const live = [await driveTo(journal, 'accepted'), await driveTo(journal, 'started')];
+    expect(await journal.get(finished[1]!.offerId)).toBeNull();
+    expect(await journal.get(finished[2]!.offerId)).toBeNull();
+    expect(await journal.get(finished[3]!.offerId)).not.toBeNull();
+    await driveTo(journal, 'launching');
+    await expect(journal.accept(offer())).rejects.toThrow(JournalFullError);
+    await expect(journal.accept(offer())).rejects.toThrow(/holds 3 unfinished records/);
+    expect(readdirSync(journal.dir).filter((n) => n.endsWith('.json'))).toHaveLength(3);
+    expect(await journal.get(live[0]!.offerId)).not.toBeNull();
+    await journal.close();
+  });
+
+  it('removes a temp file a crash left behind and stops on a corrupt record', async () => {
+    const journal = await opened();
+    const r = await driveTo(journal, 'accepted');
+    await journal.close();
+    writeFileSync(join(journal.dir, '.tmp-0123456789abcdef'), '{"half":');
+    const again = await opened(journal.dir);
+    expect(again.size).toBe(1);
+    expect(readdirSync(journal.dir).some((n) => n.startsWith('.tmp-'))).toBe(false);
+    await again.close();
+    writeFileSync(join(journal.dir, `${r.offerId}.json`), '{"schema":"qinglong/worker-journal-record@v1"');
+    await expect(opened(journal.dir)).rejects.toThrow(JournalCorruptError);
+    await expect(opened(journal.dir)).rejects.toThrow(`journal record ${r.offerId}.json is unreadable`);
+    expect(existsSync(join(journal.dir, 'journal.lock'))).toBe(false);
+  });
+});
+
+describe('restart scan (R-WRK-1, R-WRK-2)', () => {
+  it('reads pages of at most 64 and hands out at most 16 records per tick, in offer order', async () => {
+    const journal = await opened(join(root, 'many'), 80);
+    const made: string[] = [];
+    for (let i = 0; i < 70; i++) made.push((await journal.accept(offer())).offerId);
+    const pages: number[] = [];
+    for await (const page of journal.pages()) pages.push(page.length);
+    expect(pages).toEqual([64, 6]);
+    await expect(journal.page(null, 65)).rejects.toThrow(/1\.\.64/);
+    const scan = new RestartScan(journal);
+    const seen: string[] = [];
+    const ticks: number[] = [];
+    while (!scan.done) {
+      const items = await scan.tick();
+      ticks.push(items.length);
+      seen.push(...items.map((i) => i.record.offerId));
+    }
+    expect(ticks).toEqual([16, 16, 16, 16, 6]);
+    expect(seen).toEqual(made);
+    expect(scan.stopPulling).toBe(false);
+    expect(() => new RestartScan(journal, 64, 17)).toThrow(/1\.\.16/);
+    await journal.close();
+  });
+
+  const failed = { status: 'failed', exitCode: null, errorCode: WORKER_RESTARTED } as const;
+  it.each<[JournalState, boolean, RestartAction, boolean]>([
+    ['accepted', false, { kind: 'release' }, false],
+    [
+      'starting_acknowledged',
+      false,
+      { kind: 'report_start_failure', killGroup: null, errorCode: WORKER_RESTARTED },
+      false,
+    ],
+    ['launching', false, { kind: 'mark_recovery_required', reason: 'launch_interrupted' }, true],
+    ['started', false, { kind: 'report_start_failure', killGroup: proc, errorCode: WORKER_RESTARTED }, false],
+    ['started', true, { kind: 'report_start_failure', killGroup: null, errorCode: WORKER_RESTARTED }, false],
+    ['running_acknowledged', false, { kind: 'report_completion', killGroup: proc, outcome: failed }, false],
+    ['running_acknowledged', true, { kind: 'report_completion', killGroup: null, outcome }, false],
+    ['completion_acknowledged', false, { kind: 'prune' }, false],
+    ['start_failed', false, { kind: 'prune' }, false],
+    ['recovery_required', false, { kind: 'stop_pulling', reason: 'launch_interrupted' }, true],
+  ])('a record left in %s (process exited: %s) after a crash → %o', async (state, exited, action, stop) => {
+    const dir = join(root, 'crash');
+    const before = await opened(dir);
+    await driveTo(before, 'accepted'); // a neighbour that must not change the verdict
+    const r = await driveTo(before, state, exited);
+    await before.close(); // the predecessor is gone; its records stay
+    const after = await opened(dir);
+    const scan = new RestartScan(after);
+    const items = await scan.tick();
+    expect(scan.done).toBe(true);
+    expect(items.find((i) => i.record.offerId === r.offerId)?.action).toEqual(action);
+    expect(items.find((i) => i.record.offerId !== r.offerId)?.action).toEqual({ kind: 'release' });
+    expect(scan.stopPulling).toBe(stop);
+    await after.close();
+  });
+});
