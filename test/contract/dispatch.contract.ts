@@ -135,11 +135,12 @@ export class DispatchFixture {
     return Number(row!.n);
   }
 
-  /** Each worker's slot counter equals its active leases (the counter is what claims check). */
+  /** Each worker's slot counter equals its current session's active leases (what claims check). */
   async expectSlotCountersMatch(): Promise<void> {
     const rows = await this.db.many<{ worker_id: string; counted: number | string; live: number | string }>(
       `SELECT w.worker_id, w.active_leases AS counted,
-         (SELECT count(*) FROM run_leases l WHERE l.worker_id = w.worker_id AND l.state = 'active') AS live
+         (SELECT count(*) FROM run_leases l WHERE l.worker_id = w.worker_id AND l.session_id = w.session_id
+            AND l.state = 'active') AS live
        FROM workers w`,
     );
     for (const r of rows)

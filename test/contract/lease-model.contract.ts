@@ -150,8 +150,12 @@ function leaseFault(
 }
 
 /** The worker's leases in state active (`held`), and those of them still inside their term (`live`). */
+/** The slots of the worker's current session: a replaced session's leases count for nobody (R-RUN-7). */
 function workerLeases(m: Model, workerIdx: number): { held: number; live: number } {
-  const held = m.leases.filter((l) => l.workerIdx === workerIdx && l.state === 'active');
+  const current = m.workers[workerIdx]!.current.sessionId;
+  const held = m.leases.filter(
+    (l) => l.workerIdx === workerIdx && l.sessionId === current && l.state === 'active',
+  );
   return { held: held.length, live: held.filter((l) => l.expiresAt > m.now).length };
 }
 
@@ -768,11 +772,16 @@ async function checkInvariants(m: Model, r: Real): Promise<void> {
     r.generations.set(a.id, max);
   }
 
-  // No worker holds more live leases than its capacity; with ADR 0005's conservative slot counter not
-  // even counting those past their term, and the counter is exact.
+  // No session holds more live leases than its capacity; with ADR 0005's conservative slot counter not
+  // even counting those past their term, and the counter is exact for the current session (R-RUN-7).
   invariant(rows.workers.length === WORKERS, () => `${rows.workers.length} workers`);
+  for (const sessionId of new Set(active.map((l) => l.session_id))) {
+    const held = active.filter((l) => l.session_id === sessionId).length;
+    invariant(held <= CAPACITY, () => `session ${sessionId} holds ${held}`);
+  }
   for (const w of rows.workers) {
-    const held = active.filter((l) => l.worker_id === w.worker_id);
+    const current = m.workers.find((x) => x.workerId === w.worker_id)!.current.sessionId;
+    const held = active.filter((l) => l.worker_id === w.worker_id && l.session_id === current);
     const live = held.filter((l) => l.expires_at > m.now).length;
     invariant(
       live <= CAPACITY && held.length <= CAPACITY,

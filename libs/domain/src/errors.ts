@@ -38,6 +38,12 @@ export const FENCE_REASONS = [
   'lease_version_mismatch',
   'offer_conflict',
   'attempt_started',
+  'attempt_not_starting',
+  'attempt_not_running',
+  'attempt_finished',
+  'acknowledgement_mismatch',
+  'log_sequence_gap',
+  'log_chunk_mismatch',
 ] as const;
 export type FenceReason = (typeof FENCE_REASONS)[number];
 

@@ -1,4 +1,5 @@
 import { IllegalStateError } from './errors';
+import { RetrySchedule, decideRunAfterAttempt } from './activation';
 import { PlacementSpec } from './placement';
 
 export const RUN_STATUSES = [
@@ -87,8 +88,11 @@ export const RUN_EVENT_TYPES = [
   'run.finished',
   'attempt.created',
   'attempt.claimed',
+  'attempt.starting',
+  'attempt.running',
   'attempt.lease_released',
   'attempt.lease_expired',
+  'attempt.deadline_exceeded',
   'attempt.finished',
   'attempt.late_callback_ignored',
 ] as const;
@@ -154,11 +158,11 @@ export function decideExpiry(input: {
   readonly attemptStatus: AttemptStatus;
   readonly cancelRequested: boolean;
   readonly attemptNo: number;
-  readonly retry: { maxAttempts: number; backoffMs: (nextAttemptNo: number) => number } | null;
+  readonly retry: RetrySchedule | null;
 }): ExpiryOutcome {
   if (input.cancelRequested) return { kind: 'cancel' };
   if (!hasStarted(input.attemptStatus)) return { kind: 'requeue' };
-  if (!input.retry) return { kind: 'fail', runStatus: 'failed' };
-  if (input.attemptNo >= input.retry.maxAttempts) return { kind: 'fail', runStatus: 'lost' };
-  return { kind: 'retry', backoffMs: input.retry.backoffMs(input.attemptNo + 1) };
+  const next = decideRunAfterAttempt({ ...input, end: 'lost' });
+  if (next.kind === 'retry') return next;
+  return { kind: 'fail', runStatus: next.runStatus === 'lost' ? 'lost' : 'failed' };
 }

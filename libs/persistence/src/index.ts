@@ -11,3 +11,4 @@ export * from './task.repository';
 export * from './run.repository';
 export * from './lease.repository';
 export * from './stats.repository';
+export * from './activation.repository';

@@ -7,23 +7,18 @@ import {
   ClaimCommand,
   ClaimResult,
   ClaimedOffer,
-  FenceReason,
   FencedError,
   IdGenerator,
   IllegalStateError,
   LeaseCommand,
   LeaseRecord,
   LeaseRepository,
-  LeaseState,
   OfferedAttempt,
   RunRecord,
-  SessionFence,
   SweepResult,
   TaskRevisionRecord,
-  WorkerSession,
   capabilityMismatch,
   decideExpiry,
-  fenceViolation,
   hasStarted,
   retryBackoffMs,
 } from '@ql/domain';
@@ -43,27 +38,22 @@ import {
   transitionRun,
 } from './run-sql';
 import { heldRuns } from './claim-preference';
+import {
+  LEASE_COLUMNS,
+  LeaseRow,
+  StoredLease,
+  assertSessionFence,
+  endLease,
+  leaseParams,
+  leaseViolation,
+  lockRun,
+  readFencedLease,
+  stripDigest,
+  toLease,
+} from './lease-fence';
 import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, readNow, toInt, toMs } from './sql-executor';
 import { readRevision } from './task.repository';
-import { SESSION_FENCE_SQL, SessionRow, fenceParams, toSession } from './worker-session.repository';
-
-interface LeaseRow {
-  attempt_id: string;
-  lease_generation: number;
-  offer_id: string;
-  run_id: string;
-  worker_id: string;
-  session_id: string;
-  session_generation: number;
-  version: number | string;
-  token_digest: string;
-  state: LeaseState;
-  expires_at: number | Date;
-  claimed_at: number | Date;
-}
-
-const LEASE_COLUMNS = `attempt_id, lease_generation, offer_id, run_id, worker_id, session_id, session_generation,
-  version, token_digest, state, expires_at, claimed_at`;
+import { SESSION_FENCE_SQL, SessionRow, fenceParams } from './worker-session.repository';
 
 /** How many candidate pages one pull may read before it answers idle (fixed work per pull). */
 export const MAX_CANDIDATE_PAGES = 4;
@@ -385,7 +375,7 @@ export class SqlLeaseRepository implements LeaseRepository {
   /** R-LSE-3: the same offer id, token and session rebuild the offer from the durable lease; nothing is written. */
   private async replay(
     tx: SqlExecutor,
-    lease: LeaseRecord & { tokenDigest: string },
+    lease: StoredLease,
     command: ClaimCommand,
     now: number,
   ): Promise<ClaimResult> {
@@ -444,10 +434,12 @@ export class SqlLeaseRepository implements LeaseRepository {
     return { lease: stripDigest(toLease(row)), cancelRequested: isTrue(run?.cancel_requested ?? false) };
   }
 
-  // Worker lock → lease lock → run lock; before start only (R-LSE-5). The attempt keeps its id.
+  // Lease lock → run lock → worker row (slot), the sweeper's order; before start only (R-LSE-5).
   async release(command: LeaseCommand): Promise<LeaseRecord> {
     return this.db.transaction(async (tx) => {
-      const { lease } = await this.lockLease(tx, command);
+      const { lease, now } = await readFencedLease(tx, command, '{forUpdate}');
+      const leaseReason = leaseViolation(lease, command, now);
+      if (leaseReason || !lease) throw new FencedError('lease', leaseReason ?? 'lease_not_found');
       const { run, attempt } = await lockRunOf(tx, lease);
       if (hasStarted(attempt.status) || attempt.status !== 'claimed') {
         throw new FencedError('lease', 'attempt_started');
@@ -615,153 +607,18 @@ export class SqlLeaseRepository implements LeaseRepository {
     return revision;
   }
 
-  /** Session fence (worker row locked) and lease fence for release; names the reason on a miss. */
-  private async lockLease(tx: SqlTransaction, command: LeaseCommand) {
-    const worker = await tx.one<SessionRow & { disabled: number | boolean }>(
-      `SELECT worker_id, session_id, generation, version, status, disabled, lease_expires_at,
-         max_concurrent_runs, available_slots, registration_digest FROM workers WHERE worker_id = :workerId {forUpdate}`,
-      { workerId: command.workerId },
-    );
-    const row = await tx.one<LeaseRow & { now: number | Date }>(
-      `SELECT ${LEASE_COLUMNS}, {now} AS now FROM run_leases WHERE offer_id = :offerId {forUpdate}`,
-      { offerId: command.offerId },
-    );
-    const now = row ? toMs(row.now) : await readNow(tx);
-    assertSessionFence(worker, command, now);
-    const leaseReason = leaseViolation(row ? toLease(row) : null, command, now);
-    if (leaseReason) throw new FencedError('lease', leaseReason);
-    return { lease: toLease(row!) };
-  }
-
   /** The renew CAS missed: read both rows and name the reason. */
   private async explainMiss(command: LeaseCommand): Promise<never> {
-    const worker = await this.db.one<SessionRow & { disabled: number | boolean; now: number | Date }>(
-      `SELECT worker_id, session_id, generation, version, status, disabled, lease_expires_at,
-         max_concurrent_runs, available_slots, registration_digest, {now} AS now FROM workers WHERE worker_id = :workerId`,
-      { workerId: command.workerId },
-    );
-    const now = worker ? toMs(worker.now) : Date.now();
-    assertSessionFence(worker, command, now);
-    const row = await this.db.one<LeaseRow>(
-      `SELECT ${LEASE_COLUMNS} FROM run_leases WHERE offer_id = :offerId`,
-      {
-        offerId: command.offerId,
-      },
-    );
-    throw new FencedError(
-      'lease',
-      leaseViolation(row ? toLease(row) : null, command, now) ?? 'lease_version_mismatch',
-    );
+    const { lease, now } = await readFencedLease(this.db, command, '');
+    throw new FencedError('lease', leaseViolation(lease, command, now) ?? 'lease_version_mismatch');
   }
-}
-
-/** R-REG-5 on a worker row read in the transaction: the live session, or a FencedError naming why not. */
-function assertSessionFence(
-  worker: (SessionRow & { disabled: number | boolean }) | undefined,
-  command: { sessionId: string; fence: SessionFence },
-  now: number,
-): WorkerSession {
-  const session = worker ? toSession(worker) : null;
-  const reason = fenceViolation(
-    session,
-    worker ? isTrue(worker.disabled) : false,
-    command.sessionId,
-    command.fence,
-    now,
-  );
-  if (reason) throw new FencedError('session', reason);
-  return session!;
-}
-
-/** R-LSE-4: why a lease call must be refused, or null. Keep it equal to the RENEW compare-and-set. */
-export function leaseViolation(
-  lease: (LeaseRecord & { tokenDigest: string }) | null,
-  command: {
-    workerId: string;
-    sessionId: string;
-    tokenDigest: string;
-    leaseGeneration: number;
-    leaseVersion: number;
-  },
-  now: number,
-): FenceReason | null {
-  if (!lease) return 'lease_not_found';
-  if (
-    lease.workerId !== command.workerId ||
-    lease.sessionId !== command.sessionId ||
-    lease.tokenDigest !== command.tokenDigest
-  )
-    return 'lease_token_mismatch';
-  if (lease.leaseGeneration !== command.leaseGeneration) return 'lease_generation_mismatch';
-  if (lease.state !== 'active') return 'lease_not_active';
-  if (lease.expiresAt <= now) return 'lease_expired';
-  if (lease.version !== command.leaseVersion) return 'lease_version_mismatch';
-  return null;
 }
 
 /** The lease's run (row-locked: attempts change only under it) and its attempt. */
 async function lockRunOf(tx: SqlExecutor, lease: LeaseRecord) {
-  const runRow = await tx.one<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = :id {forUpdate}`, {
-    id: lease.runId,
-  });
+  const run = await lockRun(tx, lease.runId);
   const attemptRow = await tx.one<AttemptRow>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = :id`, {
     id: lease.attemptId,
   });
-  return { run: toRun(runRow!), attempt: toAttempt(attemptRow!) };
-}
-
-/** Ends a live lease (terminal version bump) and gives its slot back to the worker, in the caller's transaction. */
-async function endLease(
-  tx: SqlExecutor,
-  lease: LeaseRecord,
-  state: 'released' | 'expired',
-): Promise<LeaseRecord> {
-  const row = await tx.one<LeaseRow>(
-    `UPDATE run_leases SET state = :state, version = version + 1, expires_at = {now}
-     WHERE offer_id = :offerId AND version = :v AND state = 'active'
-     RETURNING ${LEASE_COLUMNS}`,
-    { state, offerId: lease.offerId, v: lease.version },
-  );
-  if (!row) throw new IllegalStateError(`lease ${lease.offerId} moved under its lock`);
-  await tx.run('UPDATE workers SET active_leases = active_leases - 1 WHERE worker_id = :workerId', {
-    workerId: lease.workerId,
-  });
-  return stripDigest(toLease(row));
-}
-
-function leaseParams(command: LeaseCommand) {
-  return {
-    workerId: command.workerId,
-    sessionId: command.sessionId,
-    generation: command.fence.generation,
-    expectedVersion: command.fence.expectedVersion,
-    offerId: command.offerId,
-    digest: command.tokenDigest,
-    leaseGeneration: command.leaseGeneration,
-    leaseVersion: command.leaseVersion,
-  };
-}
-
-function toLease(row: LeaseRow): LeaseRecord & { tokenDigest: string } {
-  return {
-    offerId: row.offer_id,
-    attemptId: row.attempt_id,
-    runId: row.run_id,
-    workerId: row.worker_id,
-    sessionId: row.session_id,
-    sessionGeneration: toInt(row.session_generation),
-    leaseGeneration: toInt(row.lease_generation),
-    version: toInt(row.version),
-    state: row.state,
-    expiresAt: toMs(row.expires_at),
-    claimedAt: toMs(row.claimed_at),
-    tokenDigest: row.token_digest,
-  };
-}
-
-/** The digest never leaves the repository. */
-function stripDigest(lease: LeaseRecord & { tokenDigest?: string }): LeaseRecord {
-  // eslint-disable-next-line @typescript-eslint/no-unused-vars
-  const { tokenDigest, ...rest } = lease;
-  return rest;
+  return { run, attempt: toAttempt(attemptRow!) };
 }

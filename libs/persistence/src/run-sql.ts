@@ -168,23 +168,57 @@ async function moveRun<T extends { event_seq: number | string }>(
   return row;
 }
 
-/** R-RUN-2: one compare-and-set on (attempt id, expected version). */
-export async function transitionAttempt(
+/** Columns an attempt transition may also set (activation, completion, deadline); fixed fragments. */
+const ATTEMPT_SETS = {
+  startedAt: 'started_at = {now}',
+  deadlineMs: 'deadline_at = {now + :deadlineMs}',
+  executorHandle: 'executor_handle = :executorHandle',
+  errorCode: 'error_code = :errorCode',
+  exitCode: 'exit_code = :exitCode',
+  errorSummary: 'error_summary = :errorSummary',
+  ackStarting: 'ack_starting = :ackStarting',
+  ackRunning: 'ack_running = :ackRunning',
+  ackFinal: 'ack_final = :ackFinal',
+  callback: 'callback_seq = callback_seq + 1',
+} as const;
+export type AttemptSet = Partial<Record<keyof typeof ATTEMPT_SETS, string | number | boolean | null>>;
+
+/** R-RUN-2: one compare-and-set on (attempt id, expected version), also setting `set`'s columns. */
+export async function transitionAttempt<T = AttemptRow>(
   tx: SqlExecutor,
   attempt: { readonly id: string; readonly version: number; readonly status: AttemptStatus },
   to: AttemptStatus,
-): Promise<AttemptRow> {
+  set: AttemptSet = {},
+  returning: string = ATTEMPT_COLUMNS,
+): Promise<T> {
   assertAttemptTransition(attempt.status, to);
   const terminal = to !== 'starting' && to !== 'running';
-  const row = await tx.one<AttemptRow>(
+  const keys = (Object.keys(set) as (keyof typeof ATTEMPT_SETS)[]).sort();
+  const params: Record<string, string | number | boolean | null> = {
+    id: attempt.id,
+    version: attempt.version,
+    to,
+  };
+  for (const k of keys) if (k !== 'startedAt' && k !== 'callback') params[k] = set[k] ?? null;
+  const row = await tx.one<T>(
     `UPDATE attempts SET status = :to, version = version + 1, updated_at = {now}
-       ${terminal ? ', finished_at = {now}' : ''}
-     WHERE id = :id AND version = :version RETURNING ${ATTEMPT_COLUMNS}`,
-    { id: attempt.id, version: attempt.version, to },
+       ${terminal ? ', finished_at = {now}' : ''}${keys.map((k) => `, ${ATTEMPT_SETS[k]}`).join('')}
+     WHERE id = :id AND version = :version RETURNING ${returning}`,
+    params,
   );
   // Attempts change only under their run's row lock, so a miss is a bug, not a race.
   if (!row) throw new IllegalStateError(`attempt ${attempt.id} moved under its run's lock`);
   return row;
+}
+
+/** An event that records without a transition (a late callback): the run's sequence moves, nothing else. */
+export async function appendRunEvent(tx: SqlExecutor, runId: string, event: EventInput): Promise<void> {
+  const row = await tx.one<{ event_seq: number | string }>(
+    'UPDATE runs SET event_seq = event_seq + 1 WHERE id = :id RETURNING event_seq',
+    { id: runId },
+  );
+  if (!row) throw new IllegalStateError(`run ${runId} is missing`);
+  await appendEvents(tx, runId, toInt(row.event_seq), [event]);
 }
 
 export async function appendEvents(

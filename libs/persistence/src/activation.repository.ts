@@ -1,0 +1,394 @@
+import {
+  ActivationRepository,
+  ActivationResult,
+  AcknowledgementStatus,
+  AttemptSnapshot,
+  AttemptStatus,
+  CompletionCommand,
+  DeadlineSweepResult,
+  FencedError,
+  IllegalStateError,
+  LeaseFenceCommand,
+  LeaseRecord,
+  LeaseState,
+  RunRecord,
+  RunningCommand,
+  StartFailureCommand,
+  StepPayload,
+  completionStatus,
+  decideAcknowledgement,
+  decideRunAfterAttempt,
+  deadlinePassed,
+  retrySchedule,
+  startFailureStatus,
+  stepDigest,
+} from '@ql/domain';
+import {
+  LEASE_COLUMNS,
+  LeaseRow,
+  StoredLease,
+  endLease,
+  leaseIdentityViolation,
+  leaseTermViolation,
+  lockRun,
+  readFencedLease,
+  toLease,
+} from './lease-fence';
+import { LogStore } from './run-log.store';
+import {
+  ATTEMPT_COLUMNS,
+  AttemptRow,
+  AttemptSet,
+  EventInput,
+  RunRow,
+  appendRunEvent,
+  toAttempt,
+  toRun,
+  transitionAttempt,
+  transitionRun,
+} from './run-sql';
+import { SqlDatabase, SqlExecutor, SqlTransaction, readNow, toInt, toMsOrNull } from './sql-executor';
+import { readRevision } from './task.repository';
+
+interface ActivationRow extends AttemptRow {
+  deadline_at: number | Date | null;
+  started_at: number | Date | null;
+  executor_handle: string | null;
+  error_code: string | null;
+  callback_seq: number | string;
+  ack_starting: string | null;
+  ack_running: string | null;
+  ack_final: string | null;
+}
+const ACTIVATION_COLUMNS = `${ATTEMPT_COLUMNS}, deadline_at, started_at, executor_handle, error_code, callback_seq,
+  ack_starting, ack_running, ack_final`;
+
+type Attempt = ReturnType<typeof toActivation>;
+function toActivation(row: ActivationRow) {
+  return {
+    ...toAttempt(row),
+    deadlineAt: toMsOrNull(row.deadline_at),
+    startedAt: toMsOrNull(row.started_at),
+    executorHandle: row.executor_handle,
+    errorCode: row.error_code,
+    callbackSequence: toInt(row.callback_seq),
+    recorded: { starting: row.ack_starting, running: row.ack_running, final: row.ack_final },
+  };
+}
+
+/** The caller's lease, its run (row-locked) and its attempt, read in the lock order of lease-fence.ts. */
+interface Held {
+  lease: StoredLease;
+  run: RunRecord;
+  attempt: Attempt;
+  now: number;
+}
+
+const LATE = 'attempt.late_callback_ignored';
+
+/**
+ * Activation, completion, logs and deadlines on either dialect (R-ACT-1..2, R-CMP-1..2, R-RUN-5..7):
+ * each call is one transaction that locks the lease, checks the session after that lock, then locks
+ * the run; what it decides comes from the domain's pure functions.
+ */
+export class SqlActivationRepository implements ActivationRepository {
+  private readonly logs: LogStore;
+
+  constructor(
+    private readonly db: SqlDatabase,
+    options: { logCapBytes?: number } = {},
+  ) {
+    this.logs = new LogStore(db, (tx, command) => this.hold(tx, command), options.logCapBytes);
+  }
+
+  starting(command: LeaseFenceCommand): Promise<ActivationResult> {
+    return this.acknowledge(command, { step: 'starting' });
+  }
+  running(command: RunningCommand): Promise<ActivationResult> {
+    return this.acknowledge(command, { step: 'running', executorHandle: command.executorHandle });
+  }
+  startFailure(command: StartFailureCommand): Promise<ActivationResult> {
+    return this.acknowledge(command, { step: 'start_failure', errorCode: command.errorCode });
+  }
+  complete(command: CompletionCommand): Promise<ActivationResult> {
+    const { outcome, exitCode, errorSummary } = command;
+    return this.acknowledge(command, { step: 'completion', outcome, exitCode, errorSummary });
+  }
+
+  appendLog: ActivationRepository['appendLog'] = (command) => this.logs.append(command);
+  readLogs: ActivationRepository['readLogs'] = (runId, query) => this.logs.read(runId, query);
+
+  // Lease lock → session fence → run lock; a refusal throws and rolls back, so it writes nothing.
+  private async acknowledge(command: LeaseFenceCommand, payload: StepPayload): Promise<ActivationResult> {
+    const digest = stepDigest(payload);
+    return this.db.transaction(async (tx) => {
+      const held = await this.hold(tx, command);
+      const { lease, run, attempt, now } = held;
+      const decision = decideAcknowledgement(payload.step, digest, {
+        attemptStatus: attempt.status,
+        recorded: attempt.recorded,
+        leaseFault: leaseTermViolation(lease, command.leaseVersion, now),
+      });
+      switch (decision.kind) {
+        case 'refuse':
+          throw new FencedError('lease', decision.reason);
+        case 'replay':
+          return answer(decision.status, lease, run, attempt);
+        case 'late':
+          await this.late(tx, run, attempt, payload.step);
+          return answer('already_terminal', lease, run, attempt);
+        case 'apply':
+          return this.apply(tx, held, payload, digest);
+      }
+    });
+  }
+
+  /** The session fence, then whose lease it is; the attempt must still be under this lease generation. */
+  private async hold(tx: SqlExecutor, command: LeaseFenceCommand): Promise<Held> {
+    const { lease, now } = await readFencedLease(tx, command, '{forUpdate}');
+    const identity = leaseIdentityViolation(lease, command);
+    if (identity || !lease) throw new FencedError('lease', identity ?? 'lease_not_found');
+    const run = await lockRun(tx, lease.runId);
+    const attempt = await this.attempt(tx, lease.attemptId);
+    // An earlier lease of an attempt that was claimed again: its token is fenced for ever (R-LSE-5).
+    if (attempt.leaseGeneration !== lease.leaseGeneration) throw new FencedError('lease', 'lease_not_active');
+    return { lease, run, attempt, now };
+  }
+
+  private async attempt(tx: SqlExecutor, id: string): Promise<Attempt> {
+    const row = await tx.one<ActivationRow>(`SELECT ${ACTIVATION_COLUMNS} FROM attempts WHERE id = :id`, {
+      id,
+    });
+    if (!row) throw new IllegalStateError(`attempt ${id} of a lease is missing`);
+    return toActivation(row);
+  }
+
+  private async apply(
+    tx: SqlTransaction,
+    { lease, run, attempt, now }: Held,
+    payload: StepPayload,
+    digest: string,
+  ): Promise<ActivationResult> {
+    const event = (type: EventInput['type'], detail?: EventInput['detail']): EventInput => ({
+      type,
+      attemptId: attempt.id,
+      ...(detail ? { detail } : {}),
+    });
+    switch (payload.step) {
+      case 'starting': {
+        const revision = await readRevision(tx, run.taskId, run.revision);
+        if (!revision) throw new IllegalStateError(`run ${run.id} pins a missing revision`);
+        const moved = await this.moveAttempt(tx, attempt, 'starting', {
+          startedAt: true,
+          deadlineMs: revision.spec.timeoutMs,
+          ackStarting: digest,
+        });
+        const runRow = await mustMove(tx, run, run.status, [
+          event('attempt.starting', { timeoutMs: revision.spec.timeoutMs }),
+        ]);
+        return answer('applied', lease, toRun(runRow), moved);
+      }
+      case 'running': {
+        const moved = await this.moveAttempt(tx, attempt, 'running', {
+          executorHandle: payload.executorHandle,
+          ackRunning: digest,
+        });
+        const runRow = await mustMove(tx, run, 'running', [
+          event('attempt.running'),
+          { type: 'run.running' },
+        ]);
+        return answer('applied', lease, toRun(runRow), moved);
+      }
+      case 'start_failure': {
+        const status = startFailureStatus({
+          cancelRequested: run.cancelRequested,
+          deadlinePassed: attempt.deadlineAt !== null && attempt.deadlineAt <= now,
+        });
+        const set = { errorCode: payload.errorCode, ackFinal: digest };
+        return this.finish(tx, { lease, run, attempt, now }, status, set, 'completed', [], {
+          errorCode: payload.errorCode,
+        });
+      }
+      case 'completion': {
+        const status = completionStatus(payload.outcome, run.cancelRequested);
+        const set = { exitCode: payload.exitCode, errorSummary: payload.errorSummary, ackFinal: digest };
+        return this.finish(tx, { lease, run, attempt, now }, status, set, 'completed', [], {
+          reported: payload.outcome,
+          exitCode: payload.exitCode,
+        });
+      }
+    }
+  }
+
+  /**
+   * Ends the attempt and its lease (the slot comes back), then the run retries or finishes per the
+   * pinned revision's policy (cancellation wins); `attempt.finished` and the run's event close it.
+   */
+  private async finish(
+    tx: SqlExecutor,
+    { lease, run, attempt }: Held,
+    status: Extract<AttemptStatus, 'failed' | 'cancelled' | 'timed_out' | 'succeeded'>,
+    set: AttemptSet,
+    leaseState: Exclude<LeaseState, 'active'>,
+    before: EventInput[],
+    detail: Record<string, string | number | null>,
+  ): Promise<ActivationResult> {
+    const ended = await endLease(tx, lease, leaseState);
+    const moved = await this.moveAttempt(tx, attempt, status, set);
+    const revision = await readRevision(tx, run.taskId, run.revision);
+    const next = decideRunAfterAttempt({
+      end: status,
+      cancelRequested: run.cancelRequested,
+      attemptNo: attempt.attemptNo,
+      retry: retrySchedule(revision?.spec.retry ?? null),
+    });
+    const events: EventInput[] = [
+      ...before,
+      { type: 'attempt.finished', attemptId: attempt.id, detail: { status, ...detail } },
+    ];
+    const runRow =
+      next.kind === 'retry'
+        ? await mustMove(
+            tx,
+            run,
+            'retry_wait',
+            [
+              ...events,
+              {
+                type: 'run.retry_scheduled',
+                detail: { nextAttemptNo: attempt.attemptNo + 1, backoffMs: next.backoffMs },
+              },
+            ],
+            { retryAfterMs: next.backoffMs },
+          )
+        : await mustMove(tx, run, next.runStatus, [
+            ...events,
+            { type: 'run.finished', detail: { status: next.runStatus } },
+          ]);
+    return answer('applied', ended, toRun(runRow), moved);
+  }
+
+  private async moveAttempt(
+    tx: SqlExecutor,
+    attempt: Attempt,
+    to: AttemptStatus,
+    set: AttemptSet,
+  ): Promise<Attempt> {
+    const row = await transitionAttempt<ActivationRow>(
+      tx,
+      attempt,
+      to,
+      { ...set, callback: true },
+      ACTIVATION_COLUMNS,
+    );
+    return toActivation(row);
+  }
+
+  /** R-RUN-2: a step after the control plane ended the attempt; recorded once per (attempt, step). */
+  private async late(tx: SqlExecutor, run: RunRecord, attempt: Attempt, step: string): Promise<void> {
+    const seen = await tx.many<{ detail: string | null }>(
+      `SELECT detail FROM run_events WHERE run_id = :runId AND attempt_id = :attemptId AND type = :type`,
+      { runId: run.id, attemptId: attempt.id, type: LATE },
+    );
+    if (seen.some((e) => e.detail !== null && (JSON.parse(e.detail) as { step?: string }).step === step))
+      return;
+    await appendRunEvent(tx, run.id, {
+      type: LATE,
+      attemptId: attempt.id,
+      detail: { step, status: attempt.status },
+    });
+  }
+
+  // Read-only, scoped to the session's own live leases (the heartbeat answer carries it).
+  async cancelIntents(workerId: string, sessionId: string, limit: number): Promise<string[]> {
+    const rows = await this.db.many<{ attempt_id: string }>(
+      `SELECT l.attempt_id FROM run_leases l JOIN runs r ON r.id = l.run_id
+       WHERE l.worker_id = :workerId AND l.session_id = :sessionId AND l.state = 'active'
+         AND r.cancel_requested = :yes
+       ORDER BY l.attempt_id LIMIT :limit`,
+      { workerId, sessionId, yes: true, limit },
+    );
+    return rows.map((r) => r.attempt_id);
+  }
+
+  // Fixed work: one page of attempts past deadline + grace, each in its own transaction that takes
+  // the lease with SKIP LOCKED and re-checks, so N replicas never end one attempt twice.
+  async sweepDeadlines(pageSize: number, graceMs: number): Promise<DeadlineSweepResult> {
+    const result = { timedOut: 0, retried: 0, cancelled: 0 };
+    const due = await this.db.many<{ id: string }>(
+      `SELECT id FROM attempts WHERE status IN ('starting', 'running') AND deadline_at <= {now + :back}
+       ORDER BY deadline_at LIMIT :page`,
+      { back: -graceMs, page: pageSize },
+    );
+    for (const { id } of due) {
+      const outcome = await this.db.transaction((tx) => this.timeOut(tx, id, graceMs));
+      if (outcome) result[outcome]++;
+    }
+    return result;
+  }
+
+  private async timeOut(
+    tx: SqlTransaction,
+    attemptId: string,
+    graceMs: number,
+  ): Promise<keyof DeadlineSweepResult | null> {
+    const leaseRow = await tx.one<LeaseRow>(
+      `SELECT ${LEASE_COLUMNS} FROM run_leases WHERE attempt_id = :attemptId AND state = 'active' {skipLocked}`,
+      { attemptId },
+    );
+    if (!leaseRow) return null; // ended meanwhile, or another replica has it
+    const lease = toLease(leaseRow);
+    const run = await lockRun(tx, lease.runId);
+    const attempt = await this.attempt(tx, attemptId);
+    const now = await readNow(tx);
+    if (!deadlinePassed(attempt, now, graceMs)) return null;
+    const status = completionStatus('timed_out', run.cancelRequested);
+    const ended = await this.finish(
+      tx,
+      { lease, run, attempt, now },
+      status,
+      { errorCode: 'deadline_exceeded' },
+      'expired',
+      [{ type: 'attempt.deadline_exceeded', attemptId, detail: { graceMs } }],
+      {},
+    );
+    if (ended.snapshot.runStatus === 'retry_wait') return 'retried';
+    return status === 'cancelled' ? 'cancelled' : 'timedOut';
+  }
+}
+
+async function mustMove(
+  tx: SqlExecutor,
+  run: RunRecord,
+  to: RunRecord['status'],
+  events: EventInput[],
+  set: Parameters<typeof transitionRun>[4] = {},
+): Promise<RunRow> {
+  const row = await transitionRun(tx, run, to, events, set);
+  if (!row) throw new IllegalStateError(`run ${run.id} moved under its row lock`);
+  return row;
+}
+
+/** The answer's projection (R-ACT-3); the token digest stays here. */
+function answer(
+  status: AcknowledgementStatus,
+  lease: LeaseRecord,
+  run: RunRecord,
+  attempt: Attempt,
+): ActivationResult {
+  const snapshot: AttemptSnapshot = {
+    runId: run.id,
+    attemptId: attempt.id,
+    runStatus: run.status,
+    attemptStatus: attempt.status,
+    leaseVersion: lease.version,
+    leaseGeneration: lease.leaseGeneration,
+    callbackSequence: attempt.callbackSequence,
+    deadlineAt: attempt.deadlineAt,
+    startedAt: attempt.startedAt,
+    finishedAt: attempt.finishedAt,
+    executorHandle: attempt.executorHandle,
+    errorCode: attempt.errorCode,
+  };
+  return { status, snapshot, cancelRequested: run.cancelRequested };
+}

@@ -1,0 +1,188 @@
+import {
+  FenceReason,
+  FencedError,
+  IllegalStateError,
+  LeaseFenceCommand,
+  LeaseRecord,
+  LeaseState,
+  SessionFence,
+  WorkerSession,
+  fenceViolation,
+} from '@ql/domain';
+import { RUN_COLUMNS, RunRow, toRun } from './run-sql';
+import { SqlExecutor, isTrue, toInt, toMs } from './sql-executor';
+import { SessionRow, toSession } from './worker-session.repository';
+
+/**
+ * The session and lease fence shared by the lease and activation repositories (R-REG-5, R-LSE-4),
+ * and their one lock order: lease row → run row → worker row (the slot), the sweeper's order too.
+ */
+export interface LeaseRow {
+  attempt_id: string;
+  lease_generation: number;
+  offer_id: string;
+  run_id: string;
+  worker_id: string;
+  session_id: string;
+  session_generation: number;
+  version: number | string;
+  token_digest: string;
+  state: LeaseState;
+  expires_at: number | Date;
+  claimed_at: number | Date;
+}
+
+export const LEASE_COLUMNS = `attempt_id, lease_generation, offer_id, run_id, worker_id, session_id, session_generation,
+  version, token_digest, state, expires_at, claimed_at`;
+
+export type StoredLease = LeaseRecord & { tokenDigest: string };
+
+/** What a lease call names: the holder, its token digest, and the lease generation and version it holds. */
+export type LeaseClaimant = LeaseFenceCommand;
+
+/** R-REG-5 on a worker row read in the transaction: the live session, or a FencedError naming why not. */
+export function assertSessionFence(
+  worker: (SessionRow & { disabled: number | boolean }) | undefined,
+  command: { sessionId: string; fence: SessionFence },
+  now: number,
+): WorkerSession {
+  const session = worker ? toSession(worker) : null;
+  const reason = fenceViolation(
+    session,
+    worker ? isTrue(worker.disabled) : false,
+    command.sessionId,
+    command.fence,
+    now,
+  );
+  if (reason) throw new FencedError('session', reason);
+  return session!;
+}
+
+/** Whose lease it is: found, same holder and token, same generation; or why not. */
+export function leaseIdentityViolation(
+  lease: StoredLease | null,
+  command: Omit<LeaseClaimant, 'fence' | 'leaseVersion' | 'offerId'>,
+): FenceReason | null {
+  if (!lease) return 'lease_not_found';
+  if (
+    lease.workerId !== command.workerId ||
+    lease.sessionId !== command.sessionId ||
+    lease.tokenDigest !== command.tokenDigest
+  )
+    return 'lease_token_mismatch';
+  if (lease.leaseGeneration !== command.leaseGeneration) return 'lease_generation_mismatch';
+  return null;
+}
+
+/** Whether the caller's own lease may carry a new step: active, inside its term, the expected version. */
+export function leaseTermViolation(
+  lease: StoredLease,
+  leaseVersion: number,
+  now: number,
+): FenceReason | null {
+  if (lease.state !== 'active') return 'lease_not_active';
+  if (lease.expiresAt <= now) return 'lease_expired';
+  if (lease.version !== leaseVersion) return 'lease_version_mismatch';
+  return null;
+}
+
+/** R-LSE-4: why a lease call must be refused, or null. Keep it equal to the RENEW compare-and-set. */
+export function leaseViolation(
+  lease: StoredLease | null,
+  command: Omit<LeaseClaimant, 'fence' | 'offerId'>,
+  now: number,
+): FenceReason | null {
+  return leaseIdentityViolation(lease, command) ?? leaseTermViolation(lease!, command.leaseVersion, now);
+}
+
+/**
+ * The caller's lease (row-locked when `lock` is `{forUpdate}`) and then its worker row, read after that
+ * lock so the session fence sees the latest commit; the session fence is asserted, the lease is not.
+ */
+export async function readFencedLease(
+  tx: SqlExecutor,
+  command: LeaseClaimant,
+  lock: '{forUpdate}' | '',
+): Promise<{ lease: StoredLease | null; session: WorkerSession; now: number }> {
+  const row = await tx.one<LeaseRow & { now: number | Date }>(
+    `SELECT ${LEASE_COLUMNS}, {now} AS now FROM run_leases WHERE offer_id = :offerId ${lock}`,
+    { offerId: command.offerId },
+  );
+  const worker = await tx.one<SessionRow & { disabled: number | boolean; now: number | Date }>(
+    `SELECT worker_id, session_id, generation, version, status, disabled, lease_expires_at,
+       max_concurrent_runs, available_slots, registration_digest, {now} AS now FROM workers WHERE worker_id = :workerId`,
+    { workerId: command.workerId },
+  );
+  const now = toMs(worker?.now ?? row?.now ?? Date.now());
+  const session = assertSessionFence(worker, command, now);
+  return { lease: row ? toLease(row) : null, session, now };
+}
+
+/** The lease's run, row-locked: its attempts change only under it. */
+export async function lockRun(tx: SqlExecutor, runId: string) {
+  const row = await tx.one<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = :id {forUpdate}`, {
+    id: runId,
+  });
+  if (!row) throw new IllegalStateError(`run ${runId} of a lease is missing`);
+  return toRun(row);
+}
+
+/**
+ * Ends a live lease (terminal version bump) and gives its slot back, in the caller's transaction. The
+ * slot is the holding session's: a lease of a replaced session gives nothing back (ADR 0010).
+ */
+export async function endLease(
+  tx: SqlExecutor,
+  lease: LeaseRecord,
+  state: Exclude<LeaseState, 'active'>,
+): Promise<LeaseRecord> {
+  const row = await tx.one<LeaseRow>(
+    `UPDATE run_leases SET state = :state, version = version + 1, expires_at = {now}, ended_at = {now}
+     WHERE offer_id = :offerId AND version = :v AND state = 'active'
+     RETURNING ${LEASE_COLUMNS}`,
+    { state, offerId: lease.offerId, v: lease.version },
+  );
+  if (!row) throw new IllegalStateError(`lease ${lease.offerId} moved under its lock`);
+  await tx.run(
+    `UPDATE workers SET active_leases = active_leases - 1 WHERE worker_id = :workerId AND session_id = :sessionId`,
+    { workerId: lease.workerId, sessionId: lease.sessionId },
+  );
+  return stripDigest(toLease(row));
+}
+
+export function leaseParams(command: LeaseClaimant) {
+  return {
+    workerId: command.workerId,
+    sessionId: command.sessionId,
+    generation: command.fence.generation,
+    expectedVersion: command.fence.expectedVersion,
+    offerId: command.offerId,
+    digest: command.tokenDigest,
+    leaseGeneration: command.leaseGeneration,
+    leaseVersion: command.leaseVersion,
+  };
+}
+
+export function toLease(row: LeaseRow): StoredLease {
+  return {
+    offerId: row.offer_id,
+    attemptId: row.attempt_id,
+    runId: row.run_id,
+    workerId: row.worker_id,
+    sessionId: row.session_id,
+    sessionGeneration: toInt(row.session_generation),
+    leaseGeneration: toInt(row.lease_generation),
+    version: toInt(row.version),
+    state: row.state,
+    expiresAt: toMs(row.expires_at),
+    claimedAt: toMs(row.claimed_at),
+    tokenDigest: row.token_digest,
+  };
+}
+
+/** The digest never leaves the repository. */
+export function stripDigest(lease: LeaseRecord & { tokenDigest?: string }): LeaseRecord {
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  const { tokenDigest, ...rest } = lease;
+  return rest;
+}

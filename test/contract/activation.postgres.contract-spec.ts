@@ -1,0 +1,4 @@
+import { postgresDispatchTarget } from '../support/dispatch-targets';
+import { describeActivationContract } from './activation.contract';
+
+describeActivationContract('postgres', postgresDispatchTarget);
