@@ -81,15 +81,18 @@ function requireEnv(name: string): string {
   return value;
 }
 
-/** A fresh, migrated PostgreSQL database for one test file: `CREATE DATABASE … TEMPLATE <template>`. */
-export async function createPostgresDatabase(): Promise<TestPostgresDatabase> {
+/**
+ * A fresh, migrated PostgreSQL database for one test file: `CREATE DATABASE … TEMPLATE <template>`;
+ * with `{ migrated: false }` an empty one (what `createdb` makes).
+ */
+export async function createPostgresDatabase({ migrated = true } = {}): Promise<TestPostgresDatabase> {
   const adminUrl = requireEnv('QL_TEST_PG_ADMIN_URL');
-  const template = requireEnv('QL_TEST_PG_TEMPLATE');
+  const template = migrated ? ` TEMPLATE ${quoteIdent(requireEnv('QL_TEST_PG_TEMPLATE'))}` : '';
   const name = uniqueDatabaseName(TEST_DB_PREFIX);
   await withAdminClient(adminUrl, async (client) => {
     for (let attempt = 1; ; attempt++) {
       try {
-        await client.query(`CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template)}`);
+        await client.query(`CREATE DATABASE ${quoteIdent(name)}${template}`);
         return;
       } catch (error) {
         // 55006 "source database is being accessed by other users": nothing should connect to the

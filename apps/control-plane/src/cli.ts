@@ -1,82 +1,147 @@
-import 'reflect-metadata';
 import { parseArgs } from 'node:util';
-import { createIdGenerator, systemClock } from '@ql/contracts';
-import { createRepositories, openDatabase, parseDatabaseUrl, runMigrations } from '@ql/persistence';
-import { AdminService } from './admin/admin.service';
-import { configTable, loadConfig } from './config/config';
-import { ensureDevPki } from './pki';
+import { ConfigError, configTable, loadConfig } from './config/config';
+import { EXIT, describeStartFailure } from './start-failure';
 
-const USAGE = `usage: cli <command>
-  migrate                                  apply database migrations (QL_DATABASE_URL)
-  pki [--worker <id> ...] [--server-name <dns> ...]
-                                           create the development PKI (CA, server, worker certificates);
-                                           the server certificate carries localhost + each --server-name
-  api-key --name <name> --role admin|viewer  create an API key and print it once
-  openapi                                  print the OpenAPI document (admin API and worker ingress)
-  config-docs                              print the configuration table`;
+interface Command {
+  readonly usage: string;
+  readonly summary: string;
+  readonly options?: readonly (readonly [string, string])[];
+}
 
-async function main(argv: string[]): Promise<void> {
+/* eslint-disable @typescript-eslint/no-require-imports -- each command loads only what it needs (below) */
+type Persistence = typeof import('@ql/persistence');
+
+/** Each command loads its modules on use: `--help` must not pay for Nest, TypeORM and pg. */
+const COMMANDS: Record<string, Command> = {
+  migrate: {
+    usage: 'migrate',
+    summary: 'apply the database migrations to QL_DATABASE_URL (SQLite or PostgreSQL)',
+  },
+  pki: {
+    usage: 'pki [--worker <id> ...] [--server-name <dns> ...]',
+    summary: 'create the development PKI in QL_DEV_PKI_DIR: CA, server and worker certificates',
+    options: [
+      ['--worker <id>', 'a worker certificate to create (repeatable; default: worker-1)'],
+      ['--server-name <dns>', 'a DNS name for the server certificate besides localhost (repeatable)'],
+    ],
+  },
+  'api-key': {
+    usage: 'api-key --name <name> --role admin|viewer',
+    summary: 'create an API key in QL_DATABASE_URL and print its token once (only its digest is stored)',
+    options: [
+      ['--name <name>', 'what the key is for (shown in the admin API and the audit log)'],
+      ['--role admin|viewer', 'admin: every route; viewer: read-only routes and /metrics'],
+    ],
+  },
+  openapi: { usage: 'openapi', summary: 'print the OpenAPI document (admin API and worker ingress)' },
+  'config-docs': { usage: 'config-docs', summary: "print the README's configuration table" },
+  help: { usage: 'help [<command>]', summary: 'print this help, or the help of one command' },
+};
+
+function commandHelp(name: string): string {
+  const c = COMMANDS[name]!;
+  const options = (c.options ?? []).map(([flag, text]) => `\n      ${flag.padEnd(22)}${text}`).join('');
+  return `  ${c.usage}\n      ${c.summary}${options}`;
+}
+
+const HELP = [
+  'usage: npm run <command> -- [options]   (or: node dist/apps/control-plane/src/cli.js <command> [options])',
+  '',
+  ...Object.keys(COMMANDS).map(commandHelp),
+  '',
+  'Settings come from QL_* environment variables (npm run config-docs lists them).',
+].join('\n');
+
+const isHelpFlag = (arg: string | undefined) => arg === '--help' || arg === '-h';
+
+async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === undefined || isHelpFlag(command) || (command === 'help' && rest.length === 0)) {
+    process.stdout.write(`${HELP}\n`);
+    return EXIT.ok;
+  }
+  const topic = command === 'help' ? rest[0]! : command;
+  if (!Object.hasOwn(COMMANDS, topic)) {
+    process.stderr.write(`unknown command: ${topic}\n\n${HELP}\n`);
+    return EXIT.config;
+  }
+  if (command === 'help' || rest.some(isHelpFlag)) {
+    process.stdout.write(`${commandHelp(topic)}\n`);
+    return EXIT.ok;
+  }
+  return run(command, rest);
+}
+
+async function run(command: string, args: string[]): Promise<number> {
   const config = loadConfig();
   switch (command) {
     case 'migrate': {
+      const { parseDatabaseUrl, runMigrations } = require('@ql/persistence') as Persistence;
+      parseArgs({ args, options: {} });
       const target = parseDatabaseUrl(config.databaseUrl);
       await runMigrations(target);
       process.stdout.write(`migrations applied (${target.dialect})\n`);
-      return;
+      return EXIT.ok;
     }
     case 'pki': {
       const { values } = parseArgs({
-        args: rest,
+        args,
         options: {
           worker: { type: 'string', multiple: true },
           'server-name': { type: 'string', multiple: true },
         },
       });
+      const { ensureDevPki } = require('./pki') as typeof import('./pki');
       const paths = await ensureDevPki(config.devPkiDir, {
         trustDomain: config.trustDomain,
         workers: values.worker?.length ? values.worker : ['worker-1'],
         serverDnsNames: [...new Set(['localhost', ...(values['server-name'] ?? [])])],
       });
       process.stdout.write(`${JSON.stringify(paths, null, 2)}\n`);
-      return;
+      return EXIT.ok;
     }
     case 'api-key': {
-      const { values } = parseArgs({
-        args: rest,
-        options: { name: { type: 'string' }, role: { type: 'string' } },
-      });
-      const target = parseDatabaseUrl(config.databaseUrl);
-      const db = await openDatabase(target, systemClock, target.dialect === 'sqlite');
+      const { values } = parseArgs({ args, options: { name: { type: 'string' }, role: { type: 'string' } } });
+      require('reflect-metadata');
+      const { createIdGenerator, systemClock } = require('@ql/contracts') as typeof import('@ql/contracts');
+      const persistence = require('@ql/persistence') as Persistence;
+      const { AdminService } = require('./admin/admin.service') as typeof import('./admin/admin.service');
+      const target = persistence.parseDatabaseUrl(config.databaseUrl);
+      const db = await persistence.openDatabase(target, systemClock, target.dialect === 'sqlite');
       try {
         const ids = createIdGenerator();
-        const repos = createRepositories(db, ids);
+        const repos = persistence.createRepositories(db, ids);
         const service = new AdminService(repos.sessions, repos.apiKeys, repos.audit, ids, repos.revocations);
         const key = await service.createApiKey({ id: 'cli' }, { name: values.name, role: values.role });
-        process.stdout.write(
-          `${JSON.stringify(key, null, 2)}\nStore the token now: it is not shown again.\n`,
-        );
+        process.stdout.write(`${JSON.stringify(key, null, 2)}\nStore the token now: it is not shown again.\n`);
       } finally {
         await db.close();
       }
-      return;
+      return EXIT.ok;
     }
     case 'openapi': {
-      // Loaded here: it builds both applications' module graphs, which no other command needs.
-      const { offlineOpenApiDocument } = await import('./api-docs.js');
+      // Builds both applications' module graphs in preview mode: no database, no listener.
+      const { offlineOpenApiDocument } = require('./api-docs') as typeof import('./api-docs');
       process.stdout.write(`${JSON.stringify(await offlineOpenApiDocument(config), null, 2)}\n`);
-      return;
+      return EXIT.ok;
     }
-    case 'config-docs':
-      process.stdout.write(`${configTable()}\n`);
-      return;
     default:
-      process.stderr.write(`${USAGE}\n`);
-      process.exitCode = 2;
+      process.stdout.write(`${configTable()}\n`);
+      return EXIT.ok;
   }
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
-});
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    // A bad option is a usage error like a bad setting: one line and the command's help, exit 2.
+    const usage = (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    if (usage) {
+      process.stderr.write(`${(error as Error).message}\n${commandHelp(process.argv[2]!)}\n`);
+      process.exit(EXIT.config);
+    }
+    const failure = describeStartFailure(error);
+    process.stderr.write(`${failure.line.replace(/^control plane failed to start: /, '')}\n`);
+    process.exit(error instanceof ConfigError ? EXIT.config : failure.exitCode);
+  },
+);

@@ -1,30 +1,53 @@
 import 'reflect-metadata';
-import { ConfigError, loadConfig } from './config/config';
-import { startControlPlane } from './bootstrap';
+import { ConfigError, ControlPlaneConfig, loadConfig } from './config/config';
+import { EXIT, describeStartFailure } from './start-failure';
 
-/** `npm start`: the control plane on the configured profile (standalone SQLite by default). */
+/** What the control plane tells a parent that started it with an IPC channel (the quickstart). */
+export interface ReadyMessage {
+  readonly type: 'control-plane-ready';
+  readonly adminUrl: string;
+  readonly ingressUrl: string;
+  readonly tlsCaPath: string;
+  readonly devPkiDir: string;
+}
+
+/** `npm run start:control-plane`: the control plane on the configured profile (standalone SQLite by default). */
 async function main(): Promise<void> {
-  let config;
+  let config: ControlPlaneConfig | undefined;
   try {
     config = loadConfig();
+    if (config.profile === 'worker')
+      throw new ConfigError('QL_PROFILE=worker runs the headless worker (npm run start:worker), not the control plane');
+    await run(config);
   } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`configuration error: ${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
+    const failure = describeStartFailure(error, config);
+    process.stderr.write(`${failure.line}\n`);
+    process.exit(failure.exitCode);
   }
+}
+
+async function run(config: ControlPlaneConfig): Promise<void> {
+  // Loaded after the settings are checked: a configuration error is reported without loading Nest.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { startControlPlane } = require('./bootstrap') as typeof import('./bootstrap');
   const plane = await startControlPlane(config);
-  const log = (msg: string, fields: Record<string, unknown> = {}) =>
-    process.stdout.write(
-      `${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg, ...fields })}\n`,
-    );
+  // Also the first round trip to the database (a PostgreSQL pool connects lazily): fail before "ready".
+  const migrated = await plane.core.db.migrationsApplied();
+  const log = (msg: string, fields: Record<string, unknown> = {}, level = 'info') =>
+    process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
   log('control plane ready', {
     profile: config.profile,
     database: plane.core.db.dialect,
     admin: plane.adminUrl,
     ingress: plane.ingressUrl,
   });
+  if (!migrated) {
+    log(
+      'migrations pending: run `npm run migrate` with this QL_DATABASE_URL; until then /readyz is 503 and the sweeper and cron wait',
+      {},
+      'warn',
+    );
+  }
   if (config.profile === 'standalone' && process.stdout.isTTY !== false) {
     process.stdout.write(
       [
@@ -42,20 +65,28 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log('shutting down', { signal });
-    const timer = setTimeout(() => process.exit(1), config.shutdownGraceMs + 1000);
+    const timer = setTimeout(() => process.exit(EXIT.failed), config.shutdownGraceMs + 1000);
     timer.unref();
     plane.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
+      () => process.exit(EXIT.ok),
+      () => process.exit(EXIT.failed),
     );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGHUP', () => stop('SIGHUP'));
+  if (process.send) {
+    const ready: ReadyMessage = {
+      type: 'control-plane-ready',
+      adminUrl: plane.adminUrl,
+      ingressUrl: plane.ingressUrl,
+      tlsCaPath: config.tlsCaPath,
+      devPkiDir: config.devPkiDir,
+    };
+    process.send(ready);
+    // The parent that started us is gone (even by SIGKILL): do not outlive it holding the ports.
+    process.on('disconnect', () => stop('parent exited'));
+  }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(
-    `control plane failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
-  );
-  process.exit(1);
-});
+void main();

@@ -1,65 +1,104 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { request } from 'node:http';
-import { join } from 'node:path';
-import { loadConfig } from './config/config';
+import { extname, join } from 'node:path';
+import { WORKER_EXIT } from '../../worker/src/worker-exit';
+import type { ReadyMessage } from './main';
+import { RestartBackoff } from './restart-backoff';
+import { EXIT } from './start-failure';
 
 /**
  * `npm start`: the quickstart in one command — the control plane on the configured (by default
- * standalone SQLite) profile, then, once `/readyz` answers, one local worker (`worker-1`, using the
- * dev PKI the control plane created). SIGINT/SIGTERM stops the worker first (drain, offline), then
- * the control plane.
+ * standalone SQLite) profile, then, once *this* control plane says it is ready (an IPC message, so a
+ * control plane already running on the same ports is never mistaken for it), one local worker
+ * (`worker-1`, using the dev PKI the control plane created), supervised: restarted with a backoff
+ * after a non-zero exit (a fenced or expired session exits 3 by design), except after a
+ * configuration error (2). SIGINT/SIGTERM/SIGHUP stops the worker first (drain, offline), then the
+ * control plane.
  */
-const config = loadConfig();
-// Own process groups: a terminal Ctrl-C reaches only this process, which stops the worker first.
-const controlPlane = spawn(process.execPath, [join(__dirname, 'main.js')], {
-  stdio: 'inherit',
-  detached: true,
-});
+
+// Children run the way this process runs (`node dist/…/quickstart.js`, or the sources in tests).
+const entry = (path: string) => [...process.execArgv, join(__dirname, `${path}${extname(__filename)}`)];
+const workerId = process.env.QL_WORKER_ID ?? 'worker-1';
+const backoff = new RestartBackoff();
 let worker: ChildProcess | undefined;
+let ready: ReadyMessage | undefined;
+let restartTimer: NodeJS.Timeout | undefined;
 let stopping = false;
 
-function ready(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const req = request(
-      { host: config.adminHost, port: config.adminPort, path: '/readyz', timeout: 1000 },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode === 200);
-      },
-    );
-    req.on('error', () => resolve(false));
-    req.end();
-  });
+function log(level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void {
+  process.stdout.write(
+    `${JSON.stringify({ time: new Date().toISOString(), level, msg: `quickstart: ${msg}`, ...fields })}\n`,
+  );
 }
 
-async function startWorker(): Promise<void> {
-  for (let i = 0; i < 120 && !stopping; i++) {
-    if (await ready()) break;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+const exitText = (code: number | null, signal: NodeJS.Signals | null) =>
+  code !== null ? `code ${code}` : `signal ${signal}`;
+
+// Own process groups: a terminal Ctrl-C reaches only this process, which stops the worker first.
+const controlPlane = spawn(process.execPath, entry('main'), {
+  stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+  detached: true,
+});
+
+function startWorker(from: ReadyMessage): void {
   if (stopping) return;
-  worker = spawn(process.execPath, [join(__dirname, '../../worker/src/main.js')], {
+  const startedAt = Date.now();
+  const pki = `${from.devPkiDir}/workers/${workerId}`;
+  const child = spawn(process.execPath, entry('../../worker/src/main'), {
     stdio: 'inherit',
     detached: true,
     env: {
       ...process.env,
       QL_PROFILE: 'worker',
       QL_WORKER_CONTROL_PLANE_URL:
-        process.env.QL_WORKER_CONTROL_PLANE_URL ?? `https://127.0.0.1:${config.ingressPort}`,
-      QL_WORKER_TLS_CA: process.env.QL_WORKER_TLS_CA ?? config.tlsCaPath,
+        process.env.QL_WORKER_CONTROL_PLANE_URL ?? `https://127.0.0.1:${new URL(from.ingressUrl).port}`,
+      QL_WORKER_TLS_CA: process.env.QL_WORKER_TLS_CA ?? from.tlsCaPath,
+      QL_WORKER_TLS_CERT: process.env.QL_WORKER_TLS_CERT ?? `${pki}.crt`,
+      QL_WORKER_TLS_KEY: process.env.QL_WORKER_TLS_KEY ?? `${pki}.key`,
     },
   });
-  worker.on('exit', (code) => {
-    if (!stopping)
-      process.stderr.write(`quickstart: the worker exited (${code}); the control plane keeps running\n`);
+  worker = child;
+  log('info', `${workerId} started`, { pid: child.pid });
+  child.on('exit', (code, signal) => {
+    worker = undefined;
+    if (stopping) return;
+    const how = exitText(code, signal);
+    if (code === WORKER_EXIT.ok || code === WORKER_EXIT.config) {
+      const why = code === WORKER_EXIT.config ? ' (configuration error: fix the QL_WORKER_* settings)' : '';
+      log('error', `${workerId} exited with ${how}${why}; not restarting it`, { code, signal });
+      return;
+    }
+    const delayMs = backoff.delayAfter(Date.now() - startedAt);
+    log('warn', `${workerId} exited with ${how}; restarting it in ${delayMs / 1000} s`, { code, signal, delayMs });
+    restartTimer = setTimeout(() => startWorker(from), delayMs);
   });
 }
+
+controlPlane.on('message', (message: Partial<ReadyMessage>) => {
+  if (message?.type !== 'control-plane-ready' || ready) return;
+  ready = message as ReadyMessage;
+  log('info', 'control plane ready', { pid: controlPlane.pid });
+  startWorker(ready);
+});
+
+controlPlane.on('exit', (code, signal) => {
+  const how = exitText(code, signal);
+  if (!ready) {
+    process.stderr.write(`quickstart: the control plane did not start (${how}); no worker was started\n`);
+  } else if (!stopping) {
+    log('error', `the control plane exited with ${how}; stopping ${workerId}`, { code, signal });
+  }
+  stopping = true;
+  clearTimeout(restartTimer);
+  worker?.kill('SIGTERM');
+  process.exitCode = code ?? EXIT.failed;
+});
 
 function stop(signal: NodeJS.Signals): void {
   if (stopping) return;
   stopping = true;
+  clearTimeout(restartTimer);
   const stopControlPlane = () => controlPlane.kill(signal);
-  if (worker && worker.exitCode === null) {
+  if (worker) {
     worker.once('exit', stopControlPlane);
     worker.kill(signal);
   } else {
@@ -67,10 +106,7 @@ function stop(signal: NodeJS.Signals): void {
   }
 }
 
-controlPlane.on('exit', (code) => {
-  if (worker && worker.exitCode === null) worker.kill('SIGTERM');
-  process.exitCode = code ?? 1;
-});
 process.on('SIGINT', () => stop('SIGINT'));
 process.on('SIGTERM', () => stop('SIGTERM'));
-void startWorker();
+// Closing the terminal: the children are in their own process groups and would not get it.
+process.on('SIGHUP', () => stop('SIGTERM'));

@@ -25,6 +25,19 @@ export class Readiness {
   }
 }
 
+/**
+ * Background loops skip their cycles while the schema is missing (a cluster replica waits for
+ * `npm run migrate`; main.ts says so once); once applied it is never asked again.
+ */
+export class MigrationGate {
+  private applied = false;
+  constructor(private readonly db: Pick<SqlDatabase, 'migrationsApplied'>) {}
+  async ready(): Promise<boolean> {
+    this.applied ||= await this.db.migrationsApplied();
+    return this.applied;
+  }
+}
+
 /** What both listeners share: one database, one set of repositories, one readiness. */
 export interface ControlPlaneCore {
   readonly config: ControlPlaneConfig;
@@ -33,6 +46,7 @@ export interface ControlPlaneCore {
   readonly db: SqlDatabase;
   readonly repositories: Repositories;
   readonly readiness: Readiness;
+  readonly migrations: MigrationGate;
   readonly metrics: ControlPlaneMetrics;
 }
 
@@ -56,5 +70,6 @@ export async function openCore(
   const ids = createIdGenerator(clock);
   const repositories = createRepositories(db, ids);
   const metrics = new ControlPlaneMetrics(repositories.stats);
-  return { config, clock, ids, db, repositories, readiness: new Readiness(), metrics };
+  const migrations = new MigrationGate(db);
+  return { config, clock, ids, db, repositories, readiness: new Readiness(), migrations, metrics };
 }

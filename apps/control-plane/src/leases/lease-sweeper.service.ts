@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { LEASE_REPOSITORY, LeaseRepository, SweepResult } from '@ql/domain';
-import { CONFIG } from '../core/core';
+import { CONFIG, CORE, ControlPlaneCore } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { ScheduledLoop } from '@ql/scheduling';
@@ -17,12 +17,13 @@ export class LeaseSweeperService implements OnApplicationBootstrap, OnApplicatio
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
     scheduler: SchedulerRegistry,
     private readonly metrics: ControlPlaneMetrics,
+    @Inject(CORE) core: ControlPlaneCore,
   ) {
     this.work = new ScheduledLoop(
       scheduler,
       'sweeper',
       config.sweepIntervalMs,
-      () => this.sweepOnce(),
+      async () => (await core.migrations.ready()) && this.sweepOnce(),
       this.logger,
     );
   }

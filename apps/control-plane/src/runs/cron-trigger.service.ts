@@ -12,7 +12,7 @@ import {
   parseCron,
   previousFireTime,
 } from '@ql/domain';
-import { CONFIG } from '../core/core';
+import { CONFIG, CORE, ControlPlaneCore } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { ScheduledLoop } from '@ql/scheduling';
@@ -40,8 +40,10 @@ export class CronTriggerService implements OnApplicationBootstrap, OnApplication
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(CONFIG) config: ControlPlaneConfig,
     scheduler: SchedulerRegistry,
+    @Inject(CORE) core: ControlPlaneCore,
   ) {
-    this.work = new ScheduledLoop(scheduler, 'cron', config.cronTickMs, () => this.tick(), this.logger);
+    const tick = async () => (await core.migrations.ready()) && this.tick();
+    this.work = new ScheduledLoop(scheduler, 'cron', config.cronTickMs, tick, this.logger);
   }
 
   onApplicationBootstrap(): void {

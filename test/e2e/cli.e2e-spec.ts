@@ -1,0 +1,97 @@
+/**
+ * R-OPS-9: the CLI has `--help` and `help <command>`, an unknown command prints the help and exits 2;
+ * the npm scripts run the built tree and build only when a source changed, writing over `dist/`
+ * without deleting it (a running server keeps its files).
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CLI, EntryPoint, ROOT, tempDir } from '../support/entry-points';
+
+const COMMANDS = ['migrate', 'pki', 'api-key', 'openapi', 'config-docs'];
+const OPTIONS = ['--worker <id>', '--server-name <dns>', '--name <name>', '--role admin|viewer'];
+
+async function cli(...args: string[]) {
+  const p = new EntryPoint(CLI, {}, args);
+  const exit = await p.exited;
+  return { code: exit.code, stdout: p.messages().join('\n'), stderr: p.stderr.join('\n') };
+}
+
+describe('the CLI', () => {
+  it('--help lists every command with its options and exits 0', async () => {
+    const help = await cli('--help');
+    expect(help.code).toBe(0);
+    expect(help.stderr).toBe('');
+    for (const text of [...COMMANDS, ...OPTIONS]) expect(help.stdout).toContain(text);
+  });
+
+  it('help <command> and <command> --help print that command only', async () => {
+    const [one, flag] = await Promise.all([cli('help', 'api-key'), cli('pki', '--help')]);
+    expect(one.code).toBe(0);
+    expect(one.stdout).toContain('api-key --name <name> --role admin|viewer');
+    expect(one.stdout).not.toContain('migrate');
+    expect(flag.code).toBe(0);
+    expect(flag.stdout).toContain('--server-name <dns>');
+    expect(flag.stdout).not.toContain('api-key');
+  });
+
+  it('an unknown command or option prints the help on stderr and exits 2, touching nothing', async () => {
+    const [unknown, option] = await Promise.all([cli('frobnicate'), cli('api-key', '--colour', 'red')]);
+    expect(unknown).toMatchObject({ code: 2, stdout: '' });
+    expect(unknown.stderr).toMatch(/^unknown command: frobnicate\n/);
+    for (const text of COMMANDS) expect(unknown.stderr).toContain(text);
+    expect(option).toMatchObject({ code: 2, stdout: '' });
+    expect(option.stderr).toMatch(/--colour/);
+    expect(option.stderr).toContain('api-key --name <name>');
+  });
+});
+
+describe('scripts/ensure-built.js (what `npm start`, `npm run api-key` … run first)', () => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  let root: string;
+  /** A copy of the script in a tree whose build only counts its runs, so the decision is what is tested. */
+  const ensure = () => {
+    const result = spawnSync(process.execPath, [join(root, 'scripts', 'ensure-built.js')], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+      encoding: 'utf8',
+    });
+    expect(result.status).toBe(0);
+    return readFileSync(join(root, 'builds'), 'utf8').length;
+  };
+  const age = (path: string, seconds: number) => {
+    const t = Date.now() / 1000 - seconds;
+    utimesSync(path, t, t);
+  };
+
+  beforeAll(() => {
+    root = tempDir('ql-ensure-built-');
+    mkdirSync(join(root, 'scripts'));
+    cpSync(join(ROOT, 'scripts', 'ensure-built.js'), join(root, 'scripts', 'ensure-built.js'));
+    mkdirSync(join(root, 'apps', 'a'), { recursive: true });
+    writeFileSync(join(root, 'apps', 'a', 'main.ts'), 'export {};\n');
+    writeFileSync(join(root, 'builds'), '');
+    const build = `node -e "const fs=require('fs');fs.appendFileSync('builds','x');fs.mkdirSync('dist',{recursive:true});fs.writeFileSync('dist/.built','')"`;
+    writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'x', scripts: { build } }));
+    for (const path of ['package.json', 'apps', join('apps', 'a'), join('apps', 'a', 'main.ts')]) age(join(root, path), 60);
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('the npm scripts never delete dist/ and run the CLI after the up-to-date check, not after a build', () => {
+    expect(Object.values(pkg.scripts).filter((s) => /rm -rf|rimraf/.test(s))).toEqual([]);
+    for (const name of ['start', 'migrate', 'pki', 'api-key', 'config-docs'])
+      expect(pkg.scripts[name]).toMatch(/^node scripts\/ensure-built\.js && node dist\//);
+    expect(pkg.scripts.build).toMatch(/dist\/\.built/);
+  });
+
+  it('builds when dist/ is missing, not again while it is up to date, again after a source changes; dist/ stays', () => {
+    expect(ensure()).toBe(1);
+    writeFileSync(join(root, 'dist', 'in-use.js'), '// a running server loaded this\n');
+    expect(ensure()).toBe(1);
+    expect(ensure()).toBe(1);
+    writeFileSync(join(root, 'apps', 'a', 'main.ts'), 'export const changed = 1;\n');
+    age(join(root, 'apps', 'a', 'main.ts'), -5); // later than the stamp, whatever the clock's resolution
+    expect(ensure()).toBe(2);
+    expect(readFileSync(join(root, 'dist', 'in-use.js'), 'utf8')).toContain('running server');
+  });
+});

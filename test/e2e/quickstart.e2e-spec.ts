@@ -1,0 +1,134 @@
+/**
+ * R-OPS-8: `npm start` (apps/control-plane/src/quickstart.ts) as a user runs it — a real quickstart
+ * process with its control plane and worker children — supervising its worker, leaving a running
+ * instance alone, and stopping everything when the terminal closes.
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { ingressPath } from '@ql/contracts';
+import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { LogLine } from '../support/child-process';
+import {
+  EntryPoint,
+  QUICKSTART,
+  freePort,
+  portIsFree,
+  postIngress,
+  processAlive,
+  tempDir,
+} from '../support/entry-points';
+import { newSessionId, registerBody } from '../support/fixtures';
+
+interface WorkerRow {
+  session_id: string;
+  generation: number;
+  status: string;
+}
+
+describe('the quickstart (npm start) with its control plane and worker processes', () => {
+  let dir: string;
+  let env: Record<string, string>;
+  let ports: { admin: number; ingress: number };
+  let first: EntryPoint;
+
+  const registrations = (q: EntryPoint) => q.lines.filter((l) => l.msg === 'worker registered');
+  const quickstartLine = (q: EntryPoint, text: string) =>
+    q.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith(`quickstart: ${text}`));
+  /** worker-1's current session, read from the database file as an operator would. */
+  const workerRow = (): WorkerRow | undefined => {
+    const db = new Database(join(dir, 'ql.sqlite'), { readonly: true, fileMustExist: true });
+    try {
+      return db.prepare(`SELECT session_id, generation, status FROM workers WHERE worker_id = 'worker-1'`).get() as
+        | WorkerRow
+        | undefined;
+    } finally {
+      db.close();
+    }
+  };
+
+  beforeAll(async () => {
+    dir = tempDir('ql-quickstart-');
+    ports = { admin: await freePort(), ingress: await freePort() };
+    env = {
+      QL_ADMIN_PORT: String(ports.admin),
+      QL_INGRESS_PORT: String(ports.ingress),
+      QL_DATABASE_URL: `sqlite:${join(dir, 'ql.sqlite')}`,
+      QL_DEV_PKI_DIR: join(dir, 'pki'),
+      QL_LOG_LEVEL: 'warn',
+      QL_WORKER_HEARTBEAT_MS: '200',
+    };
+    first = new EntryPoint(QUICKSTART, env);
+    await first.until('worker-1 registered', async () => registrations(first)[0], { deadlineMs: 60_000 });
+  });
+  afterAll(async () => {
+    if (first?.running) {
+      first.kill('SIGTERM');
+      await first.exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('restarts a fenced worker after 1 s, says so with the exit code, and the new process registers a new session', async () => {
+    const before = registrations(first)[0]!;
+    const ready = first.lines.find((l) => l.msg === 'control plane ready') as LogLine & { ingress: string };
+    const workerPki = join(dir, 'pki', 'workers', 'worker-1');
+    const replaced = await postIngress(
+      ready.ingress,
+      { ca: join(dir, 'pki', 'ca.crt'), cert: `${workerPki}.crt`, key: `${workerPki}.key` },
+      ingressPath('worker-1', newSessionId(), 'register'),
+      registerBody(),
+    );
+    expect(replaced.body).toMatchObject({ outcome: 'replaced', generation: Number(before.generation) + 1 });
+
+    const restart = await first.until('the restart line', async () => quickstartLine(first, 'worker-1 exited')[0]);
+    expect(restart).toMatchObject({
+      level: 'warn',
+      msg: 'quickstart: worker-1 exited with code 3; restarting it in 1 s',
+      code: WORKER_EXIT.fenced,
+      delayMs: 1000,
+    });
+    const row = await first.until(
+      'a new worker-1 session online',
+      async () => {
+        const now = workerRow();
+        return now && now.generation === Number(before.generation) + 2 && now.status === 'online' ? now : undefined;
+      },
+      { pollMs: 100 },
+    );
+    expect(row.session_id).toBe(registrations(first)[1]?.sessionId);
+    expect(quickstartLine(first, 'worker-1 started')).toHaveLength(2);
+  });
+
+  it('a second quickstart on the same ports exits non-zero naming the busy port, starts no worker, and leaves the running session alone', async () => {
+    const before = workerRow()!;
+    const second = new EntryPoint(QUICKSTART, env);
+    const exit = await second.exited;
+
+    expect(exit).toEqual({ code: 1, signal: null });
+    const stderr = second.stderr.join('\n');
+    expect(stderr).toContain(`port ${ports.admin} on 127.0.0.1 (QL_ADMIN_PORT) is in use`);
+    expect(second.stderr.filter((l) => l.includes('is in use'))).toHaveLength(1);
+    expect(second.stderr.filter((l) => l.includes('quickstart: the control plane did not start'))).toEqual([
+      'quickstart: the control plane did not start (code 1); no worker was started',
+    ]);
+    expect(stderr).not.toMatch(/^\s+at /m); // no stack trace
+    expect(second.messages().filter((m) => /worker/.test(m))).toEqual([]);
+    expect(workerRow()).toMatchObject({ session_id: before.session_id, generation: before.generation });
+    expect(first.running).toBe(true);
+  });
+
+  it('SIGHUP (the terminal closes) stops the worker and the control plane; their ports are free', async () => {
+    const pids = [
+      Number(quickstartLine(first, 'control plane ready')[0]?.pid),
+      Number(quickstartLine(first, 'worker-1 started').pop()?.pid),
+    ];
+    expect(pids.every(processAlive)).toBe(true);
+
+    first.kill('SIGHUP');
+    expect(await first.exited).toEqual({ code: 0, signal: null });
+    expect(pids.map(processAlive)).toEqual([false, false]);
+    expect(await Promise.all([portIsFree(ports.admin), portIsFree(ports.ingress)])).toEqual([true, true]);
+    expect(first.messages()).toContain('worker offline');
+  });
+});

@@ -1,0 +1,86 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { AddressInfo, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { LoggedProcess } from './child-process';
+
+export const ROOT = resolve(__dirname, '..', '..');
+
+/**
+ * A real entry point (quickstart, control plane, CLI, worker) in a child process, running the
+ * TypeScript sources through SWC like a built tree (the quickstart starts its children the same way).
+ */
+export class EntryPoint extends LoggedProcess {
+  constructor(file: string, env: Record<string, string>, args: string[] = []) {
+    super(process.execPath, ['-r', './apps/worker/test-support/swc-register.js', file, ...args], {
+      cwd: ROOT,
+      env,
+    });
+  }
+}
+
+export const QUICKSTART = 'apps/control-plane/src/quickstart.ts';
+export const CONTROL_PLANE = 'apps/control-plane/src/main.ts';
+export const CLI = 'apps/control-plane/src/cli.ts';
+export const WORKER = 'apps/worker/src/main.ts';
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** A port nothing listens on right now (for settings that must name a fixed port). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((done) => server.close(done));
+  return port;
+}
+
+/** Whether this process can listen on the port (nobody else holds it). */
+export function portIsFree(port: number): Promise<boolean> {
+  const server = createServer();
+  return new Promise((done) => {
+    server.once('error', () => done(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => done(true)));
+  });
+}
+
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** One JSON POST to a worker ingress with a worker's certificate files. */
+export function postIngress(
+  origin: string,
+  pki: { ca: string; cert: string; key: string },
+  path: string,
+  body: unknown,
+): Promise<{ status: number; body: unknown }> {
+  const payload = JSON.stringify(body);
+  return new Promise((done, fail) => {
+    const req = request(new URL(path, origin), {
+      method: 'POST',
+      ca: readFileSync(pki.ca),
+      cert: readFileSync(pki.cert),
+      key: readFileSync(pki.key),
+      servername: 'localhost',
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+    });
+    req.on('error', fail);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        done({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }),
+      );
+    });
+    req.end(payload);
+  });
+}
