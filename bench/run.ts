@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { claimMain } from './claim-main';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
+import { validationCost } from './heartbeat-edge';
 import { envNumber, median } from './lib/measure';
 import { createBenchDatabase, redactUrl } from './lib/postgres-admin';
 import { Align, fmtInt, fmtPct, machineInfo, markdownTable, memoryInfo, textTable } from './lib/report';
@@ -97,6 +98,7 @@ async function heartbeatMain(): Promise<void> {
     }
   }
 
+  const cost = validationCost(200_000);
   const memory = memoryInfo();
   const header = [
     'dialect',
@@ -139,13 +141,39 @@ async function heartbeatMain(): Promise<void> {
         `${wal('ceiling')} MiB; closing checkpoint (charged) ${ms('repository')} ms / ${ms('ceiling')} ms`
       );
     });
+  // The heartbeat as the ingress serves it: the service alone, and behind the edge pipe (DTO).
+  const edgeHeader = [
+    'dialect',
+    'N',
+    'service ops/s',
+    'edge ops/s',
+    'edge / service',
+    'node CPU µs/op service / edge',
+    'edge − service µs/op',
+  ];
+  const edgeAlign: Align[] = edgeHeader.map((_, i) => (i === 0 ? 'left' : 'right'));
+  const edgeTable: string[][] = rows.map((r) => [
+    r.dialect,
+    String(r.concurrency),
+    fmtInt(r.median.service),
+    fmtInt(r.median.edge),
+    fmtPct(r.median.edge! / r.median.service!),
+    `${r.cpuUsPerOp.service!.toFixed(1)} / ${r.cpuUsPerOp.edge!.toFixed(1)}`,
+    (r.cpuUsPerOp.edge! - r.cpuUsPerOp.service!).toFixed(1),
+  ]);
+  const costLine =
+    `edge validation alone (CPU, no database): heartbeat body ${cost.heartbeat.edgeUs.toFixed(2)} µs through ` +
+    `the pipe (class-validator) vs ${cost.heartbeat.domainUs.toFixed(2)} µs the domain reader alone; register ` +
+    `body ${cost.register.edgeUs.toFixed(1)} µs vs ${cost.register.domainUs.toFixed(1)} µs`;
   const memoryLine =
     `memory (informational): RSS ${memory.rssMiB} MiB after the run, peak RSS ${memory.peakRssMiB} MiB, ` +
     `heap used ${memory.heapUsedMiB} MiB`;
 
   console.log('');
   console.log(textTable(header, table, align));
-  for (const line of [...walLines, ...notes, memoryLine]) console.log(line);
+  console.log('');
+  console.log(textTable(edgeHeader, edgeTable, edgeAlign));
+  for (const line of [...walLines, costLine, ...notes, memoryLine]) console.log(line);
 
   const stamp = started.toISOString().replace(/[:.]/g, '-');
   mkdirSync(RESULTS_DIR, { recursive: true });
@@ -160,6 +188,7 @@ async function heartbeatMain(): Promise<void> {
         machine,
         versions: { sqlite: sqliteVersion, postgres: postgresVersion },
         memory,
+        validationCost: cost,
         notes,
         rows: rows.map((r) => ({
           ...r,
@@ -185,6 +214,14 @@ async function heartbeatMain(): Promise<void> {
       'same rows, same N, same pool size. The machine is shared: read the ratios, not the absolute figures.',
     '',
     markdownTable(header, table, align),
+    '',
+    'The heartbeat as the ingress serves it after the guard, without HTTP and TLS: `service` is ' +
+      '`RegistryService.heartbeat` with a plain body, `edge` the same behind the edge pipe (HeartbeatDto, ' +
+      'class-validator), as the listener runs it.',
+    '',
+    markdownTable(edgeHeader, edgeTable, edgeAlign),
+    '',
+    costLine,
     '',
     ...walLines.map((n) => `- ${n}`),
     ...(walLines.length ? [''] : []),

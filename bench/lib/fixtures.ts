@@ -2,8 +2,9 @@
 import { randomBytes } from 'node:crypto';
 import { RegistrationSnapshot, formatUuidV7, parseRegistration } from '@ql/domain';
 
-export function benchSnapshot(): RegistrationSnapshot {
-  return parseRegistration({
+/** A register body as a worker sends it. */
+export function benchRegistration() {
+  return {
     capabilities: {
       architecture: 'x64',
       operatingSystem: 'linux',
@@ -22,7 +23,11 @@ export function benchSnapshot(): RegistrationSnapshot {
     availableSlots: 4,
     softwareVersion: '0.1.0',
     protocolVersion: 3,
-  });
+  };
+}
+
+export function benchSnapshot(): RegistrationSnapshot {
+  return parseRegistration(benchRegistration());
 }
 
 let lastMs = 0;

@@ -6,7 +6,7 @@ import { ingressPath } from '@ql/contracts';
 import { PostgresDatabase } from '@ql/persistence';
 import type { QueryRunner } from 'typeorm';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../migrations';
-import { OPENAPI_DOCUMENT } from '../../apps/control-plane/src/admin/openapi';
+import { SWAGGER_UI_PATH } from '../../apps/control-plane/src/api-docs';
 import { registeredRoutes, routeKey } from '../support/admin-routes';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { createPostgresDatabase } from '../support/databases';
@@ -202,34 +202,76 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dia
     expect(other.status).toBe(200);
   });
 
-  it('serves the OpenAPI document, identical to docs/openapi.json, covering every admin route', async () => {
+  it('serves one OpenAPI document, identical to docs/openapi.json, covering every route of both listeners', async () => {
     const res = await t.admin('GET', '/openapi.json', undefined, null);
     expect(res.status).toBe(200);
     const committed = JSON.parse(readFileSync(join(__dirname, '../../docs/openapi.json'), 'utf8'));
     expect(res.body).toEqual(committed);
-    const fastify = t.plane.admin.getHttpAdapter().getInstance();
-    const documented = Object.entries(OPENAPI_DOCUMENT.paths).flatMap(([path, ops]) =>
-      Object.keys(ops).map((method) => ({
-        method: method.toUpperCase(),
-        url: path.replace(/\{(\w+)\}/g, ':$1'),
-      })),
+    // An ingress path names the ingress listener as its server; the others are the admin listener's.
+    type PathItem = Record<string, unknown> & { servers?: { description: string }[] };
+    const documented = Object.entries((res.body as { paths: Record<string, PathItem> }).paths).flatMap(
+      ([path, { servers, ...ops }]) =>
+        Object.keys(ops).map((method) => ({
+          listener: servers?.[0]?.description.startsWith('worker ingress') ? 'ingress' : 'admin',
+          method: method.toUpperCase(),
+          url: path.replace(/\{(\w+)\}/g, ':$1'),
+        })),
     );
     expect(documented.length).toBeGreaterThan(10);
-    for (const route of documented)
-      expect({ ...route, exists: fastify.hasRoute(route as never) }).toMatchObject({ exists: true });
-    // And the other way: every route the listener serves is in the document (R-ADM-2).
-    const registered = registeredRoutes(t.plane.admin);
+    for (const { listener, ...route } of documented) {
+      const fastify = (listener === 'ingress' ? t.plane.ingress : t.plane.admin)
+        .getHttpAdapter()
+        .getInstance();
+      expect({ listener, ...route, exists: fastify.hasRoute(route as never) }).toMatchObject({
+        exists: true,
+      });
+    }
+    // And the other way: every route either listener serves is in the document (R-ADM-2), Swagger
+    // UI's scripts and styles aside (its page is documented).
+    const registered = [
+      ...registeredRoutes(t.plane.admin)
+        .filter((r) => !r.url.startsWith(`/${SWAGGER_UI_PATH}/`))
+        .map((r) => ({ listener: 'admin', ...r })),
+      ...registeredRoutes(t.plane.ingress).map((r) => ({ listener: 'ingress', ...r })),
+    ];
     expect(registered).toEqual(
       expect.arrayContaining([
-        { method: 'GET', url: '/api/v1/workers/:workerId' },
-        { method: 'POST', url: '/api/v1/tasks/:taskId/runs' },
-        { method: 'POST', url: '/api/v1/certificates/revoke' },
-        { method: 'GET', url: '/api/v1/certificates/revoked' },
+        { listener: 'admin', method: 'GET', url: '/api/v1/workers/:workerId' },
+        { listener: 'admin', method: 'POST', url: '/api/v1/tasks/:taskId/runs' },
+        { listener: 'admin', method: 'POST', url: '/api/v1/certificates/revoke' },
+        { listener: 'admin', method: 'GET', url: '/api/v1/certificates/revoked' },
+        {
+          listener: 'ingress',
+          method: 'POST',
+          url: '/api/v3/worker-ingress/workers/:workerId/sessions/:sessionId/register',
+        },
+        {
+          listener: 'ingress',
+          method: 'POST',
+          url: '/api/v3/worker-ingress/workers/:workerId/sessions/:sessionId/offers',
+        },
       ]),
     );
-    const documentedKeys = new Set(documented.map(routeKey));
-    expect(registered.map(routeKey).filter((route) => !documentedKeys.has(route))).toEqual([]);
+    const key = (r: { listener: string; method: string; url: string }) => `${r.listener} ${routeKey(r)}`;
+    const documentedKeys = new Set(documented.map(key));
+    expect(registered.map(key).filter((route) => !documentedKeys.has(route))).toEqual([]);
     expect(registered.filter((r) => r.url.startsWith('/api/v1/')).length).toBeGreaterThan(15);
+    expect(registered.filter((r) => r.listener === 'ingress').length).toBe(7);
+  });
+
+  it('serves Swagger UI on the admin listener without credentials, over the same document', async () => {
+    const page = await t.admin('GET', `/${SWAGGER_UI_PATH}`, undefined, null);
+    expect(page.status).toBe(200);
+    expect(page.headers['content-type']).toContain('text/html');
+    const init = await t.admin('GET', `/${SWAGGER_UI_PATH}/swagger-ui-init.js`, undefined, null);
+    expect(init.status).toBe(200);
+    const served = await t.admin('GET', '/openapi.json', undefined, null);
+    expect(init.raw).toContain(JSON.stringify((served.body as { info: { title: string } }).info.title));
+    const asset = await t.admin('GET', `/${SWAGGER_UI_PATH}/swagger-ui-bundle.js`, undefined, null);
+    expect(asset.status).toBe(200);
+    const missing = await t.admin('GET', `/${SWAGGER_UI_PATH}/no-such-file.js`, undefined, null);
+    expect(missing.status).toBe(404);
+    expect(missing.headers['content-type']).toContain('application/problem+json');
   });
 
   it('an unknown admin route is a problem+json 404', async () => {

@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { ActivationModule } from './activation/activation.module';
 import { AdminModule } from './admin/admin.module';
@@ -8,6 +8,7 @@ import { CoreModule } from './core/core.module';
 import { HealthModule } from './health/health.module';
 import { AdminExceptionFilter } from './http/admin-errors';
 import { IngressExceptionFilter } from './http/ingress-exception.filter';
+import { EdgeValidationPipe } from './http/validation/edge-validation.pipe';
 import { ApiKeyGuard } from './identity/api-key.guard';
 import { IdentityModule } from './identity/identity.module';
 import { DispatchLeasesModule } from './leases/dispatch-leases.module';
@@ -18,9 +19,10 @@ import { RunsModule } from './runs/runs.module';
 /**
  * The two listeners of the control plane compose the feature modules; each module's controllers
  * belong to one listener (docs/architecture.md has the map). Both listeners share one core
- * (database, repositories, readiness, metrics). Scheduling (@nestjs/schedule) is in both graphs
- * because both carry a loop of the control-plane profiles: cron (admin) and the lease sweeper
- * (ingress); the worker profile never builds these graphs.
+ * (database, repositories, readiness, metrics) and check every request body with the same DTO pipe,
+ * after their guards (identity first), each answering in its own error shape. Scheduling
+ * (@nestjs/schedule) is in both graphs because both carry a loop of the control-plane profiles: cron
+ * (admin) and the lease sweeper (ingress); the worker profile never builds these graphs.
  */
 
 /** The plain-HTTP listener: admin API (API keys), probes (no credentials) and metrics. */
@@ -41,6 +43,7 @@ export class AdminAppModule {
       providers: [
         { provide: APP_GUARD, useExisting: ApiKeyGuard },
         { provide: APP_FILTER, useClass: AdminExceptionFilter },
+        { provide: APP_PIPE, useClass: EdgeValidationPipe },
       ],
     };
   }
@@ -60,7 +63,10 @@ export class IngressAppModule {
         ActivationModule,
         MetricsModule.forListener('ingress'),
       ],
-      providers: [{ provide: APP_FILTER, useClass: IngressExceptionFilter }],
+      providers: [
+        { provide: APP_FILTER, useClass: IngressExceptionFilter },
+        { provide: APP_PIPE, useClass: EdgeValidationPipe },
+      ],
     };
   }
 }

@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Clock } from '@ql/domain';
 import { INGRESS_MAX_BODY } from '@ql/contracts';
+import { serveApiDocs } from './api-docs';
 import { AdminAppModule, IngressAppModule } from './app.modules';
 import { ControlPlaneConfig } from './config/config';
 import { ControlPlaneCore, openCore } from './core/core';
@@ -75,6 +76,7 @@ export async function startControlPlane(
       { logger, abortOnError: false, bodyParser: false },
     );
     configureIngressEdge(ingress.getHttpAdapter().getInstance(), INGRESS_MAX_BODY);
+    serveApiDocs(admin, ingress);
     await admin.listen(config.adminPort, config.adminHost);
     await ingress.listen(config.ingressPort, config.ingressHost);
     core.readiness.markStarted();

@@ -33,7 +33,7 @@ const COMMANDS: Record<string, Command> = {
       ['--role admin|viewer', 'admin: every route; viewer: read-only routes and /metrics'],
     ],
   },
-  openapi: { usage: 'openapi', summary: 'print the admin API OpenAPI document' },
+  openapi: { usage: 'openapi', summary: 'print the OpenAPI document (admin API and worker ingress)' },
   'config-docs': { usage: 'config-docs', summary: "print the README's configuration table" },
   help: { usage: 'help [<command>]', summary: 'print this help, or the help of one command' },
 };
@@ -120,8 +120,9 @@ async function run(command: string, args: string[]): Promise<number> {
       return EXIT.ok;
     }
     case 'openapi': {
-      const { OPENAPI_DOCUMENT } = require('./admin/openapi') as typeof import('./admin/openapi');
-      process.stdout.write(`${JSON.stringify(OPENAPI_DOCUMENT, null, 2)}\n`);
+      // Builds both applications' module graphs in preview mode: no database, no listener.
+      const { offlineOpenApiDocument } = require('./api-docs') as typeof import('./api-docs');
+      process.stdout.write(`${JSON.stringify(await offlineOpenApiDocument(config), null, 2)}\n`);
       return EXIT.ok;
     }
     default:

@@ -23,6 +23,7 @@ export const CAPABILITY_LIMITS = {
   labelValueLength: 128,
   tokenLength: 64,
   modelLength: 128,
+  versionLength: 64,
   mebibytes: 1 << 30,
 } as const;
 
@@ -101,7 +102,9 @@ function readRuntimes(value: unknown, field: string): RuntimeCapability[] {
   const runtimes = readArray(value, field, CAPABILITY_LIMITS.runtimes).map((item, i) => {
     const r = readObject(item, `${field}[${i}]`, ['name', 'version']);
     const name = token(r.name, `${field}[${i}].name`);
-    const version = readString(r.version, `${field}[${i}].version`, { max: 64 });
+    const version = readString(r.version, `${field}[${i}].version`, {
+      max: CAPABILITY_LIMITS.versionLength,
+    });
     if (validSemver(version) !== version)
       throw new ValidationError(`${field}[${i}].version`, 'invalid_semver');
     return { name, version };

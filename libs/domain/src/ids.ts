@@ -1,6 +1,7 @@
 import { ValidationError } from './errors';
 
 export const WORKER_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const UUID_LENGTH = 36;
 /** UUID version 7 (RFC 9562): version nibble 7, variant bits 10xx; lower case only. */
 export const UUID_V7_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

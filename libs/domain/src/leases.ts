@@ -1,11 +1,12 @@
 import { sha256Hex } from './canonical-json';
 import { ValidationError } from './errors';
 import { isUuidV7 } from './ids';
-import { SessionFence, parseSessionFence } from './registration';
+import { GENERATION_MAX, SessionFence, VERSION_MAX, parseSessionFence } from './registration';
 import { readInt, readObject } from './strict';
 
 /** ≥ 256 bits, base64url without padding (43 chars for 32 bytes); the worker makes it (R-LSE-1). */
-export const LEASE_TOKEN_PATTERN = /^[A-Za-z0-9_-]{43,128}$/;
+export const LEASE_TOKEN_MAX_LENGTH = 128;
+export const LEASE_TOKEN_PATTERN = new RegExp(`^[A-Za-z0-9_-]{43,${LEASE_TOKEN_MAX_LENGTH}}$`);
 
 /** Only this digest is stored; the token itself is never stored, logged or returned. */
 export function leaseTokenDigest(token: string): string {
@@ -65,8 +66,8 @@ export function parseLeaseFence(body: unknown): LeaseFence {
   ]);
   return {
     ...readOfferFields(raw),
-    leaseGeneration: readInt(raw.leaseGeneration, 'leaseGeneration', 1, 2 ** 31 - 1),
-    leaseVersion: readInt(raw.leaseVersion, 'leaseVersion', 0, Number.MAX_SAFE_INTEGER),
+    leaseGeneration: readInt(raw.leaseGeneration, 'leaseGeneration', 1, GENERATION_MAX),
+    leaseVersion: readInt(raw.leaseVersion, 'leaseVersion', 0, VERSION_MAX),
   };
 }
 

@@ -27,6 +27,7 @@ export const PLACEMENT_LIMITS = {
   gpuFeatures: 32,
   preferred: 16,
   rangeLength: 64,
+  maxWeight: 100,
 } as const;
 
 export interface RuntimeRequirement {
@@ -171,7 +172,7 @@ function readPreferred(value: unknown, field: string): PreferredLabel[] {
     return {
       key: labelKey(p.key, `${field}[${i}].key`),
       value: labelValue(p.value, `${field}[${i}].value`),
-      weight: readInt(p.weight, `${field}[${i}].weight`, 1, 100),
+      weight: readInt(p.weight, `${field}[${i}].weight`, 1, PLACEMENT_LIMITS.maxWeight),
     };
   });
   preferred.sort((a, b) => compareCodeUnits(a.key, b.key) || compareCodeUnits(a.value, b.value));

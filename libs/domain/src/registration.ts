@@ -6,6 +6,12 @@ import { readInt, readObject, readString } from './strict';
 
 export const MAX_CONCURRENT_RUNS = 1024;
 export const SUPPORTED_PROTOCOL_VERSIONS = [3] as const;
+/** The range a protocol version is read in before it is checked against the supported ones. */
+export const PROTOCOL_VERSION_MAX = 1000;
+export const SOFTWARE_VERSION_MAX_LENGTH = 64;
+/** Session and lease generations are 32-bit columns; versions are safe integers. */
+export const GENERATION_MAX = 2 ** 31 - 1;
+export const VERSION_MAX = Number.MAX_SAFE_INTEGER;
 
 /** What a worker declares when it registers a session (R-REG-3). */
 export interface RegistrationSnapshot {
@@ -29,10 +35,12 @@ export function parseRegistration(body: unknown): RegistrationSnapshot {
   const capabilities = canonicalizeCapabilities(raw.capabilities);
   const maxConcurrentRuns = readInt(raw.maxConcurrentRuns, 'maxConcurrentRuns', 1, MAX_CONCURRENT_RUNS);
   const availableSlots = readInt(raw.availableSlots, 'availableSlots', 0, maxConcurrentRuns);
-  const softwareVersion = readString(raw.softwareVersion, 'softwareVersion', { max: 64 });
+  const softwareVersion = readString(raw.softwareVersion, 'softwareVersion', {
+    max: SOFTWARE_VERSION_MAX_LENGTH,
+  });
   if (validSemver(softwareVersion) !== softwareVersion)
     throw new ValidationError('softwareVersion', 'invalid_semver');
-  const protocolVersion = readInt(raw.protocolVersion, 'protocolVersion', 1, 1000);
+  const protocolVersion = readInt(raw.protocolVersion, 'protocolVersion', 1, PROTOCOL_VERSION_MAX);
   if (!(SUPPORTED_PROTOCOL_VERSIONS as readonly number[]).includes(protocolVersion)) {
     throw new ValidationError('protocolVersion', 'unsupported');
   }
@@ -53,9 +61,6 @@ export interface SessionFence {
   readonly generation: number;
   readonly expectedVersion: number;
 }
-
-const GENERATION_MAX = 2 ** 31 - 1;
-const VERSION_MAX = Number.MAX_SAFE_INTEGER;
 
 export function parseSessionFence(raw: Record<string, unknown>): SessionFence {
   return {

@@ -9,6 +9,11 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 // eslint-disable-next-line no-control-regex
 const CONTROL_MULTILINE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u2028\u2029]/;
 
+/** A character no single-line (or, with `multiline`, multi-line) text may hold. */
+export function hasControlCharacter(value: string, multiline = false): boolean {
+  return (multiline ? CONTROL_MULTILINE : CONTROL).test(value);
+}
+
 export function readObject(
   value: unknown,
   field: string,
@@ -36,8 +41,7 @@ export function readString(
   opts: { max: number; min?: number; pattern?: RegExp; multiline?: boolean },
 ): string {
   if (typeof value !== 'string') throw new ValidationError(field, 'must_be_string');
-  if ((opts.multiline ? CONTROL_MULTILINE : CONTROL).test(value))
-    throw new ValidationError(field, 'control_character');
+  if (hasControlCharacter(value, opts.multiline)) throw new ValidationError(field, 'control_character');
   if (value.length < (opts.min ?? 1)) throw new ValidationError(field, 'too_short');
   if (value.length > opts.max) throw new ValidationError(field, 'too_long');
   if (opts.pattern && !opts.pattern.test(value)) throw new ValidationError(field, 'invalid_format');

@@ -21,7 +21,9 @@ export const TASK_LIMITS = {
   minTimeoutMs: 1_000,
   maxTimeoutMs: 7 * 24 * 3_600_000,
   defaultTimeoutMs: 3_600_000,
+  minAttempts: 2,
   maxAttempts: 20,
+  maxMultiplier: 10,
   minBackoffMs: 1_000,
   maxBackoffMs: 24 * 3_600_000,
   maxPriority: 1_000,
@@ -118,9 +120,17 @@ function readRetry(value: unknown): RetryPolicy {
       ? Math.max(initialBackoffMs, 600_000)
       : readInt(r.maxBackoffMs, 'retry.maxBackoffMs', initialBackoffMs, TASK_LIMITS.maxBackoffMs);
   return {
-    maxAttempts: readInt(r.maxAttempts, 'retry.maxAttempts', 2, TASK_LIMITS.maxAttempts),
+    maxAttempts: readInt(
+      r.maxAttempts,
+      'retry.maxAttempts',
+      TASK_LIMITS.minAttempts,
+      TASK_LIMITS.maxAttempts,
+    ),
     initialBackoffMs,
-    multiplier: r.multiplier === undefined ? 2 : readInt(r.multiplier, 'retry.multiplier', 1, 10),
+    multiplier:
+      r.multiplier === undefined
+        ? 2
+        : readInt(r.multiplier, 'retry.multiplier', 1, TASK_LIMITS.maxMultiplier),
     maxBackoffMs,
   };
 }

@@ -1,18 +1,45 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { SESSION_STATUSES, WORKER_ID_PATTERN } from '@ql/domain';
+import { AdminController, LimitQuery, PROBES_TAG, TextQuery } from '../http/admin-docs';
+import { AdminErrorResponses } from '../http/error-responses';
 import { AdminRequest, RequireRole } from '../identity/api-key.guard';
 import { AdminService } from './admin.service';
-import { OPENAPI_DOCUMENT } from './openapi';
+import { CreateApiKeyDto, RevokeCertificateDto } from './dto/admin-bodies.dto';
+import {
+  ApiKeyDto,
+  ApiKeyListDto,
+  AuditListDto,
+  CreatedApiKeyDto,
+  RevokedCertificateDto,
+  RevokedCertificateListDto,
+  WorkerDto,
+  WorkerPageDto,
+} from './dto/admin-views.dto';
+import { OpenApiDocument } from './openapi-document';
+
+const WorkerIdParam = () =>
+  ApiParam({ name: 'workerId', schema: { type: 'string', pattern: WORKER_ID_PATTERN.source } });
 
 @Controller('api/v1/workers')
+@AdminController()
 export class WorkersController {
   constructor(private readonly admin: AdminService) {}
 
   @Get()
+  @ApiOperation({ summary: 'List workers (keyset pagination on worker id)' })
+  @TextQuery('status', 'only workers in this status', { type: 'string', enum: SESSION_STATUSES })
+  @TextQuery('after', 'worker id to continue after (nextAfter)')
+  @LimitQuery()
+  @ApiOkResponse({ type: WorkerPageDto })
   list(@Query() query: unknown) {
     return this.admin.listWorkers(query);
   }
 
   @Get(':workerId')
+  @ApiOperation({ summary: 'Worker detail: session, generation, version, lease expiry, capabilities' })
+  @WorkerIdParam()
+  @ApiOkResponse({ type: WorkerDto })
   get(@Param('workerId') workerId: string) {
     return this.admin.getWorker(workerId);
   }
@@ -20,6 +47,12 @@ export class WorkersController {
   @Post(':workerId/disable')
   @HttpCode(200)
   @RequireRole('admin')
+  @ApiOperation({
+    summary:
+      'Disable a worker: fences its session now; every replica refuses it from the same commit (admin)',
+  })
+  @WorkerIdParam()
+  @ApiOkResponse({ type: WorkerDto })
   disable(@Req() req: AdminRequest, @Param('workerId') workerId: string) {
     return this.admin.setDisabled(req.apiKey!, workerId, true);
   }
@@ -27,6 +60,9 @@ export class WorkersController {
   @Post(':workerId/enable')
   @HttpCode(200)
   @RequireRole('admin')
+  @ApiOperation({ summary: 'Allow a disabled worker to register a new session (admin)' })
+  @WorkerIdParam()
+  @ApiOkResponse({ type: WorkerDto })
   enable(@Req() req: AdminRequest, @Param('workerId') workerId: string) {
     return this.admin.setDisabled(req.apiKey!, workerId, false);
   }
@@ -34,22 +70,31 @@ export class WorkersController {
 
 @Controller('api/v1/api-keys')
 @RequireRole('admin')
+@AdminController()
 export class ApiKeysController {
   constructor(private readonly admin: AdminService) {}
 
   @Get()
+  @ApiOperation({ summary: 'List API keys (never the keys themselves) (admin)' })
+  @ApiOkResponse({ type: ApiKeyListDto })
   list() {
     return this.admin.listApiKeys();
   }
 
   @Post()
   @HttpCode(201)
-  create(@Req() req: AdminRequest, @Body() body: unknown) {
+  @ApiOperation({ summary: 'Create an API key; the token is returned once (admin)' })
+  @ApiCreatedResponse({ type: CreatedApiKeyDto })
+  @AdminErrorResponses({ 400: 'the body breaks a rule; nothing was written' })
+  create(@Req() req: AdminRequest, @Body() body: CreateApiKeyDto) {
     return this.admin.createApiKey(req.apiKey!, body);
   }
 
   @Post(':id/revoke')
   @HttpCode(200)
+  @ApiOperation({ summary: 'Revoke an API key (admin)' })
+  @ApiParam({ name: 'id', schema: { type: 'string', format: 'uuid' } })
+  @ApiOkResponse({ type: ApiKeyDto })
   revoke(@Req() req: AdminRequest, @Param('id') id: string) {
     return this.admin.revokeApiKey(req.apiKey!, id);
   }
@@ -57,16 +102,29 @@ export class ApiKeysController {
 
 @Controller('api/v1/certificates')
 @RequireRole('admin')
+@AdminController()
 export class CertificatesController {
   constructor(private readonly admin: AdminService) {}
 
   @Post('revoke')
   @HttpCode(200)
-  revoke(@Req() req: AdminRequest, @Body() body: unknown) {
+  @ApiOperation({
+    summary:
+      'Revoke a worker certificate by SHA-256 fingerprint; every replica refuses it within QL_REVOCATION_CACHE_MS (admin)',
+  })
+  @ApiOkResponse({
+    type: RevokedCertificateDto,
+    description: 'the revocation (the first one, if revoked before)',
+  })
+  @AdminErrorResponses({ 400: 'the body breaks a rule; nothing was written' })
+  revoke(@Req() req: AdminRequest, @Body() body: RevokeCertificateDto) {
     return this.admin.revokeCertificate(req.apiKey!, body);
   }
 
   @Get('revoked')
+  @ApiOperation({ summary: 'Revoked certificates, newest first (admin)' })
+  @LimitQuery()
+  @ApiOkResponse({ type: RevokedCertificateListDto })
   list(@Query() query: unknown) {
     return this.admin.listRevokedCertificates(query);
   }
@@ -74,20 +132,29 @@ export class CertificatesController {
 
 @Controller('api/v1/audit')
 @RequireRole('admin')
+@AdminController()
 export class AuditController {
   constructor(private readonly admin: AdminService) {}
 
   @Get()
+  @ApiOperation({ summary: 'Recent admin mutations: who, what, when (admin)' })
+  @LimitQuery()
+  @ApiOkResponse({ type: AuditListDto })
   list(@Query() query: unknown) {
     return this.admin.listAudit(query);
   }
 }
 
 @Controller()
+@ApiTags(PROBES_TAG)
 export class OpenApiController {
+  constructor(private readonly openApi: OpenApiDocument) {}
+
   @Get('openapi.json')
   @RequireRole('public')
+  @ApiOperation({ summary: 'This document: the admin API and the worker ingress (OpenAPI 3.1)' })
+  @ApiOkResponse({ description: 'OpenAPI 3.1', schema: { type: 'object' } })
   document() {
-    return OPENAPI_DOCUMENT;
+    return this.openApi.get();
   }
 }

@@ -7,6 +7,7 @@ import {
   WorkersController,
 } from './admin.controllers';
 import { AdminService } from './admin.service';
+import { OpenApiDocument } from './openapi-document';
 
 /**
  * Administration on the admin listener: worker views, drain/disable, API keys, certificate
@@ -20,6 +21,6 @@ import { AdminService } from './admin.service';
     CertificatesController,
     OpenApiController,
   ],
-  providers: [AdminService],
+  providers: [AdminService, OpenApiDocument],
 })
 export class AdminModule {}

@@ -24,6 +24,12 @@ import {
   readString,
 } from '@ql/domain';
 import { apiKeyDigest, newApiKeyToken } from '../identity/api-keys';
+import {
+  API_KEY_NAME_MAX_LENGTH,
+  FINGERPRINT_MAX_LENGTH,
+  REVOCATION_REASON_MAX_LENGTH,
+} from './admin-limits';
+import type { CreateApiKeyDto, RevokeCertificateDto } from './dto/admin-bodies.dto';
 import { readLimit } from './query-params';
 
 /** The admin slice of issue 2: workers (list, get, disable, enable), API keys, audit (R-ADM-1, R-ID-4/5). */
@@ -65,9 +71,10 @@ export class AdminService {
     return toWorkerView(worker);
   }
 
-  async createApiKey(actor: ApiKeyRecord | { id: string }, body: unknown) {
+  /** The body is a validated DTO on the API; the CLI hands in what it was given, hence the reads. */
+  async createApiKey(actor: ApiKeyRecord | { id: string }, body: CreateApiKeyDto | Record<string, unknown>) {
     const b = readObject(body, '', ['name', 'role']);
-    const name = readString(b.name, 'name', { max: 100 });
+    const name = readString(b.name, 'name', { max: API_KEY_NAME_MAX_LENGTH });
     const role = readEnum(b.role, 'role', API_KEY_ROLES);
     const token = newApiKeyToken();
     const id = this.ids.uuidV7();
@@ -90,12 +97,13 @@ export class AdminService {
   }
 
   /** R-ID-4: refuse a worker certificate by SHA-256 fingerprint (hex, colons and case ignored). */
-  async revokeCertificate(actor: ApiKeyRecord, body: unknown) {
+  async revokeCertificate(actor: ApiKeyRecord, body: RevokeCertificateDto) {
     const b = readObject(body, '', ['fingerprint', 'reason']);
-    const raw = readString(b.fingerprint, 'fingerprint', { max: 95 });
+    const raw = readString(b.fingerprint, 'fingerprint', { max: FINGERPRINT_MAX_LENGTH });
     const fingerprint = raw.replace(/:/g, '').toLowerCase();
     if (!/^[0-9a-f]{64}$/.test(fingerprint)) throw new ValidationError('fingerprint', 'must_be_sha256_hex');
-    const reason = b.reason === undefined ? null : readString(b.reason, 'reason', { max: 200 });
+    const reason =
+      b.reason === undefined ? null : readString(b.reason, 'reason', { max: REVOCATION_REASON_MAX_LENGTH });
     const revoked = await this.revocations.revoke(fingerprint, reason, {
       actor: actor.id,
       action: 'certificate.revoke',

@@ -2,7 +2,7 @@ import { ValidationError, readInt } from '@ql/domain';
 
 /** The most items one admin list page holds. */
 export const MAX_PAGE = 200;
-const DEFAULT_PAGE = 50;
+export const DEFAULT_PAGE = 50;
 
 /**
  * Plain decimal digits and nothing else: no sign, space, point, exponent, `0x`, or leading zero (each

@@ -1,11 +1,14 @@
 import { Controller, Get, Inject } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { CORE, ControlPlaneCore } from '../core/core';
+import { PROBES_TAG } from '../http/admin-docs';
 import { RequireRole } from '../identity/api-key.guard';
 
 /** Probes need no credentials (R-ID-5); `/readyz` is 503 until started and while stopping (R-OPS-1). */
 @Controller()
 @RequireRole('public')
+@ApiTags(PROBES_TAG)
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
@@ -15,12 +18,16 @@ export class HealthController {
 
   @Get('livez')
   @HealthCheck()
+  @ApiOperation({ summary: 'Process liveness' })
   livez() {
     return this.health.check([() => this.indicators.check('process').up()]);
   }
 
   @Get('readyz')
   @HealthCheck()
+  @ApiOperation({
+    summary: 'Readiness: database reachable, migrations applied, startup done, not shutting down',
+  })
   readyz() {
     return this.health.check([
       () => {

@@ -12,6 +12,7 @@ import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
+import { LeaseFenceDto, PullRequestDto } from './dto/pull.dto';
 import { leaseProjection, projectOffer } from './offer-projection';
 
 /** Pull, renew and release for the calling worker's session (R-LSE-2..5). Tokens are digested here, never kept. */
@@ -25,7 +26,7 @@ export class LeasesService {
     private readonly metrics: ControlPlaneMetrics,
   ) {}
 
-  async offers(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<OfferResponse> {
+  async offers(principal: WorkerPrincipal, sessionId: string, body: PullRequestDto): Promise<OfferResponse> {
     const request = parsePullRequest(body);
     const result = await this.leases.claim({
       workerId: principal.workerId,
@@ -60,16 +61,16 @@ export class LeasesService {
     return projectOffer(result.offer);
   }
 
-  async renew(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<RenewResponse> {
+  async renew(principal: WorkerPrincipal, sessionId: string, body: LeaseFenceDto): Promise<RenewResponse> {
     const renewed = await this.leases.renew(this.command(principal, sessionId, body));
     return { lease: leaseProjection(renewed.lease), cancelRequested: renewed.cancelRequested };
   }
 
-  async release(principal: WorkerPrincipal, sessionId: string, body: unknown) {
+  async release(principal: WorkerPrincipal, sessionId: string, body: LeaseFenceDto) {
     return { lease: leaseProjection(await this.leases.release(this.command(principal, sessionId, body))) };
   }
 
-  private command(principal: WorkerPrincipal, sessionId: string, body: unknown) {
+  private command(principal: WorkerPrincipal, sessionId: string, body: LeaseFenceDto) {
     const fence = parseLeaseFence(body);
     return {
       workerId: principal.workerId,

@@ -13,8 +13,13 @@ import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
+import { RegisterDto } from './dto/register.dto';
+import { HeartbeatDto, SessionFenceDto } from './dto/session-fence.dto';
 
-/** Register, heartbeat, drain and offline for the calling worker's session (R-REG-3..6). */
+/**
+ * Register, heartbeat, drain and offline for the calling worker's session (R-REG-3..6). Bodies
+ * arrive as validated DTOs; the domain's readers add the semantic rules (and check the shape again).
+ */
 @Injectable()
 export class RegistryService {
   private readonly logger = new Logger('registry');
@@ -25,7 +30,11 @@ export class RegistryService {
     private readonly metrics: ControlPlaneMetrics,
   ) {}
 
-  async register(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<RegisterResponse> {
+  async register(
+    principal: WorkerPrincipal,
+    sessionId: string,
+    body: RegisterDto,
+  ): Promise<RegisterResponse> {
     const snapshot = parseRegistration(body);
     const result = await this.sessions.register({
       workerId: principal.workerId,
@@ -47,7 +56,11 @@ export class RegistryService {
     return { outcome: result.outcome, ...toResponse(result.session) };
   }
 
-  async heartbeat(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<SessionResponse> {
+  async heartbeat(
+    principal: WorkerPrincipal,
+    sessionId: string,
+    body: HeartbeatDto,
+  ): Promise<SessionResponse> {
     const request = parseHeartbeat(body);
     const session = await this.sessions.heartbeat({
       ...this.command(principal, sessionId, request),
@@ -57,11 +70,19 @@ export class RegistryService {
     return toResponse(session);
   }
 
-  async drain(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<SessionResponse> {
+  async drain(
+    principal: WorkerPrincipal,
+    sessionId: string,
+    body: SessionFenceDto,
+  ): Promise<SessionResponse> {
     return toResponse(await this.sessions.drain(this.command(principal, sessionId, parseFenceOnly(body))));
   }
 
-  async offline(principal: WorkerPrincipal, sessionId: string, body: unknown): Promise<SessionResponse> {
+  async offline(
+    principal: WorkerPrincipal,
+    sessionId: string,
+    body: SessionFenceDto,
+  ): Promise<SessionResponse> {
     return toResponse(await this.sessions.offline(this.command(principal, sessionId, parseFenceOnly(body))));
   }
 

@@ -12,12 +12,43 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
+import {
+  ApiCreatedResponse,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiResponse,
+} from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import { RUN_STATUSES, UUID_V7_PATTERN } from '@ql/domain';
+import { AdminController, IntegerQuery, LimitQuery, TextQuery } from '../http/admin-docs';
+import { AdminErrorResponses } from '../http/error-responses';
 import { AdminRequest, RequireRole } from '../identity/api-key.guard';
+import {
+  DeletedTaskDto,
+  RunDetailDto,
+  RunDto,
+  RunPageDto,
+  TaskDto,
+  TaskPageDto,
+  TaskRevisionPageDto,
+  TriggeredRunDto,
+  UpdatedTaskDto,
+} from './dto/run-views.dto';
+import { TaskSpecDto } from './dto/task-spec.dto';
+import { TriggerRunDto } from './dto/trigger-run.dto';
+import { IDEMPOTENCY_KEY_PATTERN } from './resource-ids';
 import { RunsService } from './runs.service';
-import { TasksService } from './tasks.service';
+import { REVISION_MAX, TasksService } from './tasks.service';
+
+const uuidV7 = { type: 'string', pattern: UUID_V7_PATTERN.source } as const;
+const TaskIdParam = () => ApiParam({ name: 'taskId', schema: uuidV7 });
+const RunIdParam = () => ApiParam({ name: 'runId', schema: uuidV7 });
+const BAD_BODY = 'the body breaks a rule; nothing was written';
 
 @Controller('api/v1/tasks')
+@AdminController()
 export class TasksController {
   constructor(
     private readonly tasks: TasksService,
@@ -27,33 +58,58 @@ export class TasksController {
   @Post()
   @HttpCode(201)
   @RequireRole('admin')
-  create(@Req() req: AdminRequest, @Body() body: unknown) {
+  @ApiOperation({ summary: 'Create a task at revision 1 (admin)' })
+  @ApiCreatedResponse({ type: TaskDto })
+  @AdminErrorResponses({ 400: BAD_BODY, 409: 'a live task has this name', 413: 'over the admin body limit' })
+  create(@Req() req: AdminRequest, @Body() body: TaskSpecDto) {
     return this.tasks.create(req.apiKey!, body);
   }
 
   @Get()
+  @ApiOperation({ summary: 'List live tasks (keyset pagination on task id)' })
+  @TextQuery('after', 'task id to continue after (nextAfter)', uuidV7)
+  @LimitQuery()
+  @ApiOkResponse({ type: TaskPageDto })
   list(@Query() query: unknown) {
     return this.tasks.list(query);
   }
 
   @Get(':taskId')
+  @ApiOperation({ summary: 'Task detail: current revision, digest and spec' })
+  @TaskIdParam()
+  @ApiOkResponse({ type: TaskDto })
   get(@Param('taskId') taskId: string) {
     return this.tasks.get(taskId);
   }
 
   @Put(':taskId')
   @RequireRole('admin')
-  update(@Req() req: AdminRequest, @Param('taskId') taskId: string, @Body() body: unknown) {
+  @ApiOperation({
+    summary: 'Replace the task spec; a new immutable revision only when the content changes (admin)',
+  })
+  @TaskIdParam()
+  @ApiOkResponse({ type: UpdatedTaskDto })
+  @AdminErrorResponses({ 400: BAD_BODY, 404: 'no such task', 409: 'another live task has this name' })
+  update(@Req() req: AdminRequest, @Param('taskId') taskId: string, @Body() body: TaskSpecDto) {
     return this.tasks.update(req.apiKey!, taskId, body);
   }
 
   @Delete(':taskId')
   @RequireRole('admin')
+  @ApiOperation({ summary: 'Delete a task: runs keep their pinned revisions, cron stops (admin)' })
+  @TaskIdParam()
+  @ApiOkResponse({ type: DeletedTaskDto })
+  @AdminErrorResponses({ 404: 'no such task' })
   delete(@Req() req: AdminRequest, @Param('taskId') taskId: string) {
     return this.tasks.delete(req.apiKey!, taskId);
   }
 
   @Get(':taskId/revisions')
+  @ApiOperation({ summary: 'Immutable revisions of a task, newest first (keyset pagination on revision)' })
+  @TaskIdParam()
+  @IntegerQuery('before', 1, REVISION_MAX, 'revision to continue before (nextBefore)')
+  @LimitQuery()
+  @ApiOkResponse({ type: TaskRevisionPageDto })
   revisions(@Param('taskId') taskId: string, @Query() query: unknown) {
     return this.tasks.revisions(taskId, query);
   }
@@ -61,10 +117,30 @@ export class TasksController {
   /** 201 with a new run; 200 with the first run when the Idempotency-Key was seen with the same body. */
   @Post(':taskId/runs')
   @RequireRole('admin')
+  @ApiOperation({ summary: "Trigger a run pinned to the task's current revision (admin)" })
+  @TaskIdParam()
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN.source },
+    description:
+      'the same key with the same body returns the first run (200); with another body it is 409 `conflict`',
+  })
+  @ApiCreatedResponse({ type: TriggeredRunDto, description: 'a new run' })
+  @ApiResponse({
+    status: 200,
+    type: TriggeredRunDto,
+    description: 'replay of the Idempotency-Key: the first run',
+  })
+  @AdminErrorResponses({
+    400: BAD_BODY,
+    404: 'no such task',
+    409: 'the Idempotency-Key was used for another request',
+  })
   async trigger(
     @Req() req: AdminRequest,
     @Param('taskId') taskId: string,
-    @Body() body: unknown,
+    @Body() body: TriggerRunDto,
     @Headers('idempotency-key') key: string | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
@@ -75,15 +151,25 @@ export class TasksController {
 }
 
 @Controller('api/v1/runs')
+@AdminController()
 export class RunsController {
   constructor(private readonly runs: RunsService) {}
 
   @Get()
+  @ApiOperation({ summary: 'List runs, newest first (keyset pagination on run id)' })
+  @TextQuery('status', 'only runs in this status', { type: 'string', enum: RUN_STATUSES })
+  @TextQuery('taskId', 'only runs of this task', uuidV7)
+  @TextQuery('before', 'run id to continue before (nextBefore)', uuidV7)
+  @LimitQuery()
+  @ApiOkResponse({ type: RunPageDto })
   list(@Query() query: unknown) {
     return this.runs.list(query);
   }
 
   @Get(':runId')
+  @ApiOperation({ summary: 'Run detail: attempts, events, placement and why it is pending' })
+  @RunIdParam()
+  @ApiOkResponse({ type: RunDetailDto })
   get(@Param('runId') runId: string) {
     return this.runs.get(runId);
   }
@@ -91,6 +177,13 @@ export class RunsController {
   @Post(':runId/cancel')
   @HttpCode(200)
   @RequireRole('admin')
+  @ApiOperation({
+    summary:
+      'Request cancellation: persisted first; a queued or retry_wait run is cancelled at once, a held one is told through its lease (admin)',
+  })
+  @RunIdParam()
+  @ApiOkResponse({ type: RunDto })
+  @AdminErrorResponses({ 404: 'no such run', 409: 'the run has already finished' })
   cancel(@Req() req: AdminRequest, @Param('runId') runId: string) {
     return this.runs.cancel(req.apiKey!, runId);
   }

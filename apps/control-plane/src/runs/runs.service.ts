@@ -20,6 +20,7 @@ import {
 } from '@ql/domain';
 import { readLimit } from '../admin/query-params';
 import { PlacementService } from '../placement/placement.service';
+import type { TriggerRunDto } from './dto/trigger-run.dto';
 import { IDEMPOTENCY_KEY_PATTERN, parseResourceId } from './resource-ids';
 
 const DETAIL_EVENTS = 200;
@@ -34,7 +35,7 @@ export class RunsService {
   ) {}
 
   /** Manual trigger; the same Idempotency-Key and body return the first run (`created: false`). */
-  async trigger(actor: ApiKeyRecord, taskId: string, body: unknown, idempotencyKey: unknown) {
+  async trigger(actor: ApiKeyRecord, taskId: string, body: TriggerRunDto, idempotencyKey: unknown) {
     const id = parseResourceId(taskId, 'taskId');
     const b = readObject(body ?? {}, '', ['priority']);
     const priority =

@@ -12,7 +12,11 @@ import {
   readObject,
 } from '@ql/domain';
 import { readLimit, readQueryInt } from '../admin/query-params';
+import type { TaskSpecDto } from './dto/task-spec.dto';
 import { parseResourceId } from './resource-ids';
+
+/** Revisions are 32-bit integers. */
+export const REVISION_MAX = 2 ** 31 - 1;
 
 /** Tasks and their revisions (R-RUN-1, R-ADM-1); every mutation is audited in its own transaction. */
 @Injectable()
@@ -22,7 +26,7 @@ export class TasksService {
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
   ) {}
 
-  async create(actor: ApiKeyRecord, body: unknown) {
+  async create(actor: ApiKeyRecord, body: TaskSpecDto) {
     const spec = parseTaskSpec(body);
     const id = this.ids.uuidV7();
     const task = await this.tasks.create(id, spec, {
@@ -33,7 +37,7 @@ export class TasksService {
     return toTaskView(task);
   }
 
-  async update(actor: ApiKeyRecord, id: string, body: unknown) {
+  async update(actor: ApiKeyRecord, id: string, body: TaskSpecDto) {
     const taskId = parseResourceId(id, 'taskId');
     const spec = parseTaskSpec(body);
     const { task, changed } = await this.tasks.update(taskId, spec, {
@@ -74,7 +78,7 @@ export class TasksService {
   async revisions(id: string, query: unknown) {
     const q = readObject(query ?? {}, 'query', ['before', 'limit']);
     const beforeRevision =
-      q.before === undefined ? undefined : readQueryInt(q.before, 'before', 1, 2 ** 31 - 1);
+      q.before === undefined ? undefined : readQueryInt(q.before, 'before', 1, REVISION_MAX);
     const limit = readLimit(q.limit);
     const revisions = await this.tasks.listRevisions(parseResourceId(id, 'taskId'), {
       beforeRevision,

@@ -1,0 +1,123 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import {
+  API_KEY_ROLES,
+  ApiKeyRole,
+  Capabilities,
+  SESSION_STATUSES,
+  SessionStatus,
+  WORKER_ID_PATTERN,
+} from '@ql/domain';
+import { CapabilitiesDto } from '../../registry/dto/register.dto';
+import { ListOf, NULLABLE_TIME_PROP, TIME_PROP } from '../../http/view-props';
+
+/** What the admin routes of workers, API keys, certificates and the audit log answer (OpenAPI). */
+
+export class WorkerDto {
+  @ApiProperty({ pattern: WORKER_ID_PATTERN.source })
+  readonly workerId!: string;
+
+  @ApiProperty({ description: 'a disabled worker cannot register a session' })
+  readonly disabled!: boolean;
+
+  @ApiProperty({ enum: SESSION_STATUSES })
+  readonly status!: SessionStatus;
+
+  @ApiProperty({ format: 'uuid' })
+  readonly sessionId!: string;
+
+  @ApiProperty({ type: 'integer' })
+  readonly generation!: number;
+
+  @ApiProperty({ type: 'integer' })
+  readonly version!: number;
+
+  @ApiProperty(TIME_PROP)
+  readonly leaseExpiresAt!: string;
+
+  @ApiProperty({ type: 'integer' })
+  readonly maxConcurrentRuns!: number;
+
+  @ApiProperty({ type: 'integer' })
+  readonly availableSlots!: number;
+
+  @ApiProperty()
+  readonly softwareVersion!: string;
+
+  @ApiProperty({ type: 'integer' })
+  readonly protocolVersion!: number;
+
+  @ApiProperty({ type: () => CapabilitiesDto, description: 'canonical: sets sorted, every field present' })
+  readonly capabilities!: Capabilities;
+
+  @ApiProperty({ description: 'SHA-256 (hex) of the canonical capabilities' })
+  readonly capabilitiesDigest!: string;
+
+  @ApiProperty(TIME_PROP)
+  readonly registeredAt!: string;
+
+  @ApiProperty(TIME_PROP)
+  readonly lastSeenAt!: string;
+}
+
+export class WorkerPageDto extends ListOf(WorkerDto, { cursor: 'nextAfter' }) {}
+
+export class ApiKeyDto {
+  @ApiProperty({ format: 'uuid' })
+  readonly id!: string;
+
+  @ApiProperty()
+  readonly name!: string;
+
+  @ApiProperty({ enum: API_KEY_ROLES })
+  readonly role!: ApiKeyRole;
+
+  @ApiProperty(TIME_PROP)
+  readonly createdAt!: string;
+
+  @ApiProperty(NULLABLE_TIME_PROP)
+  readonly revokedAt!: string | null;
+}
+
+export class CreatedApiKeyDto extends ApiKeyDto {
+  @ApiProperty({ description: 'the key itself (`qlk_…`): shown once, only its digest is stored' })
+  readonly token!: string;
+}
+
+export class ApiKeyListDto extends ListOf(ApiKeyDto) {}
+
+export class RevokedCertificateDto {
+  @ApiProperty({ pattern: '^[0-9a-f]{64}$' })
+  readonly fingerprint!: string;
+
+  @ApiProperty(TIME_PROP)
+  readonly revokedAt!: string;
+
+  @ApiProperty({ type: 'string', nullable: true })
+  readonly reason!: string | null;
+}
+
+export class RevokedCertificateListDto extends ListOf(RevokedCertificateDto, {
+  description: 'newest first',
+}) {}
+
+export class AuditEntryDto {
+  @ApiProperty()
+  readonly id!: string;
+
+  @ApiProperty({ description: 'the API key id, or `cli`' })
+  readonly actor!: string;
+
+  @ApiProperty({ example: 'api_key.create' })
+  readonly action!: string;
+
+  @ApiProperty({ example: 'api_key:0190…' })
+  readonly target!: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
+  readonly detail?: Record<string, unknown>;
+
+  @ApiProperty(TIME_PROP)
+  readonly at!: string;
+}
+
+export class AuditListDto extends ListOf(AuditEntryDto, { description: 'newest first' }) {}

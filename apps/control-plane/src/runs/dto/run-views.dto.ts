@@ -1,0 +1,211 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { ATTEMPT_STATUSES, PLACEMENT_REASONS, RUN_EVENT_TYPES, RUN_STATUSES } from '@ql/domain';
+import { PlacementSpecDto } from '../../placement/dto/placement-spec.dto';
+import { TaskSpecDto } from './task-spec.dto';
+import { ListOf, NULLABLE_TIME_PROP, TIME_PROP, UUID_V7_PROP, integerProp } from '../../http/view-props';
+
+/** What the task and run routes answer (OpenAPI). */
+
+export class TaskDto {
+  @ApiProperty(UUID_V7_PROP)
+  readonly id!: string;
+
+  @ApiProperty()
+  readonly name!: string;
+
+  @ApiProperty({ ...integerProp('the current revision'), minimum: 1 })
+  readonly revision!: number;
+
+  @ApiProperty({ description: 'SHA-256 (hex) of the canonical spec' })
+  readonly digest!: string;
+
+  @ApiProperty({ type: () => TaskSpecDto, description: 'canonical: every field present, sets sorted' })
+  readonly spec!: TaskSpecDto;
+
+  @ApiProperty(TIME_PROP)
+  readonly createdAt!: string;
+
+  @ApiProperty(TIME_PROP)
+  readonly updatedAt!: string;
+}
+
+export class UpdatedTaskDto extends TaskDto {
+  @ApiProperty({ description: 'false when the digest is the same: no new revision' })
+  readonly changed!: boolean;
+}
+
+export class DeletedTaskDto extends TaskDto {
+  @ApiProperty({ enum: [true] })
+  readonly deleted!: true;
+}
+
+export class TaskPageDto extends ListOf(TaskDto, { cursor: 'nextAfter' }) {}
+
+export class TaskRevisionDto {
+  @ApiProperty(UUID_V7_PROP)
+  readonly taskId!: string;
+
+  @ApiProperty({ ...integerProp(), minimum: 1 })
+  readonly revision!: number;
+
+  @ApiProperty()
+  readonly digest!: string;
+
+  @ApiProperty({ type: () => TaskSpecDto, description: 'immutable' })
+  readonly spec!: TaskSpecDto;
+
+  @ApiProperty(TIME_PROP)
+  readonly createdAt!: string;
+}
+
+export class TaskRevisionPageDto extends ListOf(TaskRevisionDto, {
+  description: 'newest first',
+  cursor: 'nextBefore',
+  cursorType: 'integer',
+}) {}
+
+export class RunDto {
+  @ApiProperty(UUID_V7_PROP)
+  readonly id!: string;
+
+  @ApiProperty(UUID_V7_PROP)
+  readonly taskId!: string;
+
+  @ApiProperty(integerProp('the pinned task revision'))
+  readonly revision!: number;
+
+  @ApiProperty()
+  readonly specDigest!: string;
+
+  @ApiProperty({ enum: RUN_STATUSES })
+  readonly status!: string;
+
+  @ApiProperty(integerProp())
+  readonly version!: number;
+
+  @ApiProperty(integerProp())
+  readonly priority!: number;
+
+  @ApiProperty({ enum: ['manual', 'cron'] })
+  readonly trigger!: string;
+
+  @ApiProperty({ ...NULLABLE_TIME_PROP, description: 'the cron time this run is for' })
+  readonly scheduledAt!: string | null;
+
+  @ApiProperty(integerProp())
+  readonly attemptCount!: number;
+
+  @ApiProperty({ type: 'string', format: 'uuid', nullable: true })
+  readonly currentAttemptId!: string | null;
+
+  @ApiProperty()
+  readonly cancelRequested!: boolean;
+
+  @ApiProperty(TIME_PROP)
+  readonly createdAt!: string;
+
+  @ApiProperty(TIME_PROP)
+  readonly updatedAt!: string;
+
+  @ApiProperty(NULLABLE_TIME_PROP)
+  readonly finishedAt!: string | null;
+}
+
+export class TriggeredRunDto {
+  @ApiProperty({
+    description: 'false: the Idempotency-Key was seen with the same body; this is the first run',
+  })
+  readonly created!: boolean;
+
+  @ApiProperty({ type: () => RunDto })
+  readonly run!: RunDto;
+}
+
+export class RunPageDto extends ListOf(RunDto, { description: 'newest first', cursor: 'nextBefore' }) {}
+
+export class AttemptDto {
+  @ApiProperty(UUID_V7_PROP)
+  readonly id!: string;
+
+  @ApiProperty({ ...integerProp(), minimum: 1 })
+  readonly attemptNo!: number;
+
+  @ApiProperty({ enum: ATTEMPT_STATUSES })
+  readonly status!: string;
+
+  @ApiProperty(integerProp())
+  readonly version!: number;
+
+  @ApiProperty({ type: 'string', nullable: true })
+  readonly workerId!: string | null;
+
+  @ApiProperty(integerProp())
+  readonly leaseGeneration!: number;
+
+  @ApiProperty(TIME_PROP)
+  readonly createdAt!: string;
+
+  @ApiProperty(TIME_PROP)
+  readonly updatedAt!: string;
+
+  @ApiProperty(NULLABLE_TIME_PROP)
+  readonly finishedAt!: string | null;
+}
+
+export class RunEventDto {
+  @ApiProperty({ ...integerProp('per run, 1..n without gaps'), minimum: 1 })
+  readonly seq!: number;
+
+  @ApiProperty({ enum: RUN_EVENT_TYPES })
+  readonly type!: string;
+
+  @ApiProperty({ type: 'string', format: 'uuid', nullable: true })
+  readonly attemptId!: string | null;
+
+  @ApiProperty(TIME_PROP)
+  readonly at!: string;
+
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    additionalProperties: true,
+    description: 'ids and counters only',
+  })
+  readonly detail!: Record<string, unknown> | null;
+}
+
+export class PendingDto {
+  @ApiProperty(integerProp('live candidate workers looked at'))
+  readonly considered!: number;
+
+  @ApiProperty(integerProp())
+  readonly matching!: number;
+
+  @ApiProperty({
+    type: 'object',
+    properties: Object.fromEntries(PLACEMENT_REASONS.map((r) => [r, { type: 'integer' }])),
+    description: 'candidates refused for each reason; never a label value',
+  })
+  readonly reasons!: Record<string, number>;
+
+  @ApiProperty(TIME_PROP)
+  readonly computedAt!: string;
+}
+
+export class RunDetailDto extends RunDto {
+  @ApiProperty({ type: () => PlacementSpecDto, description: "normalised with the task's own requirements" })
+  readonly placement!: PlacementSpecDto;
+
+  @ApiProperty({
+    type: () => PendingDto,
+    nullable: true,
+    description: 'why a queued run is not placed (R-PLC-3); null unless queued',
+  })
+  readonly pending!: PendingDto | null;
+
+  @ApiProperty({ type: () => [AttemptDto] })
+  readonly attempts!: AttemptDto[];
+
+  @ApiProperty({ type: () => [RunEventDto], description: 'the first 200, by seq' })
+  readonly events!: RunEventDto[];
+}

@@ -1,0 +1,93 @@
+import {
+  CRON_MAX_LENGTH,
+  ENV_KEY_PATTERN,
+  TASK_EXECUTORS,
+  TASK_LIMITS,
+  TASK_NAME_PATTERN,
+  TASK_RUNTIMES,
+} from '@ql/domain';
+import { EnumField, IntField, NestedField, TextField, TextMapField } from '../../http/validation/dto-fields';
+import { PlacementSpecDto } from '../../placement/dto/placement-spec.dto';
+
+/**
+ * A task body (create and update) and the spec of a revision (R-RUN-1): its shape. Byte sizes in
+ * UTF-8, cron syntax, `maxBackoffMs ≥ initialBackoffMs` and the canonical form are the domain's
+ * (parseTaskSpec).
+ */
+export class RetryPolicyDto {
+  @IntField(TASK_LIMITS.minAttempts, TASK_LIMITS.maxAttempts, {
+    description: 'attempts in all, the first included',
+  })
+  maxAttempts!: number;
+
+  @IntField(TASK_LIMITS.minBackoffMs, TASK_LIMITS.maxBackoffMs)
+  initialBackoffMs!: number;
+
+  @IntField(1, TASK_LIMITS.maxMultiplier, {
+    presence: 'optional',
+    default: 2,
+    description: 'backoff of attempt n is initial × multiplier^(n-2), capped at maxBackoffMs',
+  })
+  multiplier?: number;
+
+  @IntField(TASK_LIMITS.minBackoffMs, TASK_LIMITS.maxBackoffMs, {
+    presence: 'optional',
+    description: 'at least initialBackoffMs',
+  })
+  maxBackoffMs?: number;
+}
+
+export class TaskSpecDto {
+  @TextField({ max: TASK_LIMITS.nameLength, pattern: TASK_NAME_PATTERN })
+  name!: string;
+
+  @TextField(
+    { max: TASK_LIMITS.commandBytes, multiline: true },
+    {
+      description: `at most ${TASK_LIMITS.commandBytes / 1024} KiB of UTF-8; tab, LF and CR are the only control characters`,
+    },
+  )
+  command!: string;
+
+  @EnumField(TASK_RUNTIMES)
+  runtime!: string;
+
+  @EnumField(TASK_EXECUTORS, { presence: 'optional', default: TASK_EXECUTORS[0] })
+  executor?: string;
+
+  @NestedField(() => PlacementSpecDto, { presence: 'optional' })
+  placement?: PlacementSpecDto;
+
+  @IntField(TASK_LIMITS.minTimeoutMs, TASK_LIMITS.maxTimeoutMs, {
+    presence: 'optional',
+    default: TASK_LIMITS.defaultTimeoutMs,
+  })
+  timeoutMs?: number;
+
+  @NestedField(() => RetryPolicyDto, { presence: 'nullable', description: 'null: no retry' })
+  retry?: RetryPolicyDto | null;
+
+  @TextMapField(
+    {
+      maxEntries: TASK_LIMITS.envEntries,
+      key: { max: TASK_LIMITS.envKeyLength, pattern: ENV_KEY_PATTERN },
+      value: { max: TASK_LIMITS.envValueBytes, min: 0 },
+    },
+    { presence: 'nullable', description: `non-secret; at most ${TASK_LIMITS.envBytes / 1024} KiB in all` },
+  )
+  env?: Record<string, string> | null;
+
+  // Tabs may separate the five fields, hence multi-line text; the cron syntax is the domain's.
+  @TextField(
+    { max: CRON_MAX_LENGTH, multiline: true },
+    {
+      presence: 'nullable',
+      description: 'five numeric fields (minute hour day-of-month month day-of-week), UTC',
+      example: '*/5 * * * *',
+    },
+  )
+  cron?: string | null;
+
+  @IntField(0, TASK_LIMITS.maxPriority, { presence: 'optional', default: 0 })
+  priority?: number;
+}
