@@ -10,6 +10,7 @@ import { SqlTaskRepository } from './task.repository';
 import { SqlRunRepository } from './run.repository';
 import { SqlOperationalStatsRepository } from './stats.repository';
 import { SqlLeaseRepository } from './lease.repository';
+import { SqlActivationRepository } from './activation.repository';
 
 export type DatabaseTarget =
   | { readonly dialect: 'sqlite'; readonly path: string; readonly busyRetries?: number }
@@ -45,9 +46,15 @@ export interface Repositories {
   readonly runs: SqlRunRepository;
   readonly leases: SqlLeaseRepository;
   readonly stats: SqlOperationalStatsRepository;
+  readonly activation: SqlActivationRepository;
 }
 
-export function createRepositories(db: SqlDatabase, ids: IdGenerator): Repositories {
+/** `logCapBytes`: the per-run cap of stored output (the domain's default when not given). */
+export function createRepositories(
+  db: SqlDatabase,
+  ids: IdGenerator,
+  options: { logCapBytes?: number } = {},
+): Repositories {
   return {
     sessions: new SqlWorkerSessionRepository(db, ids),
     apiKeys: new SqlApiKeyRepository(db, ids),
@@ -57,5 +64,6 @@ export function createRepositories(db: SqlDatabase, ids: IdGenerator): Repositor
     runs: new SqlRunRepository(db, ids),
     leases: new SqlLeaseRepository(db, ids),
     stats: new SqlOperationalStatsRepository(db),
+    activation: new SqlActivationRepository(db, { logCapBytes: options.logCapBytes }),
   };
 }

@@ -9,6 +9,7 @@ import {
   readSettings,
   settingsTable,
 } from '@ql/contracts';
+import { RUN_LOG_LIMITS } from '@ql/domain';
 
 export { ConfigError };
 
@@ -39,6 +40,8 @@ export interface ControlPlaneConfig {
   readonly placementPreferenceHoldMs: number;
   readonly sweepIntervalMs: number;
   readonly sweepPageSize: number;
+  readonly runDeadlineGraceMs: number;
+  readonly runLogCapBytes: number;
   readonly cronTickMs: number;
   readonly revocationCacheMs: number;
   readonly ingressRatePerSecond: number;
@@ -188,6 +191,20 @@ export const SETTINGS = [
     default: '64',
     doc: 'expired leases and due retries one sweeper cycle handles at most, each (fixed work per cycle)',
     parse: int(1, 64),
+  },
+  {
+    key: 'runDeadlineGraceMs',
+    env: 'QL_RUN_DEADLINE_GRACE_MS',
+    default: '30000',
+    doc: 'an attempt still starting or running this long after its deadline (start + the task timeout) is timed out by the sweeper',
+    parse: int(0, 600_000),
+  },
+  {
+    key: 'runLogCapBytes',
+    env: 'QL_RUN_LOG_CAP_BYTES',
+    default: String(RUN_LOG_LIMITS.defaultRunCapBytes),
+    doc: 'stored output per run (64 KiB … 64 MiB); past it one truncation marker is kept and later chunks are dropped',
+    parse: int(64 * 1024, 64 * 1024 * 1024),
   },
   {
     key: 'cronTickMs',

@@ -9,6 +9,7 @@ import {
   TASK_REPOSITORY,
   RUN_REPOSITORY,
   LEASE_REPOSITORY,
+  ACTIVATION_REPOSITORY,
 } from '@ql/domain';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { CONFIG, CORE, ControlPlaneCore } from './core';
@@ -30,6 +31,7 @@ export class CoreModule {
       { provide: TASK_REPOSITORY, useValue: core.repositories.tasks },
       { provide: RUN_REPOSITORY, useValue: core.repositories.runs },
       { provide: LEASE_REPOSITORY, useValue: core.repositories.leases },
+      { provide: ACTIVATION_REPOSITORY, useValue: core.repositories.activation },
       { provide: ControlPlaneMetrics, useValue: core.metrics },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };

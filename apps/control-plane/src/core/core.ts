@@ -68,7 +68,7 @@ export async function openCore(
       : { ...target, poolSize: config.dbPoolSize };
   const db = await openDatabase(withOptions, clock, config.profile === 'standalone');
   const ids = createIdGenerator(clock);
-  const repositories = createRepositories(db, ids);
+  const repositories = createRepositories(db, ids, { logCapBytes: config.runLogCapBytes });
   const metrics = new ControlPlaneMetrics(repositories.stats);
   const migrations = new MigrationGate(db);
   return { config, clock, ids, db, repositories, readiness: new Readiness(), migrations, metrics };
