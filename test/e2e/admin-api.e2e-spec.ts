@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { ingressPath } from '@ql/contracts';
+import { INGRESS_ACTIONS, ingressPath } from '@ql/contracts';
 import { PostgresDatabase } from '@ql/persistence';
 import type { QueryRunner } from 'typeorm';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../migrations';
@@ -256,7 +256,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dia
     const documentedKeys = new Set(documented.map(key));
     expect(registered.map(key).filter((route) => !documentedKeys.has(route))).toEqual([]);
     expect(registered.filter((r) => r.url.startsWith('/api/v1/')).length).toBeGreaterThan(15);
-    expect(registered.filter((r) => r.listener === 'ingress').length).toBe(7);
+    // Every ingress action is a route (the activation actions included).
+    expect(registered.filter((r) => r.listener === 'ingress').length).toBe(INGRESS_ACTIONS.length);
   });
 
   it('serves Swagger UI on the admin listener without credentials, over the same document', async () => {

@@ -3,7 +3,6 @@ import {
   LEASE_REPOSITORY,
   LeaseRepository,
   leaseTokenDigest,
-  parseLeaseFence,
   parsePullRequest,
   parseSessionId,
 } from '@ql/domain';
@@ -13,6 +12,7 @@ import { ControlPlaneConfig } from '../config/config';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { LeaseFenceDto, PullRequestDto } from './dto/pull.dto';
+import { leaseFenceCommand } from './lease-fence-command';
 import { leaseProjection, projectOffer } from './offer-projection';
 
 /** Pull, renew and release for the calling worker's session (R-LSE-2..5). Tokens are digested here, never kept. */
@@ -71,16 +71,6 @@ export class LeasesService {
   }
 
   private command(principal: WorkerPrincipal, sessionId: string, body: LeaseFenceDto) {
-    const fence = parseLeaseFence(body);
-    return {
-      workerId: principal.workerId,
-      sessionId: parseSessionId(sessionId),
-      fence: { generation: fence.generation, expectedVersion: fence.expectedVersion },
-      offerId: fence.offerId,
-      tokenDigest: leaseTokenDigest(fence.leaseToken),
-      leaseGeneration: fence.leaseGeneration,
-      leaseVersion: fence.leaseVersion,
-      leaseMs: this.config.runLeaseMs,
-    };
+    return { ...leaseFenceCommand(principal, sessionId, body), leaseMs: this.config.runLeaseMs };
   }
 }

@@ -1,0 +1,68 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  ACTIVATION_REPOSITORY,
+  ActivationRepository,
+  LogAppendResult,
+  readCompletion,
+  readErrorCode,
+  readExecutorHandle,
+  readLogChunk,
+} from '@ql/domain';
+import { RunActivationResponse } from '@ql/contracts';
+import { WorkerPrincipal } from '../identity/worker-principal';
+import { leaseFenceCommand } from '../leases/lease-fence-command';
+import { LeaseFenceDto } from '../leases/dto/pull.dto';
+import { CompletionDto, LogChunkDto, RunningDto, StartFailureDto } from './dto/activation.dto';
+import { projectActivation } from './activation-projection';
+
+/**
+ * The lease holder's acknowledgements and output (R-ACT-1..3, R-CMP-1..2, R-RUN-4). The domain's
+ * readers check each body again behind the DTO (ADR 0009); the fence is the renew/release one.
+ */
+@Injectable()
+export class ActivationService {
+  constructor(@Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository) {}
+
+  async starting(p: WorkerPrincipal, sessionId: string, body: LeaseFenceDto): Promise<RunActivationResponse> {
+    return projectActivation(await this.activation.starting(leaseFenceCommand(p, sessionId, body)));
+  }
+
+  async running(p: WorkerPrincipal, sessionId: string, body: RunningDto): Promise<RunActivationResponse> {
+    const { executorHandle, ...fence } = body;
+    const command = {
+      ...leaseFenceCommand(p, sessionId, fence),
+      executorHandle: readExecutorHandle(executorHandle),
+    };
+    return projectActivation(await this.activation.running(command));
+  }
+
+  async startFailure(
+    p: WorkerPrincipal,
+    sessionId: string,
+    body: StartFailureDto,
+  ): Promise<RunActivationResponse> {
+    const { errorCode, ...fence } = body;
+    const command = { ...leaseFenceCommand(p, sessionId, fence), errorCode: readErrorCode(errorCode) };
+    return projectActivation(await this.activation.startFailure(command));
+  }
+
+  async completion(
+    p: WorkerPrincipal,
+    sessionId: string,
+    body: CompletionDto,
+  ): Promise<RunActivationResponse> {
+    const { outcome, exitCode, errorSummary, ...fence } = body;
+    const { step: _step, ...ending } = readCompletion({ outcome, exitCode, errorSummary });
+    return projectActivation(
+      await this.activation.complete({ ...leaseFenceCommand(p, sessionId, fence), ...ending }),
+    );
+  }
+
+  async logs(p: WorkerPrincipal, sessionId: string, body: LogChunkDto): Promise<LogAppendResult> {
+    const { seq, text, ...fence } = body;
+    return this.activation.appendLog({
+      ...leaseFenceCommand(p, sessionId, fence),
+      ...readLogChunk({ seq, text }),
+    });
+  }
+}

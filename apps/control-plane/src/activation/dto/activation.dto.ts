@@ -1,0 +1,61 @@
+import {
+  ACTIVATION_LIMITS,
+  COMPLETION_OUTCOMES,
+  CompletionOutcome,
+  ERROR_CODE_PATTERN,
+  EXECUTOR_HANDLE_PATTERN,
+  RUN_LOG_LIMITS,
+} from '@ql/domain';
+import { EnumField, IntField, TextField } from '../../http/validation/dto-fields';
+import { LeaseFenceDto } from '../../leases/dto/pull.dto';
+
+/** `starting` body (R-ACT-1): the lease fence alone, so it is the renew/release body. */
+export class StartingDto extends LeaseFenceDto {}
+
+/** `running` body (R-ACT-1): the fence and the handle the worker runs the attempt under. */
+export class RunningDto extends LeaseFenceDto {
+  @TextField(
+    { max: ACTIVATION_LIMITS.executorHandle, pattern: EXECUTOR_HANDLE_PATTERN },
+    { description: 'the worker-side handle of the started process (shown to admins)' },
+  )
+  executorHandle!: string;
+}
+
+/** `start-failure` body (R-ACT-2): the fence and why the attempt could not start. */
+export class StartFailureDto extends LeaseFenceDto {
+  @TextField({ max: ACTIVATION_LIMITS.errorCode, pattern: ERROR_CODE_PATTERN })
+  errorCode!: string;
+}
+
+/** `completion` body (R-CMP-1): the fence and the attempt's end. */
+export class CompletionDto extends LeaseFenceDto {
+  @EnumField(COMPLETION_OUTCOMES)
+  outcome!: CompletionOutcome;
+
+  @IntField(ACTIVATION_LIMITS.exitCodeMin, ACTIVATION_LIMITS.exitCodeMax, {
+    presence: 'nullable',
+    description: 'the process exit code; null or absent when there was none (killed, never started)',
+  })
+  exitCode?: number | null;
+
+  @TextField(
+    { max: ACTIVATION_LIMITS.errorSummaryBytes },
+    { presence: 'nullable', description: `at most ${ACTIVATION_LIMITS.errorSummaryBytes} bytes of UTF-8` },
+  )
+  errorSummary?: string | null;
+}
+
+/** `logs` body (R-RUN-4): one chunk of output, in sequence per attempt. */
+export class LogChunkDto extends LeaseFenceDto {
+  @IntField(0, RUN_LOG_LIMITS.maxSeq, {
+    description:
+      'the chunk number, 0, 1, 2 … per attempt; a gap is refused, the same seq and text is a replay',
+  })
+  seq!: number;
+
+  @TextField(
+    { max: RUN_LOG_LIMITS.chunkBytes, multiline: true },
+    { description: `at most ${RUN_LOG_LIMITS.chunkBytes / 1024} KiB of UTF-8; tab, CR and LF allowed` },
+  )
+  text!: string;
+}
