@@ -1,0 +1,270 @@
+// Size: the activation flow over the real mTLS ingress (starting, running, logs, completion, replays,
+// fences, unknown fields) on one running app per dialect.
+import { randomBytes } from 'node:crypto';
+import {
+  ExecutionOffer,
+  IngressAction,
+  RunActivationResponse,
+  ingressPath,
+  parseActivationResponse,
+  parseOfferResponse,
+} from '@ql/contracts';
+import { snapshotDatabase } from '../support/db-snapshot';
+import { newSessionId, registerBody } from '../support/fixtures';
+import {
+  Dialect,
+  HttpResult,
+  TestDatabase,
+  TestPlane,
+  createTestDatabase,
+  createTestPki,
+  readPair,
+  startTestPlane,
+} from '../support/test-plane';
+
+interface Session {
+  readonly workerId: string;
+  readonly sessionId: string;
+  readonly creds: ReturnType<typeof readPair>;
+  readonly generation: number;
+  readonly version: number;
+}
+interface Holder {
+  readonly offer: ExecutionOffer;
+  readonly token: string;
+}
+
+const newToken = () => randomBytes(32).toString('base64url');
+const TIMEOUT_MS = 120_000;
+
+describe.each<Dialect>(['sqlite', 'postgres'])(
+  'activation through the mTLS worker ingress (%s)',
+  (dialect) => {
+    let db: TestDatabase;
+    let pki: Awaited<ReturnType<typeof createTestPki>>;
+    let t: TestPlane;
+    let s: Session;
+    let names = 0;
+
+    beforeAll(async () => {
+      db = await createTestDatabase(dialect);
+      pki = await createTestPki(['worker-a']);
+      t = await startTestPlane(db, pki, { QL_INGRESS_RATE_BURST: '100000', QL_SESSION_LEASE_MS: '600000' });
+      const creds = readPair(pki.workers['worker-a']!);
+      const sessionId = newSessionId();
+      const res = await t.ingress(
+        creds,
+        ingressPath('worker-a', sessionId, 'register'),
+        // Every test holds a lease of its own.
+        registerBody({ maxConcurrentRuns: 16, availableSlots: 16 }),
+      );
+      expect(res.status).toBe(200);
+      const { generation, version } = res.body as { generation: number; version: number };
+      s = { workerId: 'worker-a', sessionId, creds, generation, version };
+    });
+    afterAll(async () => {
+      await t?.close();
+      await db?.dispose();
+      pki?.remove();
+    });
+
+    const send = (action: IngressAction, body: unknown) =>
+      t.ingress(s.creds, ingressPath(s.workerId, s.sessionId, action), body);
+    const fenceOf = (h: Holder, leaseVersion = 0) => ({
+      generation: s.generation,
+      expectedVersion: s.version,
+      offerId: h.offer.lease.offerId,
+      leaseToken: h.token,
+      leaseGeneration: h.offer.lease.leaseGeneration,
+      leaseVersion,
+    });
+    /** A queued run of a new task, pulled by worker-a: the lease holder's offer and token. */
+    const holdNewRun = async (): Promise<Holder> => {
+      const task = await t.admin('POST', '/api/v1/tasks', {
+        name: `activation ${dialect} ${++names}`,
+        command: 'echo hello',
+        runtime: 'shell',
+        timeoutMs: TIMEOUT_MS,
+      });
+      expect(task.status).toBe(201);
+      const run = await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
+      expect(run.status).toBe(201);
+      const token = newToken();
+      const res = await send('offers', {
+        generation: s.generation,
+        expectedVersion: s.version,
+        offerId: newSessionId(),
+        leaseToken: token,
+      });
+      expect(res.status).toBe(200);
+      const offer = parseOfferResponse(res.raw);
+      if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.raw}`);
+      expect(offer.run.runId).toBe((run.body as { run: { id: string } }).run.id);
+      return { offer, token };
+    };
+    /** A 200 whose body the worker's own strict parser accepts. */
+    const activation = (res: HttpResult): RunActivationResponse => {
+      expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: expect.anything() });
+      return parseActivationResponse(res.raw);
+    };
+    const fenced = (res: HttpResult, reason: string) =>
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 409,
+        body: { code: 'worker_lease_fenced', message: expect.any(String), reason },
+      });
+    const snapshot = () => snapshotDatabase(t.plane.core.db);
+
+    it('starting, running, a log chunk and a successful completion end the run; an exact replay writes nothing', async () => {
+      const h = await holdNewRun();
+      const before = Date.now();
+      const starting = activation(await send('starting', fenceOf(h)));
+      expect(starting).toEqual({
+        schema: 'qinglong/remote-run-activation@v1',
+        status: 'applied',
+        snapshot: {
+          runId: h.offer.run.runId,
+          attemptId: h.offer.run.attemptId,
+          runStatus: 'dispatching',
+          attemptStatus: 'starting',
+          leaseVersion: expect.any(Number),
+          leaseGeneration: 1,
+          callbackSequence: 1,
+          deadlineAt: expect.any(String),
+          startedAt: expect.any(String),
+        },
+      });
+      // The deadline is the start plus the task's timeout (database time, so within a clock skew).
+      const { deadlineAt, startedAt } = starting.snapshot;
+      expect(Date.parse(deadlineAt!) - Date.parse(startedAt!)).toBe(TIMEOUT_MS);
+      expect(Math.abs(Date.parse(startedAt!) - before)).toBeLessThan(60_000);
+
+      const running = activation(
+        await send('running', { ...fenceOf(h, starting.snapshot.leaseVersion), executorHandle: 'pid:4242' }),
+      );
+      expect(running).toMatchObject({
+        status: 'applied',
+        snapshot: {
+          runStatus: 'running',
+          attemptStatus: 'running',
+          callbackSequence: 2,
+          executorHandle: 'pid:4242',
+        },
+      });
+      const version = running.snapshot.leaseVersion;
+
+      const log = await send('logs', { ...fenceOf(h, version), seq: 0, text: 'hello\n' });
+      expect({ status: log.status, body: log.body }).toEqual({
+        status: 200,
+        body: { outcome: 'stored', truncated: false },
+      });
+      const stored = await t.plane.core.db.many<{ text: string }>(
+        'SELECT text FROM run_logs WHERE run_id = :runId',
+        { runId: h.offer.run.runId },
+      );
+      expect(stored).toEqual([{ text: 'hello\n' }]);
+
+      const completion = { ...fenceOf(h, version), outcome: 'succeeded', exitCode: 0 };
+      const done = activation(await send('completion', completion));
+      expect(done).toMatchObject({
+        status: 'applied',
+        snapshot: {
+          runStatus: 'succeeded',
+          attemptStatus: 'succeeded',
+          callbackSequence: 3,
+          finishedAt: expect.any(String),
+        },
+      });
+      expect(done.snapshot).not.toHaveProperty('errorCode');
+
+      const detail = await t.admin('GET', `/api/v1/runs/${h.offer.run.runId}`);
+      expect(detail.status).toBe(200);
+      const run = detail.body as {
+        status: string;
+        attempts: { status: string }[];
+        events: { type: string }[];
+      };
+      expect(run.status).toBe('succeeded');
+      expect(run.attempts.map((a) => a.status)).toEqual(['succeeded']);
+      expect(run.events.map((e) => e.type)).toEqual([
+        'run.created',
+        'run.dispatching',
+        'attempt.claimed',
+        'attempt.starting',
+        'attempt.running',
+        'run.running',
+        'attempt.finished',
+        'run.finished',
+      ]);
+
+      // R-CMP-2: the exact replay answers the current state and writes nothing.
+      const unchanged = await snapshot();
+      const replay = activation(await send('completion', completion));
+      expect(replay).toEqual({ ...done, status: 'already_terminal' });
+      expect(await snapshot()).toEqual(unchanged);
+
+      // Another outcome for the recorded completion is refused, and writes nothing either.
+      fenced(
+        await send('completion', { ...completion, outcome: 'failed', exitCode: 1 }),
+        'acknowledgement_mismatch',
+      );
+      expect(await snapshot()).toEqual(unchanged);
+    });
+
+    it('refuses running before starting', async () => {
+      const h = await holdNewRun();
+      const unchanged = await snapshot();
+      fenced(await send('running', { ...fenceOf(h), executorHandle: 'pid:1' }), 'attempt_not_starting');
+      expect(await snapshot()).toEqual(unchanged);
+    });
+
+    it('refuses a completion under the token of a released lease, and writes nothing', async () => {
+      const old = await holdNewRun();
+      expect((await send('release', fenceOf(old))).status).toBe(200);
+      // The same attempt again, under a new offer, token and lease generation.
+      const token = newToken();
+      const res = await send('offers', {
+        generation: s.generation,
+        expectedVersion: s.version,
+        offerId: newSessionId(),
+        leaseToken: token,
+      });
+      const offer = parseOfferResponse(res.raw);
+      if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.raw}`);
+      expect(offer.run.attemptId).toBe(old.offer.run.attemptId);
+      const current = { offer, token };
+      const starting = activation(await send('starting', fenceOf(current)));
+      const version = starting.snapshot.leaseVersion;
+      activation(await send('running', { ...fenceOf(current, version), executorHandle: 'pid:7' }));
+
+      const unchanged = await snapshot();
+      fenced(
+        await send('completion', { ...fenceOf(old, version), outcome: 'succeeded', exitCode: 0 }),
+        'lease_not_active',
+      );
+      // The current token with another lease's offer id and generation is not a match either.
+      fenced(
+        await send('completion', { ...fenceOf(old, version), leaseToken: token, outcome: 'succeeded' }),
+        'lease_token_mismatch',
+      );
+      expect(await snapshot()).toEqual(unchanged);
+    });
+
+    it.each<[IngressAction, Record<string, unknown>]>([
+      ['starting', { cancel: true }],
+      ['running', { executorHandle: 'pid:1', pid: 1 }],
+      ['start-failure', { errorCode: 'spawn_failed', detail: 'x' }],
+      ['completion', { outcome: 'succeeded', signal: 'SIGTERM' }],
+      ['logs', { seq: 0, text: 'x', stream: 'stderr' }],
+    ])('%s: an unknown field is a 400 naming it, and writes nothing', async (action, extra) => {
+      const h = await holdNewRun();
+      const unknown = Object.keys(extra).at(-1)!;
+      const unchanged = await snapshot();
+      const res = await send(action, { ...fenceOf(h), ...extra });
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 400,
+        body: { code: 'invalid_worker_request', message: `${unknown}: unknown_field` },
+      });
+      expect(await snapshot()).toEqual(unchanged);
+    });
+  },
+);
