@@ -9,6 +9,7 @@ import {
   parseActivationResponse,
   parseOfferResponse,
 } from '@ql/contracts';
+import { LeaseSweeperService } from '../../apps/control-plane/src/leases/lease-sweeper.service';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, registerBody } from '../support/fixtures';
 import {
@@ -36,6 +37,7 @@ interface Holder {
 
 const newToken = () => randomBytes(32).toString('base64url');
 const TIMEOUT_MS = 120_000;
+const GRACE_MS = 5_000;
 
 describe.each<Dialect>(['sqlite', 'postgres'])(
   'activation through the mTLS worker ingress (%s)',
@@ -49,7 +51,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
     beforeAll(async () => {
       db = await createTestDatabase(dialect);
       pki = await createTestPki(['worker-a']);
-      t = await startTestPlane(db, pki, { QL_INGRESS_RATE_BURST: '100000', QL_SESSION_LEASE_MS: '600000' });
+      t = await startTestPlane(db, pki, {
+        QL_INGRESS_RATE_BURST: '100000',
+        QL_SESSION_LEASE_MS: '600000',
+        QL_RUN_DEADLINE_GRACE_MS: String(GRACE_MS),
+      });
       const creds = readPair(pki.workers['worker-a']!);
       const sessionId = newSessionId();
       const res = await t.ingress(
@@ -79,12 +85,12 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       leaseVersion,
     });
     /** A queued run of a new task, pulled by worker-a: the lease holder's offer and token. */
-    const holdNewRun = async (): Promise<Holder> => {
+    const holdNewRun = async (timeoutMs = TIMEOUT_MS): Promise<Holder> => {
       const task = await t.admin('POST', '/api/v1/tasks', {
         name: `activation ${dialect} ${++names}`,
         command: 'echo hello',
         runtime: 'shell',
-        timeoutMs: TIMEOUT_MS,
+        timeoutMs,
       });
       expect(task.status).toBe(201);
       const run = await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
@@ -265,6 +271,57 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
         body: { code: 'invalid_worker_request', message: `${unknown}: unknown_field` },
       });
       expect(await snapshot()).toEqual(unchanged);
+    });
+
+    it('the sweeper times out an attempt past its deadline + grace, counts it, and a late completion writes nothing', async () => {
+      const h = await holdNewRun();
+      const starting = activation(await send('starting', fenceOf(h)));
+      const running = activation(
+        await send('running', { ...fenceOf(h, starting.snapshot.leaseVersion), executorHandle: 'pid:9' }),
+      );
+      const sweeper = t.plane.ingress.get(LeaseSweeperService);
+      const timedOut = async () => (await sweeper.sweepOnce()).deadlines.timedOut;
+      const counted = async () => {
+        const res = await t.admin('GET', '/metrics', undefined, t.viewerToken);
+        const line = res.raw
+          .split('\n')
+          .find((l) => l.startsWith('ql_sweeper_actions_total{action="deadline_timed_out"}'));
+        return Number(line?.split(' ')[1] ?? 0);
+      };
+      const before = await counted();
+
+      // The deadline moved into the past (the database's clock on PostgreSQL cannot be moved instead).
+      const deadline = (agoMs: number) =>
+        t.plane.core.db.run('UPDATE attempts SET deadline_at = {now + :shift} WHERE id = :id', {
+          shift: -agoMs,
+          id: h.offer.run.attemptId,
+        });
+      await deadline(GRACE_MS - 1_000);
+      expect(await timedOut()).toBe(0);
+      await deadline(GRACE_MS + 1);
+      expect(await timedOut()).toBe(1);
+      expect(await counted()).toBe(before + 1);
+
+      const detail = await t.admin('GET', `/api/v1/runs/${h.offer.run.runId}`);
+      expect(detail.body).toMatchObject({ status: 'timed_out', attempts: [{ status: 'timed_out' }] });
+      const unchanged = await snapshot();
+      expect(await timedOut()).toBe(0);
+      const completion = {
+        ...fenceOf(h, running.snapshot.leaseVersion),
+        outcome: 'succeeded',
+        exitCode: 0,
+      };
+      const late = activation(await send('completion', completion));
+      expect(late).toMatchObject({
+        status: 'already_terminal',
+        snapshot: { attemptStatus: 'timed_out', errorCode: 'deadline_exceeded' },
+      });
+      // A late callback records one event and moves only the run's event sequence; a replay of it nothing.
+      activation(await send('completion', completion));
+      const after = await snapshot();
+      expect(after.attempts).toEqual(unchanged.attempts);
+      expect(after.run_leases).toEqual(unchanged.run_leases);
+      expect(after.run_events!.length).toBe(unchanged.run_events!.length + 1);
     });
   },
 );

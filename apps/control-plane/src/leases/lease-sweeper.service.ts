@@ -1,12 +1,22 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { LEASE_REPOSITORY, LeaseRepository, SweepResult } from '@ql/domain';
+import {
+  ACTIVATION_REPOSITORY,
+  ActivationRepository,
+  DeadlineSweepResult,
+  LEASE_REPOSITORY,
+  LeaseRepository,
+  SweepResult,
+} from '@ql/domain';
 import { CONFIG, CORE, ControlPlaneCore } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { ScheduledLoop } from '@ql/scheduling';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 
-/** R-LSE-6: a bounded sweeper, safe on N replicas (each item is re-checked under SKIP LOCKED). */
+/**
+ * R-LSE-6, R-RUN-6: a bounded sweeper, safe on N replicas (each item is re-checked under SKIP LOCKED):
+ * expired leases, due retries and attempts past their deadline.
+ */
 @Injectable()
 export class LeaseSweeperService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('sweeper');
@@ -14,6 +24,7 @@ export class LeaseSweeperService implements OnApplicationBootstrap, OnApplicatio
 
   constructor(
     @Inject(LEASE_REPOSITORY) private readonly leases: LeaseRepository,
+    @Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
     scheduler: SchedulerRegistry,
     private readonly metrics: ControlPlaneMetrics,
@@ -36,12 +47,18 @@ export class LeaseSweeperService implements OnApplicationBootstrap, OnApplicatio
     await this.work.stop();
   }
 
-  /** One cycle: fixed work (one page of expired leases, one page of due retries). */
-  async sweepOnce(): Promise<SweepResult> {
+  /** One cycle: fixed work (one page each of expired leases, due retries and passed deadlines). */
+  async sweepOnce(): Promise<SweepResult & { deadlines: DeadlineSweepResult }> {
     const started = process.hrtime.bigint();
     const result = await this.leases.sweep(this.config.sweepPageSize);
-    this.metrics.sweepCycle(result, Number(process.hrtime.bigint() - started) / 1e9);
+    const deadlines = await this.activation.sweepDeadlines(
+      this.config.sweepPageSize,
+      this.config.runDeadlineGraceMs,
+    );
+    this.metrics.sweepCycle(result, Number(process.hrtime.bigint() - started) / 1e9, deadlines);
     if (Object.values(result).some((n) => n > 0)) this.logger.log({ msg: 'leases swept', ...result });
-    return result;
+    if (Object.values(deadlines).some((n) => n > 0))
+      this.logger.log({ msg: 'deadlines swept', ...deadlines });
+    return { ...result, deadlines };
   }
 }

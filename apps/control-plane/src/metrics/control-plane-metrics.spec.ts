@@ -8,14 +8,22 @@ const stats = {
 };
 
 describe('ControlPlaneMetrics', () => {
-  it('a sweep cycle counts each action, and every expired lease once (requeued, lost, cancelled, failed — not retries)', async () => {
+  it('a sweep cycle counts each action, and every expired lease once (requeued, lost, cancelled, failed — not retries nor deadlines)', async () => {
     const metrics = new ControlPlaneMetrics(stats);
-    metrics.sweepCycle({ requeued: 2, lost: 1, cancelled: 1, failed: 1, retried: 5 }, 0.002);
-    metrics.sweepCycle({ requeued: 0, lost: 0, cancelled: 0, failed: 0, retried: 0 }, 0.001);
+    const deadlines = { timedOut: 3, retried: 0, cancelled: 1 };
+    metrics.sweepCycle({ requeued: 2, lost: 1, cancelled: 1, failed: 1, retried: 5 }, 0.002, deadlines);
+    metrics.sweepCycle({ requeued: 0, lost: 0, cancelled: 0, failed: 0, retried: 0 }, 0.001, {
+      timedOut: 0,
+      retried: 0,
+      cancelled: 0,
+    });
     const text = await metrics.registry.metrics();
     expect(text).toContain('ql_lease_expiries_total 5\n');
     expect(text).toContain('ql_sweeper_actions_total{action="retried"} 5\n');
     expect(text).toContain('ql_sweeper_actions_total{action="requeued"} 2\n');
+    expect(text).toContain('ql_sweeper_actions_total{action="deadline_timed_out"} 3\n');
+    expect(text).toContain('ql_sweeper_actions_total{action="deadline_cancelled"} 1\n');
+    expect(text).not.toContain('action="deadline_retried"');
     expect(text).toContain('ql_sweeper_cycle_duration_seconds_count 2\n');
   });
 

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { OperationalStatsRepository, isTerminalRun, RunStatus } from '@ql/domain';
-import type { SweepResult } from '@ql/domain';
+import type { DeadlineSweepResult, SweepResult } from '@ql/domain';
 
 export type Listener = 'admin' | 'ingress';
 
@@ -31,7 +31,7 @@ export class ControlPlaneMetrics {
   });
   private readonly sweeps = new Counter({
     name: 'ql_sweeper_actions_total',
-    help: 'What the lease sweeper did: expired leases requeued, lost, cancelled or failed; due retries requeued',
+    help: 'What the lease sweeper did: expired leases requeued, lost, cancelled or failed; due retries requeued; attempts past their deadline timed out, retried or cancelled (deadline_*)',
     labelNames: ['action'] as const,
     registers: [this.registry],
   });
@@ -107,9 +107,16 @@ export class ControlPlaneMetrics {
     this.claims.inc({ outcome, reason });
   }
 
-  sweepCycle(result: SweepResult, seconds: number): void {
+  sweepCycle(result: SweepResult, seconds: number, deadlines: DeadlineSweepResult): void {
     this.sweepDuration.observe(seconds);
     for (const [action, n] of Object.entries(result)) if (n > 0) this.sweeps.inc({ action }, n);
+    // Own labels: `retried` and `cancelled` already name what expired leases led to.
+    const passed = {
+      deadline_timed_out: deadlines.timedOut,
+      deadline_retried: deadlines.retried,
+      deadline_cancelled: deadlines.cancelled,
+    };
+    for (const [action, n] of Object.entries(passed)) if (n > 0) this.sweeps.inc({ action }, n);
     const expired = result.requeued + result.lost + result.cancelled + result.failed;
     if (expired > 0) this.leaseExpiries.inc(expired);
   }
