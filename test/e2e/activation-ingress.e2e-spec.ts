@@ -2,7 +2,6 @@
 // fences, unknown fields) on one running app per dialect.
 import { randomBytes } from 'node:crypto';
 import {
-  ExecutionOffer,
   IngressAction,
   RunActivationResponse,
   ingressPath,
@@ -12,6 +11,7 @@ import {
 import { LeaseSweeperService } from '../../apps/control-plane/src/leases/lease-sweeper.service';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, registerBody } from '../support/fixtures';
+import { LeaseHolder as Holder, IngressSession as Session } from '../support/lease-holder';
 import {
   Dialect,
   HttpResult,
@@ -22,18 +22,6 @@ import {
   readPair,
   startTestPlane,
 } from '../support/test-plane';
-
-interface Session {
-  readonly workerId: string;
-  readonly sessionId: string;
-  readonly creds: ReturnType<typeof readPair>;
-  readonly generation: number;
-  readonly version: number;
-}
-interface Holder {
-  readonly offer: ExecutionOffer;
-  readonly token: string;
-}
 
 const newToken = () => randomBytes(32).toString('base64url');
 const TIMEOUT_MS = 120_000;

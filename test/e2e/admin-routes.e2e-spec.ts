@@ -29,6 +29,7 @@ const VIEWER_ROUTES = [
   'GET /api/v1/tasks/:taskId/revisions',
   'GET /api/v1/runs',
   'GET /api/v1/runs/:runId',
+  'GET /api/v1/runs/:runId/logs',
   'GET /metrics',
 ];
 
@@ -164,13 +165,14 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
             (op.parameters ?? []) as {
               name: string;
               in: string;
-              schema?: { type?: string; maximum?: number };
+              schema?: { type?: string; minimum?: number; maximum?: number };
             }[]
           )
             .filter((p) => (p.in === 'query' || p.in === 'path') && p.schema?.type === 'integer')
             .map((p) => ({
               route: { method: method.toUpperCase(), url: path.replace(/\{(\w+)\}/g, ':$1') },
               name: p.name,
+              min: p.schema!.minimum!,
               max: p.schema!.maximum!,
             })),
         ),
@@ -185,6 +187,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
         'GET /api/v1/audit limit',
         'GET /api/v1/certificates/revoked limit',
         'GET /api/v1/runs limit',
+        'GET /api/v1/runs/:runId/logs after',
+        'GET /api/v1/runs/:runId/logs limit',
         'GET /api/v1/tasks limit',
         'GET /api/v1/tasks/:taskId/revisions before',
         'GET /api/v1/tasks/:taskId/revisions limit',
@@ -193,9 +197,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
     });
 
     it('anything but plain decimal digits, a repeated parameter or a value out of range is 400 naming the parameter', async () => {
-      for (const { route, name, max } of integerParams()) {
+      for (const { route, name, min, max } of integerParams()) {
         const path = sample({ ...route, role: 'admin' }).path;
-        const outOfRange = ['0', String(max + 1), '9'.repeat(16), '9'.repeat(400)];
+        // Below a minimum of 0 is '-1', already not decimal digits.
+        const below = min > 0 ? [String(min - 1)] : [];
+        const outOfRange = [...below, String(max + 1), '9'.repeat(16), '9'.repeat(400)];
         for (const query of [...NOT_DECIMAL, ...outOfRange]
           .map((v) => `${name}=${v}`)
           .concat(`${name}=5&${name}=6`)) {

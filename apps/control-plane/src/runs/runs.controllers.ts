@@ -27,6 +27,7 @@ import { AdminErrorResponses } from '../http/error-responses';
 import { AdminRequest, RequireRole } from '../identity/api-key.guard';
 import {
   DeletedTaskDto,
+  LogPageDto,
   RunDetailDto,
   RunDto,
   RunPageDto,
@@ -39,7 +40,7 @@ import {
 import { TaskSpecDto } from './dto/task-spec.dto';
 import { TriggerRunDto } from './dto/trigger-run.dto';
 import { IDEMPOTENCY_KEY_PATTERN } from './resource-ids';
-import { RunsService } from './runs.service';
+import { LOG_POSITION_MAX, RunsService } from './runs.service';
 import { REVISION_MAX, TasksService } from './tasks.service';
 
 const uuidV7 = { type: 'string', pattern: UUID_V7_PATTERN.source } as const;
@@ -172,6 +173,20 @@ export class RunsController {
   @ApiOkResponse({ type: RunDetailDto })
   get(@Param('runId') runId: string) {
     return this.runs.get(runId);
+  }
+
+  @Get(':runId/logs')
+  @ApiOperation({
+    summary:
+      "A page of the run's output by position; tail by polling ?after=nextAfter until runEnded and an empty page",
+  })
+  @RunIdParam()
+  @IntegerQuery('after', 0, LOG_POSITION_MAX, 'position to continue after (nextAfter)', 0)
+  @LimitQuery()
+  @ApiOkResponse({ type: LogPageDto })
+  @AdminErrorResponses({ 404: 'no such run' })
+  logs(@Param('runId') runId: string, @Query() query: unknown) {
+    return this.runs.logs(runId, query);
   }
 
   @Post(':runId/cancel')

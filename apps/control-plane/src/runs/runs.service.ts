@@ -1,9 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
+  ACTIVATION_REPOSITORY,
+  ActivationRepository,
   ApiKeyRecord,
   AttemptRecord,
   ID_GENERATOR,
   IdGenerator,
+  LogEntry,
   NotFoundError,
   RUN_REPOSITORY,
   RUN_STATUSES,
@@ -18,12 +21,14 @@ import {
   readObject,
   sha256Hex,
 } from '@ql/domain';
-import { readLimit } from '../admin/query-params';
+import { readLimit, readQueryInt } from '../admin/query-params';
 import { PlacementService } from '../placement/placement.service';
 import type { TriggerRunDto } from './dto/trigger-run.dto';
 import { IDEMPOTENCY_KEY_PATTERN, parseResourceId } from './resource-ids';
 
 const DETAIL_EVENTS = 200;
+/** Highest `?after=` of a log read: a run keeps fewer entries than this under its largest cap. */
+export const LOG_POSITION_MAX = 2 ** 31 - 1;
 
 /** Runs: trigger, list, detail with attempts, events and the placement explanation, cancel (R-RUN-2..5, R-PLC-3). */
 @Injectable()
@@ -32,6 +37,7 @@ export class RunsService {
     @Inject(RUN_REPOSITORY) private readonly runs: RunRepository,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     private readonly placement: PlacementService,
+    @Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository,
   ) {}
 
   /** Manual trigger; the same Idempotency-Key and body return the first run (`created: false`). */
@@ -96,6 +102,21 @@ export class RunsService {
     };
   }
 
+  /** One page of a run's output after a position; a tail polls `after=nextAfter` (R-RUN-6). */
+  async logs(id: string, query: unknown) {
+    const runId = parseResourceId(id, 'runId');
+    const q = readObject(query ?? {}, 'query', ['after', 'limit']);
+    const after = q.after === undefined ? 0 : readQueryInt(q.after, 'after', 0, LOG_POSITION_MAX);
+    const page = await this.activation.readLogs(runId, { after, limit: readLimit(q.limit) });
+    if (!page) throw new NotFoundError('run');
+    return {
+      items: page.entries.map(toLogView),
+      nextAfter: page.entries.at(-1)?.position ?? after,
+      runEnded: page.runEnded,
+      truncated: page.truncated,
+    };
+  }
+
   async cancel(actor: ApiKeyRecord, id: string) {
     const runId = parseResourceId(id, 'runId');
     const run = await this.runs.requestCancel(runId, {
@@ -145,4 +166,15 @@ function toAttemptView(a: AttemptRecord) {
 
 function toEventView(e: RunEvent) {
   return { seq: e.seq, type: e.type, attemptId: e.attemptId, at: iso(e.at), detail: e.detail };
+}
+
+function toLogView(e: LogEntry) {
+  return {
+    position: e.position,
+    attemptId: e.attemptId,
+    seq: e.seq,
+    kind: e.kind,
+    text: e.text,
+    at: iso(e.at),
+  };
 }

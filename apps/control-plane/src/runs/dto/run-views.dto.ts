@@ -209,3 +209,46 @@ export class RunDetailDto extends RunDto {
   @ApiProperty({ type: () => [RunEventDto], description: 'the first 200, by seq' })
   readonly events!: RunEventDto[];
 }
+
+export class LogEntryDto {
+  @ApiProperty({ ...integerProp("position in the run's log, 1..n across its attempts"), minimum: 1 })
+  readonly position!: number;
+
+  @ApiProperty(UUID_V7_PROP)
+  readonly attemptId!: string;
+
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    description: "the worker's chunk sequence; null for the marker",
+  })
+  readonly seq!: number | null;
+
+  @ApiProperty({
+    enum: ['output', 'truncated'],
+    description: '`truncated`: the one marker kept where the cap was reached',
+  })
+  readonly kind!: string;
+
+  @ApiProperty()
+  readonly text!: string;
+
+  @ApiProperty(TIME_PROP)
+  readonly at!: string;
+}
+
+export class LogPageDto {
+  @ApiProperty({ type: () => [LogEntryDto], description: 'by position' })
+  readonly items!: LogEntryDto[];
+
+  @ApiProperty(
+    integerProp('pass as ?after= for the next page: the last position here, or the `after` asked when empty'),
+  )
+  readonly nextAfter!: number;
+
+  @ApiProperty({ description: 'the run is terminal: an empty page after this means the tail is complete' })
+  readonly runEnded!: boolean;
+
+  @ApiProperty({ description: "the run's output reached its cap; later output was dropped" })
+  readonly truncated!: boolean;
+}

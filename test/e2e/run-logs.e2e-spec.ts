@@ -1,0 +1,211 @@
+// Size: what an operator sees of a held run over the real listeners: its output read back through the
+// admin logs route (pages, tail end, truncation), on one running app per dialect.
+import { randomBytes } from 'node:crypto';
+import { IngressAction, ingressPath, parseOfferResponse } from '@ql/contracts';
+import { snapshotDatabase } from '../support/db-snapshot';
+import { newSessionId, registerBody } from '../support/fixtures';
+import { IngressSession as Session, leaseFence as fenceOf } from '../support/lease-holder';
+import {
+  Dialect,
+  TestDatabase,
+  TestPlane,
+  createTestDatabase,
+  createTestPki,
+  readPair,
+  startTestPlane,
+} from '../support/test-plane';
+
+interface LogPage {
+  items: {
+    position: number;
+    attemptId: string;
+    seq: number | null;
+    kind: string;
+    text: string;
+    at: string;
+  }[];
+  nextAfter: number;
+  runEnded: boolean;
+  truncated: boolean;
+}
+
+/** The smallest QL_RUN_LOG_CAP_BYTES the plane accepts. */
+const CAP_BYTES = 64 * 1024;
+
+describe.each<Dialect>(['sqlite', 'postgres'])('run logs over the real listeners (%s)', (dialect) => {
+  let db: TestDatabase;
+  let pki: Awaited<ReturnType<typeof createTestPki>>;
+  let t: TestPlane;
+  let a: Session;
+  let names = 0;
+
+  const register = async (workerId: string): Promise<Session> => {
+    const creds = readPair(pki.workers[workerId]!);
+    const sessionId = newSessionId();
+    const res = await t.ingress(
+      creds,
+      ingressPath(workerId, sessionId, 'register'),
+      registerBody({ maxConcurrentRuns: 16, availableSlots: 16 }),
+    );
+    expect(res.status).toBe(200);
+    const { generation, version } = res.body as { generation: number; version: number };
+    return { workerId, sessionId, creds, generation, version };
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase(dialect);
+    pki = await createTestPki(['worker-a']);
+    t = await startTestPlane(db, pki, {
+      QL_INGRESS_RATE_BURST: '100000',
+      QL_SESSION_LEASE_MS: '600000',
+      QL_RUN_LOG_CAP_BYTES: String(CAP_BYTES),
+    });
+    a = await register('worker-a');
+  });
+  afterAll(async () => {
+    await t?.close();
+    await db?.dispose();
+    pki?.remove();
+  });
+
+  const send = (s: Session, action: IngressAction, body: unknown) =>
+    t.ingress(s.creds, ingressPath(s.workerId, s.sessionId, action), body);
+  /** A new task's run pulled by `s`, through starting and running: the holder and its lease version. */
+  const runningRun = async (s: Session) => {
+    const task = await t.admin('POST', '/api/v1/tasks', {
+      name: `logs ${dialect} ${++names}`,
+      command: 'echo hello',
+      runtime: 'shell',
+    });
+    const run = await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
+    expect(run.status).toBe(201);
+    const token = randomBytes(32).toString('base64url');
+    const res = await send(s, 'offers', {
+      generation: s.generation,
+      expectedVersion: s.version,
+      offerId: newSessionId(),
+      leaseToken: token,
+    });
+    const offer = parseOfferResponse(res.raw);
+    if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.raw}`);
+    const h = { offer, token };
+    const starting = await send(s, 'starting', fenceOf(s, h));
+    const started = (starting.body as { snapshot: { leaseVersion: number } }).snapshot.leaseVersion;
+    const running = await send(s, 'running', { ...fenceOf(s, h, started), executorHandle: 'pid:1' });
+    expect(running.status).toBe(200);
+    const version = (running.body as { snapshot: { leaseVersion: number } }).snapshot.leaseVersion;
+    return { h, version, runId: offer.run.runId, attemptId: offer.run.attemptId };
+  };
+  const chunk = async (s: Session, r: Awaited<ReturnType<typeof runningRun>>, seq: number, text: string) => {
+    const res = await send(s, 'logs', { ...fenceOf(s, r.h, r.version), seq, text });
+    expect(res.status).toBe(200);
+    return res.body as { outcome: string; truncated: boolean };
+  };
+  const logs = async (runId: string, query = '') => {
+    const res = await t.admin('GET', `/api/v1/runs/${runId}/logs${query}`, undefined, t.viewerToken);
+    expect({ status: res.status, type: res.headers['content-type'] }).toEqual({
+      status: 200,
+      type: expect.stringContaining('application/json'),
+    });
+    return res.body as LogPage;
+  };
+
+  it('chunks come back in order, paged with after=nextAfter; runEnded once the run completed', async () => {
+    const r = await runningRun(a);
+    for (const [seq, text] of ['one\n', 'two\n', 'three\n'].entries()) await chunk(a, r, seq, text);
+
+    const first = await logs(r.runId, '?limit=2');
+    expect(first).toEqual({
+      items: [
+        {
+          position: 1,
+          attemptId: r.attemptId,
+          seq: 0,
+          kind: 'output',
+          text: 'one\n',
+          at: expect.any(String),
+        },
+        {
+          position: 2,
+          attemptId: r.attemptId,
+          seq: 1,
+          kind: 'output',
+          text: 'two\n',
+          at: expect.any(String),
+        },
+      ],
+      nextAfter: 2,
+      runEnded: false,
+      truncated: false,
+    });
+    expect(new Date(first.items[0]!.at).toISOString()).toBe(first.items[0]!.at);
+    const second = await logs(r.runId, `?after=${first.nextAfter}&limit=2`);
+    expect(second.items.map((e) => [e.position, e.text])).toEqual([[3, 'three\n']]);
+    expect(second.nextAfter).toBe(3);
+    // The tail is caught up but the run is live: an empty page keeps the cursor.
+    expect(await logs(r.runId, '?after=3')).toEqual({
+      items: [],
+      nextAfter: 3,
+      runEnded: false,
+      truncated: false,
+    });
+
+    const done = await send(a, 'completion', {
+      ...fenceOf(a, r.h, r.version),
+      outcome: 'succeeded',
+      exitCode: 0,
+    });
+    expect(done.status).toBe(200);
+    expect(await logs(r.runId, '?after=3')).toEqual({
+      items: [],
+      nextAfter: 3,
+      runEnded: true,
+      truncated: false,
+    });
+    expect((await logs(r.runId)).items.map((e) => e.text)).toEqual(['one\n', 'two\n', 'three\n']);
+  });
+
+  it('past the cap one truncation marker is read back and later chunks are not', async () => {
+    const r = await runningRun(a);
+    const big = 'x'.repeat(40 * 1024);
+    expect(await chunk(a, r, 0, big)).toEqual({ outcome: 'stored', truncated: false });
+    expect((await chunk(a, r, 1, big)).truncated).toBe(true);
+    expect(await chunk(a, r, 2, 'late\n')).toEqual({ outcome: 'dropped', truncated: true });
+
+    const page = await logs(r.runId);
+    expect(page.truncated).toBe(true);
+    expect(page.items.map((e) => ({ position: e.position, seq: e.seq, kind: e.kind }))).toEqual([
+      { position: 1, seq: 0, kind: 'output' },
+      { position: 2, seq: null, kind: 'truncated' },
+    ]);
+    expect(page.items[1]!.text).toContain(`log cap of ${CAP_BYTES} bytes`);
+  });
+
+  it('an unknown run is 404 and bad integers are 400 naming the parameter; nothing is written', async () => {
+    const before = await snapshotDatabase(t.plane.core.db);
+    const unknown = await t.admin('GET', `/api/v1/runs/${newSessionId()}/logs`);
+    expect({ status: unknown.status, type: unknown.headers['content-type'] }).toEqual({
+      status: 404,
+      type: expect.stringContaining('application/problem+json'),
+    });
+    expect(unknown.body).toMatchObject({ code: 'not_found' });
+    const r = (await t.admin('GET', '/api/v1/runs?limit=1')).body as { items: { id: string }[] };
+    for (const [query, field] of [
+      ['?after=0x10', 'after'],
+      ['?after=-1', 'after'],
+      ['?limit=0', 'limit'],
+      ['?limit=201', 'limit'],
+    ]) {
+      const res = await t.admin('GET', `/api/v1/runs/${r.items[0]!.id}/logs${query}`);
+      expect({ query, status: res.status, body: res.body }).toEqual({
+        query,
+        status: 400,
+        body: expect.objectContaining({
+          code: 'invalid_request',
+          detail: expect.stringMatching(`^${field}: `),
+        }),
+      });
+    }
+    expect(await snapshotDatabase(t.plane.core.db)).toEqual(before);
+  });
+});
