@@ -6,7 +6,12 @@
  * `edge` − `service` in the same run is what the DTO layer costs a heartbeat; `validationCost` is the
  * same figure without the database, as CPU time in a tight loop.
  */
-import { SqlDatabase, SqlOperationalStatsRepository, SqlWorkerSessionRepository } from '@ql/persistence';
+import {
+  SqlActivationRepository,
+  SqlDatabase,
+  SqlOperationalStatsRepository,
+  SqlWorkerSessionRepository,
+} from '@ql/persistence';
 import { parseHeartbeat, parseRegistration } from '@ql/domain';
 import { ControlPlaneConfig } from '../apps/control-plane/src/config/config';
 import { EdgeValidationPipe } from '../apps/control-plane/src/http/validation/edge-validation.pipe';
@@ -38,7 +43,13 @@ export function registryOp(
 ) {
   // The service as the app runs it, metrics included (their cost is part of the figure).
   const metrics = new ControlPlaneMetrics(new SqlOperationalStatsRepository(db));
-  const registry = new RegistryService(repo, { sessionLeaseMs: leaseMs } as ControlPlaneConfig, metrics);
+  // The cancel-intent read each heartbeat answer carries is part of the figure too.
+  const registry = new RegistryService(
+    repo,
+    new SqlActivationRepository(db),
+    { sessionLeaseMs: leaseMs } as ControlPlaneConfig,
+    metrics,
+  );
   return (w: Fenced) => {
     const principal = { workerId: w.workerId } as WorkerPrincipal;
     return async () => {

@@ -62,6 +62,14 @@ export interface SessionResponse {
   readonly availableSlots: number;
 }
 
+/** The most cancel intents one heartbeat answer carries; the renew answer covers any beyond. */
+export const MAX_HEARTBEAT_CANCELS = 64;
+
+/** R-RUN-5: the heartbeat answer also names this session's held attempts whose run has a cancel request. */
+export interface HeartbeatResponse extends SessionResponse {
+  readonly cancelAttemptIds: string[];
+}
+
 export interface RegisterResponse extends SessionResponse {
   readonly outcome: 'created' | 'replayed' | 'replaced';
 }

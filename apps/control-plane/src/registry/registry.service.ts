@@ -1,5 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
+  ACTIVATION_REPOSITORY,
+  ActivationRepository,
   WORKER_SESSION_REPOSITORY,
   WorkerSession,
   WorkerSessionRepository,
@@ -8,7 +10,7 @@ import {
   parseRegistration,
   parseSessionId,
 } from '@ql/domain';
-import { RegisterResponse, SessionResponse } from '@ql/contracts';
+import { HeartbeatResponse, MAX_HEARTBEAT_CANCELS, RegisterResponse, SessionResponse } from '@ql/contracts';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { WorkerPrincipal } from '../identity/worker-principal';
@@ -26,6 +28,7 @@ export class RegistryService {
 
   constructor(
     @Inject(WORKER_SESSION_REPOSITORY) private readonly sessions: WorkerSessionRepository,
+    @Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
     private readonly metrics: ControlPlaneMetrics,
   ) {}
@@ -60,14 +63,20 @@ export class RegistryService {
     principal: WorkerPrincipal,
     sessionId: string,
     body: HeartbeatDto,
-  ): Promise<SessionResponse> {
+  ): Promise<HeartbeatResponse> {
     const request = parseHeartbeat(body);
     const session = await this.sessions.heartbeat({
       ...this.command(principal, sessionId, request),
       availableSlots: request.availableSlots,
     });
     this.metrics.heartbeatAccepted();
-    return toResponse(session);
+    // One bounded read on the live-lease index by (worker, session), only after the fence passed.
+    const cancelAttemptIds = await this.activation.cancelIntents(
+      session.workerId,
+      session.sessionId,
+      MAX_HEARTBEAT_CANCELS,
+    );
+    return { ...toResponse(session), cancelAttemptIds };
   }
 
   async drain(

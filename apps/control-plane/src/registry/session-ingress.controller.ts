@@ -5,7 +5,7 @@ import { MtlsPrincipalGuard, Principal } from '../identity/mtls-principal.guard'
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { RegisterDto } from './dto/register.dto';
 import { HeartbeatDto, SessionFenceDto } from './dto/session-fence.dto';
-import { RegisterResponseDto, SessionResponseDto } from './dto/session-response.dto';
+import { HeartbeatResponseDto, RegisterResponseDto, SessionResponseDto } from './dto/session-response.dto';
 import { RegistryService } from './registry.service';
 
 const SESSION_FENCE = ['worker_session_fenced'] as const;
@@ -33,8 +33,8 @@ export class SessionIngressController {
   @HttpCode(200)
   @IngressOperation(
     'heartbeat',
-    'Report available slots and extend the session lease',
-    { type: SessionResponseDto },
+    'Report available slots and extend the session lease; the answer names attempts to cancel',
+    { type: HeartbeatResponseDto },
     SESSION_FENCE,
   )
   heartbeat(@Principal() p: WorkerPrincipal, @Param('sessionId') s: string, @Body() body: HeartbeatDto) {

@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import {
   INGRESS_ACTIONS,
   IngressAction,
+  HeartbeatResponse,
   RegisterResponse,
   SessionResponse,
   ingressBodyLimit,
@@ -46,7 +47,7 @@ export interface IngressCallOptions {
 /** What each action answers on 200; actions not implemented by the worker yet answer `unknown`. */
 export interface IngressResponses {
   register: RegisterResponse;
-  heartbeat: SessionResponse;
+  heartbeat: HeartbeatResponse;
   drain: SessionResponse;
   offline: SessionResponse;
 }

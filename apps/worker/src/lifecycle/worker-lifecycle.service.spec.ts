@@ -6,7 +6,12 @@ import { HostProbe } from '../config/capabilities';
 import { loadWorkerConfig } from '../config/worker-config';
 import { IngressCallError, IngressCallOptions } from '../ingress-client/worker-ingress-https.client';
 import { JsonLineLog } from '../logging/worker-log';
-import { WorkerIngress, WorkerLifecycleService, WorkerStopError } from './worker-lifecycle.service';
+import {
+  WorkerIngress,
+  WorkerLifecycleService,
+  WorkerStopError,
+  readSessionResponse,
+} from './worker-lifecycle.service';
 
 interface Call {
   readonly action: IngressAction;
@@ -311,5 +316,37 @@ describe('WorkerLifecycleService', () => {
     expect(service.currentState).toBe('failed');
     expect(ingress.closed).toBe(1);
     expect(jest.getTimerCount()).toBe(0);
+  });
+});
+
+describe('readSessionResponse', () => {
+  const ids = createIdGenerator();
+  const sessionId = ids.uuidV7();
+  const answer = {
+    workerId: 'worker-a',
+    sessionId,
+    generation: 1,
+    version: 3,
+    status: 'online',
+    leaseExpiresAt: new Date().toISOString(),
+    maxConcurrentRuns: 2,
+    availableSlots: 2,
+  };
+  const read = (extra: Record<string, unknown>) => () =>
+    readSessionResponse({ ...answer, ...extra }, 'worker-a', sessionId);
+
+  it('accepts a session answer without cancel intents and a heartbeat answer with up to 64', () => {
+    expect(read({})()).toMatchObject({ version: 3 });
+    const cancelAttemptIds = Array.from({ length: 64 }, () => ids.uuidV7());
+    expect(read({ cancelAttemptIds })()).toMatchObject({ cancelAttemptIds });
+  });
+
+  it.each<[string, unknown]>([
+    ['not a list', 'x'],
+    ['over 64', Array.from({ length: 65 }, () => ids.uuidV7())],
+    ['not an attempt id', ['run-1']],
+    ['not a string', [42]],
+  ])('refuses cancel intents that are %s', (_case, cancelAttemptIds) => {
+    expect(read({ cancelAttemptIds })).toThrow(expect.objectContaining({ code: 'invalid_response' }));
   });
 });

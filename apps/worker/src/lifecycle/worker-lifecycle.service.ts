@@ -1,8 +1,8 @@
 import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { ScheduledLoop } from '@ql/scheduling';
-import type { IngressAction, RegisterResponse, SessionResponse } from '@ql/contracts';
-import { ID_GENERATOR, IdGenerator, IllegalStateError, parseRegistration } from '@ql/domain';
+import { IngressAction, MAX_HEARTBEAT_CANCELS, RegisterResponse, SessionResponse } from '@ql/contracts';
+import { ID_GENERATOR, IdGenerator, IllegalStateError, isUuidV7, parseRegistration } from '@ql/domain';
 import { HostProbe, detectCapabilities } from '../config/capabilities';
 import type { WorkerConfig } from '../config/worker-config';
 import {
@@ -320,7 +320,8 @@ export function readSessionResponse(value: unknown, workerId: string, sessionId:
     (r.generation ?? 0) >= 1 &&
     Number.isSafeInteger(r.version) &&
     (r.version ?? -1) >= 0 &&
-    (SESSION_STATUSES as readonly unknown[]).includes(r.status);
+    (SESSION_STATUSES as readonly unknown[]).includes(r.status) &&
+    cancelIdsOk((r as { cancelAttemptIds?: unknown }).cancelAttemptIds);
   if (!ok)
     throw new IngressCallError(
       'session',
@@ -329,6 +330,16 @@ export function readSessionResponse(value: unknown, workerId: string, sessionId:
       'session answer does not match this worker and session',
     );
   return r as SessionResponse;
+}
+
+/** A heartbeat answer's cancel intents: absent on other session answers, else ≤ 64 UUIDv7 ids. */
+function cancelIdsOk(ids: unknown): boolean {
+  return (
+    ids === undefined ||
+    (Array.isArray(ids) &&
+      ids.length <= MAX_HEARTBEAT_CANCELS &&
+      ids.every((id) => typeof id === 'string' && isUuidV7(id)))
+  );
 }
 
 function describe(error: unknown): Record<string, string | number | undefined> {

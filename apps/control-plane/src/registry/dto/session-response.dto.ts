@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { SESSION_STATUSES, SessionStatus, WORKER_ID_PATTERN } from '@ql/domain';
-import { RegisterResponse, SessionResponse } from '@ql/contracts';
+import { HeartbeatResponse, MAX_HEARTBEAT_CANCELS, RegisterResponse, SessionResponse } from '@ql/contracts';
 
 /** The session projection every session action answers with. */
 export class SessionResponseDto implements SessionResponse {
@@ -31,6 +31,17 @@ export class SessionResponseDto implements SessionResponse {
       'what the worker can take right now; a claim needs active leases < maxConcurrentRuns and < availableSlots',
   })
   readonly availableSlots!: number;
+}
+
+export class HeartbeatResponseDto extends SessionResponseDto implements HeartbeatResponse {
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'string', format: 'uuid' },
+    maxItems: MAX_HEARTBEAT_CANCELS,
+    description:
+      'attempts this session holds whose run has a cancel request (R-RUN-5): stop them and report `cancelled`; id order, at most 64',
+  })
+  readonly cancelAttemptIds!: string[];
 }
 
 export class RegisterResponseDto extends SessionResponseDto implements RegisterResponse {

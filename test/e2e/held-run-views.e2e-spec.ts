@@ -1,5 +1,6 @@
-// Size: what an operator sees of a held run over the real listeners: its output read back through the
-// admin logs route (pages, tail end, truncation), on one running app per dialect.
+// Size: a held run seen from outside over the real listeners: its output read back through the admin
+// logs route (pages, tail end, truncation) and its cancel request in its session's heartbeat answer,
+// on one running app per dialect.
 import { randomBytes } from 'node:crypto';
 import { IngressAction, ingressPath, parseOfferResponse } from '@ql/contracts';
 import { snapshotDatabase } from '../support/db-snapshot';
@@ -32,7 +33,7 @@ interface LogPage {
 /** The smallest QL_RUN_LOG_CAP_BYTES the plane accepts. */
 const CAP_BYTES = 64 * 1024;
 
-describe.each<Dialect>(['sqlite', 'postgres'])('run logs over the real listeners (%s)', (dialect) => {
+describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listeners (%s)', (dialect) => {
   let db: TestDatabase;
   let pki: Awaited<ReturnType<typeof createTestPki>>;
   let t: TestPlane;
@@ -54,7 +55,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('run logs over the real listeners
 
   beforeAll(async () => {
     db = await createTestDatabase(dialect);
-    pki = await createTestPki(['worker-a']);
+    pki = await createTestPki(['worker-a', 'worker-b', 'worker-c']);
     t = await startTestPlane(db, pki, {
       QL_INGRESS_RATE_BURST: '100000',
       QL_SESSION_LEASE_MS: '600000',
@@ -207,5 +208,33 @@ describe.each<Dialect>(['sqlite', 'postgres'])('run logs over the real listeners
       });
     }
     expect(await snapshotDatabase(t.plane.core.db)).toEqual(before);
+  });
+
+  it("a cancel requested through the admin API is in the holding session's next heartbeat answer only", async () => {
+    const holder = await register('worker-b');
+    const other = await register('worker-c');
+    const r = await runningRun(holder);
+    let version = holder.version;
+    /** One heartbeat of `s` at `expectedVersion`: its answer. */
+    const beat = async (s: Session, expectedVersion: number) => {
+      const res = await send(s, 'heartbeat', {
+        generation: s.generation,
+        expectedVersion,
+        availableSlots: 16,
+      });
+      expect(res.status).toBe(200);
+      return res.body as { version: number; cancelAttemptIds: string[] };
+    };
+    const quiet = await beat(holder, version);
+    expect(quiet.cancelAttemptIds).toEqual([]);
+    version = quiet.version;
+
+    const cancel = await t.admin('POST', `/api/v1/runs/${r.runId}/cancel`);
+    expect({ status: cancel.status, body: cancel.body }).toEqual({
+      status: 200,
+      body: expect.objectContaining({ status: 'running', cancelRequested: true }),
+    });
+    expect((await beat(holder, version)).cancelAttemptIds).toEqual([r.attemptId]);
+    expect((await beat(other, other.version)).cancelAttemptIds).toEqual([]);
   });
 });
