@@ -11,7 +11,7 @@ import {
 import { LeaseSweeperService } from '../../apps/control-plane/src/leases/lease-sweeper.service';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, registerBody } from '../support/fixtures';
-import { LeaseHolder as Holder, IngressSession as Session } from '../support/lease-holder';
+import { LeaseHolder as Holder, IngressSession as Session, leaseFence } from '../support/lease-holder';
 import {
   Dialect,
   HttpResult,
@@ -64,14 +64,21 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
 
     const send = (action: IngressAction, body: unknown) =>
       t.ingress(s.creds, ingressPath(s.workerId, s.sessionId, action), body);
-    const fenceOf = (h: Holder, leaseVersion = 0) => ({
-      generation: s.generation,
-      expectedVersion: s.version,
-      offerId: h.offer.lease.offerId,
-      leaseToken: h.token,
-      leaseGeneration: h.offer.lease.leaseGeneration,
-      leaseVersion,
-    });
+    const fenceOf = (h: Holder, leaseVersion = 0) => leaseFence(s, h, leaseVersion);
+    /** One pull by worker-a under a new offer id and token: the offer it got and that token. */
+    const pullOffer = async (): Promise<Holder> => {
+      const token = newToken();
+      const res = await send('offers', {
+        generation: s.generation,
+        expectedVersion: s.version,
+        offerId: newSessionId(),
+        leaseToken: token,
+      });
+      expect(res.status).toBe(200);
+      const offer = parseOfferResponse(res.raw);
+      if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.raw}`);
+      return { offer, token };
+    };
     /** A queued run of a new task, pulled by worker-a: the lease holder's offer and token. */
     const holdNewRun = async (timeoutMs = TIMEOUT_MS): Promise<Holder> => {
       const task = await t.admin('POST', '/api/v1/tasks', {
@@ -83,18 +90,9 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       expect(task.status).toBe(201);
       const run = await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
       expect(run.status).toBe(201);
-      const token = newToken();
-      const res = await send('offers', {
-        generation: s.generation,
-        expectedVersion: s.version,
-        offerId: newSessionId(),
-        leaseToken: token,
-      });
-      expect(res.status).toBe(200);
-      const offer = parseOfferResponse(res.raw);
-      if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.raw}`);
-      expect(offer.run.runId).toBe((run.body as { run: { id: string } }).run.id);
-      return { offer, token };
+      const held = await pullOffer();
+      expect(held.offer.run.runId).toBe((run.body as { run: { id: string } }).run.id);
+      return held;
     };
     /** A 200 whose body the worker's own strict parser accepts. */
     const activation = (res: HttpResult): RunActivationResponse => {
@@ -215,17 +213,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       const old = await holdNewRun();
       expect((await send('release', fenceOf(old))).status).toBe(200);
       // The same attempt again, under a new offer, token and lease generation.
-      const token = newToken();
-      const res = await send('offers', {
-        generation: s.generation,
-        expectedVersion: s.version,
-        offerId: newSessionId(),
-        leaseToken: token,
-      });
-      const offer = parseOfferResponse(res.raw);
-      if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.raw}`);
-      expect(offer.run.attemptId).toBe(old.offer.run.attemptId);
-      const current = { offer, token };
+      const current = await pullOffer();
+      expect(current.offer.run.attemptId).toBe(old.offer.run.attemptId);
       const starting = activation(await send('starting', fenceOf(current)));
       const version = starting.snapshot.leaseVersion;
       activation(await send('running', { ...fenceOf(current, version), executorHandle: 'pid:7' }));
@@ -237,7 +226,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       );
       // The current token with another lease's offer id and generation is not a match either.
       fenced(
-        await send('completion', { ...fenceOf(old, version), leaseToken: token, outcome: 'succeeded' }),
+        await send('completion', {
+          ...fenceOf(old, version),
+          leaseToken: current.token,
+          outcome: 'succeeded',
+        }),
         'lease_token_mismatch',
       );
       expect(await snapshot()).toEqual(unchanged);
