@@ -44,6 +44,21 @@ function added(before: Record<string, number>, after: Record<string, number>): R
 }
 const none = Object.fromEntries(WATCHED.map((t) => [t, 0]));
 
+/**
+ * What is still added over `before` once pending one-shot work has run: jest's own module cache
+ * writer may queue an Immediate of its own while an import compiles, under a loaded machine. One-shot
+ * work drains within a few turns; a handle the worker holds (a timer, a socket, an Immediate that
+ * re-arms itself) is still there after every turn and is reported.
+ */
+async function addedOnceSettled(before: Record<string, number>): Promise<Record<string, number>> {
+  let now = added(before, count());
+  for (let turn = 0; turn < 20 && JSON.stringify(now) !== JSON.stringify(none); turn++) {
+    await macrotask();
+    now = added(before, count());
+  }
+  return now;
+}
+
 const CREATED_WATCHED =
   /^(Timeout|TCPWRAP|TCPCONNECTWRAP|TLSWRAP|PIPEWRAP|PIPECONNECTWRAP|FSREQCALLBACK|FSREQPROMISE|FILEHANDLE|PROCESSWRAP|GETADDRINFOREQWRAP|FSEVENTWRAP|STATWATCHER)$/;
 
@@ -110,7 +125,7 @@ describe('worker module without start() (R-PROF-3)', () => {
       { LocalProcessExecutor: executorClass },
     ] = modules;
     await macrotask();
-    expect(added(beforeImport, count())).toEqual(none);
+    expect(await addedOnceSettled(beforeImport)).toEqual(none);
     expect(createdByImport).toEqual([]);
 
     // Both graphs: the plain module (no scheduling at all) and the worker profile's (ScheduleModule
@@ -124,7 +139,7 @@ describe('worker module without start() (R-PROF-3)', () => {
       try {
         await macrotask();
         await macrotask();
-        expect(added(beforeContext, count())).toEqual(none);
+        expect(await addedOnceSettled(beforeContext)).toEqual(none);
         expect(createdByContext).toEqual([]);
         expect(app.get(WorkerLifecycleService).currentState).toBe('idle');
         // The journal and the executor are in the graph, unopened: no folder, no lock, no process.
@@ -148,6 +163,6 @@ describe('worker module without start() (R-PROF-3)', () => {
       }
     }
     await macrotask();
-    expect(added(beforeImport, count())).toEqual(none);
+    expect(await addedOnceSettled(beforeImport)).toEqual(none);
   });
 });
