@@ -80,9 +80,10 @@ async function expectAllUnavailable(f: Fixture, idempotencyKey: string): Promise
     await f.t.admin('POST', '/api/v1/api-keys', { name: 'during-outage', role: 'viewer' }),
   );
   const ingress = await heartbeat(f);
-  expect({ status: ingress.status, body: ingress.body }).toEqual({
+  expect({ status: ingress.status, body: ingress.body, retryAfter: ingress.headers['retry-after'] }).toEqual({
     status: 503,
     body: expect.objectContaining({ code: 'worker_ingress_unavailable' }),
+    retryAfter: expect.stringMatching(/^[1-9][0-9]*$/),
   });
 }
 

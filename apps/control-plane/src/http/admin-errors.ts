@@ -82,8 +82,8 @@ export function renderAdminError(error: unknown): Problem {
   return problem(500, 'internal_error', 'unexpected error');
 }
 
-/** Seconds a client should wait before retrying a 503 (a database restart takes a few). */
-const RETRY_AFTER_SECONDS = 2;
+/** Seconds a client should wait before retrying a 503 on either listener (a database restart takes a few). */
+export const RETRY_AFTER_SECONDS = 2;
 
 @Catch()
 export class AdminExceptionFilter implements ExceptionFilter {

@@ -80,7 +80,7 @@ const INGRESS_ANSWERS: readonly [number, readonly IngressErrorCode[], string][] 
   [
     503,
     ['worker_ingress_unavailable'],
-    'the database cannot be reached, or an answer could not be built safely',
+    'the database cannot be reached, or an answer could not be built safely (with `Retry-After`)',
   ],
 ];
 
@@ -97,6 +97,16 @@ export function IngressErrorResponses(fences: readonly IngressErrorCode[]) {
         status,
         description: `${codes.map((c) => `\`${c}\``).join(' | ')}: ${description}`,
         content: { 'application/json': { schema: withCode(codes) } },
+        ...(status === 503
+          ? {
+              headers: {
+                'Retry-After': {
+                  description: 'seconds to wait before retrying',
+                  schema: { type: 'integer' },
+                },
+              },
+            }
+          : {}),
       }),
     ),
   );

@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { RETRY_AFTER_SECONDS } from './admin-errors';
 import { renderIngressError } from './ingress-errors';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 
@@ -25,6 +26,8 @@ export class IngressExceptionFilter implements ExceptionFilter {
     } else if (status >= 500) {
       this.logger.error({ msg: 'ingress request failed', error: String(error) });
     }
-    void http.getResponse<FastifyReply>().status(status).type('application/json').send(body);
+    const reply = http.getResponse<FastifyReply>();
+    if (status === 503) void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+    void reply.status(status).type('application/json').send(body);
   }
 }
