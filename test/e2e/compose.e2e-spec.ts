@@ -159,7 +159,8 @@ describe('docker-compose.yml and the Dockerfile, as written', () => {
       expect(config.tlsCertPath).toMatch(new RegExp(`/workers/${config.workerId}\\.crt$`));
       expect(config.tlsKeyPath).toMatch(new RegExp(`/workers/${config.workerId}\\.key$`));
       certs.add(config.tlsCertPath);
-      const target = ingressTarget(config.controlPlaneUrl);
+      expect(config.controlPlaneOrigins).toHaveLength(1);
+      const target = ingressTarget(config.controlPlaneOrigins[0]!);
       expect(controlPlanes).toContain(target.service);
       expect(target.port).toBe(env(target.service).QL_INGRESS_PORT);
       expect(optionValues('server-name')).toContain(target.service);

@@ -15,7 +15,7 @@ import { WorkerIngressHttpsClient } from './worker-ingress-https.client';
       inject: [WORKER_CONFIG],
       useFactory: (c: WorkerConfig) =>
         new WorkerIngressHttpsClient({
-          origin: c.controlPlaneUrl,
+          origins: c.controlPlaneOrigins,
           workerId: c.workerId,
           timeoutMs: c.requestTimeoutMs,
           credentials: fileCredentials({
