@@ -5,6 +5,7 @@ import { Server as TcpServer, Socket, createServer as createTcpServer } from 'no
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { ingressPath } from '@ql/contracts';
+import { freePort } from '../../../../test/support/entry-points';
 import { newSessionId } from '../../../../test/support/fixtures';
 import { createTestPki } from '../../../../test/support/test-plane';
 import { startTlsTestServer, workerPem } from '../../../../test/support/tls-test-server';
@@ -39,16 +40,6 @@ const ok: Handler = (_req, res) => answer(res, 200, sessionAnswer(8));
 const unavailable: Handler = (_req, res) =>
   answer(res, 503, { code: 'worker_ingress_unavailable', message: 'database unavailable' });
 const fence = { generation: 3, expectedVersion: 7, availableSlots: 1 };
-
-/** A port nothing listens on: bound, read, released. */
-async function closedPort(): Promise<number> {
-  const probe = createTcpServer().listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address() as AddressInfo;
-  probe.close();
-  await once(probe, 'close');
-  return port;
-}
 
 describe('WorkerIngressHttpsClient with several origins (R-WRK-7)', () => {
   let pki: Awaited<ReturnType<typeof createTestPki>>;
@@ -106,7 +97,7 @@ describe('WorkerIngressHttpsClient with several origins (R-WRK-7)', () => {
 
   it('moves to the next origin when the first refuses the connection, with the same session and fence', async () => {
     const b = await startReplica();
-    const c = newClient([`https://127.0.0.1:${await closedPort()}`, b.origin]);
+    const c = newClient([`https://127.0.0.1:${await freePort()}`, b.origin]);
     const sessionId = newSessionId();
     await expect(c.call('heartbeat', sessionId, fence)).resolves.toMatchObject({ version: 8 });
     expect(b.requests).toEqual([
@@ -177,7 +168,7 @@ describe('WorkerIngressHttpsClient with several origins (R-WRK-7)', () => {
 
   it('fails with one clear error naming every origin when none answers', async () => {
     const a = await startReplica(unavailable);
-    const down = `https://127.0.0.1:${await closedPort()}`;
+    const down = `https://127.0.0.1:${await freePort()}`;
     const c = newClient([a.origin, down]);
     const error = await callError(c.call('heartbeat', newSessionId(), fence));
     expect(error).toMatchObject({ status: 0, code: 'control_plane_unavailable', reason: 'transport_error' });
@@ -188,7 +179,7 @@ describe('WorkerIngressHttpsClient with several origins (R-WRK-7)', () => {
   });
 
   it('with one origin, a transport failure is the plain error it always was', async () => {
-    const c = newClient([`https://127.0.0.1:${await closedPort()}`]);
+    const c = newClient([`https://127.0.0.1:${await freePort()}`]);
     await expect(callError(c.call('heartbeat', newSessionId(), fence))).resolves.toMatchObject({
       status: 0,
       code: 'transport_error',
