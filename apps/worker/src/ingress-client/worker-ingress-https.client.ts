@@ -16,7 +16,12 @@ import {
   ingressPath,
 } from '@ql/contracts';
 import { isUuidV7, isWorkerId } from '@ql/domain';
-import { IngressOrigin, describeUnreachable, movesToNextOrigin, parseIngressOrigins } from './ingress-origins';
+import {
+  IngressOrigin,
+  describeUnreachable,
+  movesToNextOrigin,
+  parseIngressOrigins,
+} from './ingress-origins';
 
 /** R-WIRE-4 / §12: no ingress answer may be larger than this. */
 export const INGRESS_RESPONSE_CAP_BYTES = 128 * 1024;
@@ -192,11 +197,25 @@ export class WorkerIngressHttpsClient {
     if (this.closed) throw new IngressCallError(action, 0, 'client_closed', 'the ingress client is closed');
     const context = this.contextFor(action, credentials);
     const path = ingressPath(this.options.workerId, sessionId, action);
-    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
-    const deadline = Date.now() + timeoutMs;
+    return (await this.sendToOrigins(action, options, context, path, payload, cap)) as IngressResponse<A>;
+  }
+
+  /**
+   * R-WRK-7: the origin that last answered first, then the others in order, each once, within one
+   * deadline; only a failure of the replica or the path to it moves the call on (`movesToNextOrigin`).
+   */
+  private async sendToOrigins(
+    action: string,
+    options: IngressCallOptions,
+    context: SecureContext,
+    path: string,
+    payload: Buffer,
+    cap: number,
+  ): Promise<unknown> {
+    const deadline = Date.now() + (options.timeoutMs ?? this.timeoutMs);
     const count = this.targets.length;
     const first = this.preferred;
-    const failures: { origin: string; code: string; reason?: string; error: IngressCallError }[] = [];
+    const failures: { readonly origin: string; readonly error: IngressCallError }[] = [];
     for (let i = 0; i < count; i++) {
       const index = (first + i) % count;
       const target = this.targets[index]!;
@@ -215,14 +234,14 @@ export class WorkerIngressHttpsClient {
           connectTimeoutMs: count > 1 ? Math.max(1, Math.floor(remaining / (count - i))) : undefined,
         });
         this.preferred = index;
-        return value as IngressResponse<A>;
+        return value;
       } catch (error) {
         if (!(error instanceof IngressCallError)) throw error;
         const moves = movesToNextOrigin(error);
         // Sticky: an origin that answered keeps the preference; one that failed hands it to the next.
         this.preferred = moves || error.code === 'timeout' ? (index + 1) % count : index;
         if (!moves || this.closed || options.signal?.aborted) throw error;
-        failures.push({ origin: target.origin, code: error.code, reason: error.reason, error });
+        failures.push({ origin: target.origin, error });
       } finally {
         entry.inflight--;
         if (entry.retired && entry.inflight === 0) this.destroy(entry);
@@ -234,7 +253,9 @@ export class WorkerIngressHttpsClient {
       action,
       last.status,
       'control_plane_unavailable',
-      describeUnreachable(failures),
+      describeUnreachable(
+        failures.map(({ origin, error }) => ({ origin, code: error.code, reason: error.reason })),
+      ),
       last.code,
     );
   }
@@ -351,7 +372,8 @@ export class WorkerIngressHttpsClient {
         connectTimeoutMs === undefined || connectTimeoutMs >= timeoutMs
           ? undefined
           : setTimeout(
-              () => fail(0, 'connect_timeout', `no connection to ${target.origin} within ${connectTimeoutMs} ms`),
+              () =>
+                fail(0, 'connect_timeout', `no connection to ${target.origin} within ${connectTimeoutMs} ms`),
               connectTimeoutMs,
             );
       connectTimer?.unref();
