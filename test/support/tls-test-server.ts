@@ -56,3 +56,19 @@ export function workerPem(pki: Awaited<ReturnType<typeof createTestPki>>, worker
     keyPem: readFileSync(pki.workers[workerId]!.keyPath),
   };
 }
+
+/** Awaits every socket's 'close' event, failing (not hanging) past a deadline. */
+export async function closedWithin(sockets: readonly TLSSocket[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`a connection was still open after ${ms} ms`)), ms);
+  });
+  try {
+    await Promise.race([
+      Promise.all(sockets.filter((s) => !s.closed).map((s) => once(s, 'close'))),
+      deadline,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -8,7 +8,7 @@ import type { TLSSocket } from 'node:tls';
 import { gzipSync } from 'node:zlib';
 import { newSessionId } from '../../../../test/support/fixtures';
 import { TRUST_DOMAIN, createTestPki, createWorkerCert } from '../../../../test/support/test-plane';
-import { startTlsTestServer, workerPem } from '../../../../test/support/tls-test-server';
+import { closedWithin, startTlsTestServer, workerPem } from '../../../../test/support/tls-test-server';
 import {
   INGRESS_RESPONSE_CAP_BYTES,
   IngressCallError,
@@ -45,22 +45,6 @@ function resources(): Map<string, number> {
   const counts = new Map<string, number>();
   for (const r of process.getActiveResourcesInfo()) counts.set(r, (counts.get(r) ?? 0) + 1);
   return counts;
-}
-
-/** Awaits every socket's 'close' event, failing (not hanging) past a deadline. */
-async function closedWithin(sockets: readonly TLSSocket[], ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`a connection was still open after ${ms} ms`)), ms);
-  });
-  try {
-    await Promise.race([
-      Promise.all(sockets.filter((s) => !s.closed).map((s) => once(s, 'close'))),
-      deadline,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 describe('WorkerIngressHttpsClient against a real TLS 1.3 server', () => {

@@ -7,9 +7,13 @@ import type { TLSSocket } from 'node:tls';
 import { ingressPath } from '@ql/contracts';
 import { freePort } from '../../../../test/support/entry-points';
 import { newSessionId } from '../../../../test/support/fixtures';
-import { createTestPki } from '../../../../test/support/test-plane';
-import { startTlsTestServer, workerPem } from '../../../../test/support/tls-test-server';
-import { IngressCallError, WorkerIngressHttpsClient, WorkerTlsCredentials } from './worker-ingress-https.client';
+import { TRUST_DOMAIN, createTestPki, createWorkerCert } from '../../../../test/support/test-plane';
+import { closedWithin, startTlsTestServer, workerPem } from '../../../../test/support/tls-test-server';
+import {
+  IngressCallError,
+  WorkerIngressHttpsClient,
+  WorkerTlsCredentials,
+} from './worker-ingress-https.client';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -152,7 +156,7 @@ describe('WorkerIngressHttpsClient with several origins (R-WRK-7)', () => {
     }
   });
 
-  it('never sends a call that got a 4xx answer to another origin', async () => {
+  it('never sends a call that got an answer — a 4xx, a 503 of another kind — to another origin', async () => {
     const a = await startReplica((_req, res) =>
       answer(res, 409, { code: 'worker_session_fenced', message: 'fenced', reason: 'version_mismatch' }),
     );
@@ -161,9 +165,36 @@ describe('WorkerIngressHttpsClient with several origins (R-WRK-7)', () => {
     const error = await callError(c.call('heartbeat', newSessionId(), fence));
     expect(error).toMatchObject({ status: 409, fenced: true, reason: 'version_mismatch' });
     a.handler = (_req, res) => answer(res, 400, { code: 'invalid_request', message: 'bad' });
-    await expect(callError(c.call('heartbeat', newSessionId(), fence))).resolves.toMatchObject({ status: 400 });
+    await expect(callError(c.call('heartbeat', newSessionId(), fence))).resolves.toMatchObject({
+      status: 400,
+    });
+    // A 503 that is not the replica's own "cannot serve" is an answer too.
+    a.handler = (_req, res) => answer(res, 503, { code: 'maintenance', message: 'later' });
+    await expect(callError(c.call('heartbeat', newSessionId(), fence))).resolves.toMatchObject({
+      status: 503,
+    });
     expect(b.requests).toEqual([]);
     expect(c.preferredOrigin).toBe(a.origin); // an origin that answers keeps the preference
+  });
+
+  it('rotated credentials retire the agent of every origin, not only the one in use', async () => {
+    const a = await startReplica(unavailable);
+    const b = await startReplica();
+    let current = credentials;
+    const c = (client = new WorkerIngressHttpsClient({
+      origins: [a.origin, b.origin],
+      workerId: 'worker-a',
+      credentials: () => current,
+    }));
+    await c.call('heartbeat', newSessionId(), fence); // A answers 503, B answers: one socket each
+    expect([a.connections.length, b.connections.length]).toEqual([1, 1]);
+    const rotated = await createWorkerCert(pki.caPair(), { workerId: 'worker-a', trustDomain: TRUST_DOMAIN });
+    current = { ...credentials, certPem: rotated.certPem, keyPem: rotated.keyPem };
+    await c.call('heartbeat', newSessionId(), fence); // goes to B only
+    // A's idle socket on the old certificate is closed too, without a call to A.
+    await closedWithin([a.connections[0]!, b.connections[0]!], 3000);
+    expect(b.connections).toHaveLength(2);
+    expect(a.requests).toHaveLength(1);
   });
 
   it('fails with one clear error naming every origin when none answers', async () => {
