@@ -64,7 +64,7 @@ describe('a worker with two control-plane origins (PostgreSQL replicas)', () => 
       QL_WORKER_TLS_CERT: pki.workers[workerId]!.certPath,
       QL_WORKER_TLS_KEY: pki.workers[workerId]!.keyPath,
       QL_WORKER_HEARTBEAT_MS: '200',
-      QL_WORKER_REQUEST_TIMEOUT_MS: '2000',
+      QL_WORKER_REQUEST_TIMEOUT_MS: '4000',
       QL_WORKER_JOURNAL_DIR: `${home}/journal`,
       QL_WORKER_WORK_DIR: `${home}/runs`,
       QL_WORKER_LOG_LEVEL: 'debug',
@@ -94,6 +94,7 @@ describe('a worker with two control-plane origins (PostgreSQL replicas)', () => 
     const after = await atVersion(w, b, 'worker-a', online.version + 5);
 
     expect(after).toMatchObject({ sessionId: online.sessionId, generation: online.generation });
+    expect(cutter.connections).toBe(1); // it stayed with replica B, the one that answered
     expect(w.running).toBe(true);
     expect(registrations(w)).toHaveLength(1);
     expect(w.lines.filter((l) => l.level === 'error')).toEqual([]);
