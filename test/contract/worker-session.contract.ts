@@ -1,6 +1,7 @@
 import { ValidationError, WorkerSessionRepository } from '@ql/domain';
 import { createIdGenerator } from '@ql/contracts';
 import { SqlDatabase, SqlWorkerSessionRepository } from '@ql/persistence';
+import { snapshotDatabase } from '../support/db-snapshot';
 import { expectFence as expectFenceOf, newSessionId, snapshot } from '../support/fixtures';
 
 export interface ContractTarget {
@@ -102,8 +103,9 @@ export function describeWorkerSessionContract(dialect: string, makeTarget: () =>
       expect(next.version).toBe(session.version + 1);
       expect(next.availableSlots).toBe(3);
       expect(next.leaseExpiresAt).toBeGreaterThan(session.leaseExpiresAt);
+      // The same fence with another body is stale (the very same call is a replay: see below).
       await expectFence(
-        repo.heartbeat({ ...cmd(w, s, 1, session.version), availableSlots: 3 }),
+        repo.heartbeat({ ...cmd(w, s, 1, session.version), availableSlots: 2 }),
         'version_mismatch',
       );
       await expectFence(
@@ -115,6 +117,62 @@ export function describeWorkerSessionContract(dialect: string, makeTarget: () =>
         .catch((e) => e);
       expect(error).toBeInstanceOf(ValidationError);
       expect((await repo.findWorker(w))?.session).toEqual(next);
+    });
+
+    it('an exact replay of the last applied heartbeat, drain or offline (a lost answer) gets the session as it stands and changes nothing (R-WRK-7)', async () => {
+      const w = workerId();
+      const s = newSessionId();
+      await register(w, s);
+      const replayed = async <T>(call: () => Promise<T>, expected: T) => {
+        const before = await snapshotDatabase(db);
+        await expect(call()).resolves.toEqual(expected);
+        expect(await snapshotDatabase(db)).toEqual(before);
+      };
+      const hb = await repo.heartbeat({ ...cmd(w, s, 1, 0), availableSlots: 1 });
+      await replayed(() => repo.heartbeat({ ...cmd(w, s, 1, 0), availableSlots: 1 }), hb);
+      // Not the same call: another body, another action.
+      await expectFence(repo.heartbeat({ ...cmd(w, s, 1, 0), availableSlots: 0 }), 'version_mismatch');
+      await expectFence(repo.drain(cmd(w, s, 1, 0)), 'version_mismatch');
+      const drained = await repo.drain(cmd(w, s, 1, 1));
+      await replayed(() => repo.drain(cmd(w, s, 1, 1)), drained);
+      await expectFence(repo.heartbeat({ ...cmd(w, s, 1, 1), availableSlots: 0 }), 'version_mismatch');
+      // Only the last call: one applied before it is stale, even with the same body; and at its own generation.
+      await expectFence(repo.heartbeat({ ...cmd(w, s, 1, 0), availableSlots: 1 }), 'version_mismatch');
+      const hb2 = await repo.heartbeat({ ...cmd(w, s, 1, 2), availableSlots: 0 });
+      await expectFence(repo.heartbeat({ ...cmd(w, s, 1, 1), availableSlots: 0 }), 'version_mismatch');
+      await expectFence(repo.heartbeat({ ...cmd(w, s, 2, 2), availableSlots: 0 }), 'generation_mismatch');
+      await replayed(() => repo.heartbeat({ ...cmd(w, s, 1, 2), availableSlots: 0 }), hb2);
+      const off = await repo.offline(cmd(w, s, 1, 3));
+      await replayed(() => repo.offline(cmd(w, s, 1, 3)), off);
+      await expectFence(repo.drain(cmd(w, s, 1, 3)), 'session_offline');
+      expect((await repo.findWorker(w))?.session).toEqual(off);
+    });
+
+    it('a replay is refused once the session is replaced, disabled or expired', async () => {
+      const w = workerId();
+      const s1 = newSessionId();
+      await register(w, s1);
+      await repo.heartbeat({ ...cmd(w, s1, 1, 0), availableSlots: 1 });
+      await register(w, newSessionId());
+      await expectFence(repo.heartbeat({ ...cmd(w, s1, 1, 0), availableSlots: 1 }), 'session_replaced');
+
+      const w2 = workerId();
+      const s2 = newSessionId();
+      await register(w2, s2);
+      await repo.heartbeat({ ...cmd(w2, s2, 1, 0), availableSlots: 1 });
+      const audit = { actor: 'test', action: 'worker.disable', target: w2 };
+      await repo.setDisabled(w2, true, audit);
+      await expectFence(repo.heartbeat({ ...cmd(w2, s2, 1, 0), availableSlots: 1 }), 'worker_disabled');
+      await repo.setDisabled(w2, false, { ...audit, action: 'worker.enable' });
+      await expectFence(repo.heartbeat({ ...cmd(w2, s2, 1, 0), availableSlots: 1 }), 'session_offline');
+      // Disabling moved the version by one: the next heartbeat with the same body is no replay either.
+      await expectFence(repo.heartbeat({ ...cmd(w2, s2, 1, 1), availableSlots: 1 }), 'session_offline');
+
+      const w3 = workerId();
+      const s3 = newSessionId();
+      await register(w3, s3);
+      await repo.heartbeat({ ...cmd(w3, s3, 1, 0, 0), availableSlots: 1 }); // leaves a lease that ends now
+      await expectFence(repo.heartbeat({ ...cmd(w3, s3, 1, 0, 0), availableSlots: 1 }), 'session_expired');
     });
 
     it('an expired session lease fails closed', async () => {

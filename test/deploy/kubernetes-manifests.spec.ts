@@ -186,7 +186,9 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
       const config = loadWorkerConfig(containerEnv(c));
       ids.add(config.workerId);
       expect(workload.spec).toMatchObject({ replicas: 1, strategy: { type: 'Recreate' } });
-      const url = new URL(config.controlPlaneUrl);
+      // One origin: the Service spreads the connections over the replicas.
+      expect(config.controlPlaneOrigins).toHaveLength(1);
+      const url = new URL(config.controlPlaneOrigins[0]!);
       expect(url.hostname.split('.')[0]).toBe(ingress.metadata.name);
       expect(Number(url.port)).toBe(ingress.spec.ports[0].port);
       // A Deployment's pods always restart (CrashLoopBackOff back-off): a fenced worker comes back.

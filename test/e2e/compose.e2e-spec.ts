@@ -159,11 +159,14 @@ describe('docker-compose.yml and the Dockerfile, as written', () => {
       expect(config.tlsCertPath).toMatch(new RegExp(`/workers/${config.workerId}\\.crt$`));
       expect(config.tlsKeyPath).toMatch(new RegExp(`/workers/${config.workerId}\\.key$`));
       certs.add(config.tlsCertPath);
-      const target = ingressTarget(config.controlPlaneUrl);
-      expect(controlPlanes).toContain(target.service);
-      expect(target.port).toBe(env(target.service).QL_INGRESS_PORT);
-      expect(optionValues('server-name')).toContain(target.service);
-      expect(s.depends_on).toEqual({ [target.service]: { condition: 'service_healthy' } });
+      // Every replica, its own first (R-WRK-7): one replica down does not fence it.
+      const targets = config.controlPlaneOrigins.map(ingressTarget);
+      expect(targets.map((t) => t.service).sort()).toEqual([...controlPlanes].sort());
+      for (const target of targets) {
+        expect(target.port).toBe(env(target.service).QL_INGRESS_PORT);
+        expect(optionValues('server-name')).toContain(target.service);
+      }
+      expect(s.depends_on).toEqual({ [targets[0]!.service]: { condition: 'service_healthy' } });
       expect(s.restart).toBe('on-failure'); // a fenced worker exits non-zero and must come back
       expect(durationMs(s.stop_grace_period ?? '10s')).toBeGreaterThan(config.stopBudgetMs);
     }
@@ -234,9 +237,12 @@ describe('the compose services as real processes (compiled image layout, Postgre
       if (/^QL_(ADMIN|INGRESS)_HOST$/.test(key)) value = '127.0.0.1';
       if (/^QL_(ADMIN|INGRESS)_PORT$/.test(key)) value = '0';
       if (key === 'QL_WORKER_CONTROL_PLANE_URL') {
-        const target = ingressTarget(value);
-        expect(target.port).toBe(env(target.service).QL_INGRESS_PORT);
-        value = addresses.get(target.service)!.ingress;
+        const origins = value.split(',').map((origin) => {
+          const target = ingressTarget(origin);
+          expect(target.port).toBe(env(target.service).QL_INGRESS_PORT);
+          return addresses.get(target.service)!.ingress;
+        });
+        value = origins.join(',');
       }
       result[key] = value;
     }
@@ -316,7 +322,7 @@ describe('the compose services as real processes (compiled image layout, Postgre
       await p.until(`${name} registered`, async () => p.lines.find((l) => l.msg === 'worker registered'));
       await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250 });
     }
-    // Each worker registered with its own replica; both replicas see both (one database).
+    // Each worker registered with its own replica (its first origin); both replicas see both (one database).
     await running[0]!.p.until(
       'both workers online on both replicas',
       async () =>

@@ -58,10 +58,18 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker ingress over mTLS (%s)', 
     });
     expect(hb.status).toBe(200);
     expect(hb.body).toMatchObject({ version: 1, availableSlots: 2 });
-    const stale = await t.ingress(workerA, ingressPath('worker-a', s, 'heartbeat'), {
+    // The very same call again (its answer was lost): the same answer, applied once (ADR 0012).
+    const replay = await t.ingress(workerA, ingressPath('worker-a', s, 'heartbeat'), {
       generation: 1,
       expectedVersion: 0,
       availableSlots: 2,
+    });
+    expect(replay.status).toBe(200);
+    expect(replay.body).toEqual(hb.body);
+    const stale = await t.ingress(workerA, ingressPath('worker-a', s, 'heartbeat'), {
+      generation: 1,
+      expectedVersion: 0,
+      availableSlots: 1,
     });
     expect(stale.status).toBe(409);
     expect(stale.body).toEqual({

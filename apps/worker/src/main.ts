@@ -30,7 +30,7 @@ async function main(): Promise<number> {
   }
   const log = new JsonLineLog(config.logLevel, undefined, { workerId: config.workerId });
   log.info('worker starting', {
-    controlPlane: config.controlPlaneUrl,
+    controlPlanes: config.controlPlaneOrigins,
     maxConcurrentRuns: config.maxConcurrentRuns,
     heartbeatMs: config.heartbeatMs,
     stopBudgetMs: config.stopBudgetMs,

@@ -7,6 +7,8 @@ import {
   decideRegistration,
   fenceViolation,
   isCandidate,
+  isReplayOfLastCall,
+  sessionCallKey,
 } from './sessions';
 
 const NOW = 1_000_000;
@@ -102,6 +104,76 @@ describe('fenceViolation (R-REG-5)', () => {
     ['a future version', session, false, 's-current', { ...fence, expectedVersion: 8 }, 'version_mismatch'],
   ])('%s', (_name, current, disabled, sessionId, f, expected) => {
     expect(fenceViolation(current, disabled, sessionId, f, NOW)).toBe(expected);
+  });
+});
+
+describe('isReplayOfLastCall (R-WRK-7, ADR 0012)', () => {
+  // The session as the lost heartbeat {generation 3, expectedVersion 6, availableSlots 2} left it.
+  const last = sessionCallKey('heartbeat', 2);
+  const fence = { generation: 3, expectedVersion: 6 };
+  type Case = [
+    string,
+    Partial<WorkerSession> | null,
+    string | null,
+    boolean,
+    string,
+    string,
+    typeof fence,
+    boolean,
+  ];
+  it.each<Case>([
+    ['the very same call', {}, last, false, 's-current', last, fence, true],
+    ['no worker', null, last, false, 's-current', last, fence, false],
+    ['no call applied yet', {}, null, false, 's-current', last, fence, false],
+    ['a disabled worker', {}, last, true, 's-current', last, fence, false],
+    ['another session', {}, last, false, 's-other', last, fence, false],
+    ['another generation', {}, last, false, 's-current', last, { ...fence, generation: 2 }, false],
+    ['another body', {}, last, false, 's-current', sessionCallKey('heartbeat', 1), fence, false],
+    ['another action', {}, last, false, 's-current', sessionCallKey('drain'), fence, false],
+    [
+      'a call older than the last',
+      {},
+      last,
+      false,
+      's-current',
+      last,
+      { ...fence, expectedVersion: 5 },
+      false,
+    ],
+    [
+      'the current fence (not applied)',
+      {},
+      last,
+      false,
+      's-current',
+      last,
+      { ...fence, expectedVersion: 7 },
+      false,
+    ],
+    ['an expired lease', { leaseExpiresAt: NOW }, last, false, 's-current', last, fence, false],
+    [
+      'an offline session, not by this call',
+      { status: 'offline' },
+      last,
+      false,
+      's-current',
+      last,
+      fence,
+      false,
+    ],
+    [
+      'the offline call itself, lease ended',
+      { status: 'offline', leaseExpiresAt: NOW },
+      'offline',
+      false,
+      's-current',
+      'offline',
+      fence,
+      true,
+    ],
+  ])('%s', (_name, over, lastCall, disabled, sessionId, callKey, f, expected) => {
+    const current = over === null ? null : { ...session, ...over };
+    expect(isReplayOfLastCall(current, lastCall, disabled, sessionId, callKey, f, NOW)).toBe(expected);
   });
 });
 

@@ -104,6 +104,41 @@ export function applySessionAction(
   };
 }
 
+/**
+ * What a session call asks beyond its fence — its action and body — as one comparable key, stored with
+ * the session by every accepted heartbeat, drain and offline in the same write that moves its version
+ * (R-WRK-7, ADR 0012).
+ */
+export function sessionCallKey(action: SessionAction, availableSlots = 0): string {
+  return action === 'heartbeat' ? `heartbeat:${availableSlots}` : action;
+}
+
+/**
+ * R-WRK-7 / ADR 0012: a call the session applied last, sent again because its answer was lost (the
+ * replica died after the commit, the worker moved to another). It is answered with the current session
+ * instead of being fenced as `version_mismatch`, and applied no second time. Only for the current
+ * session of an enabled worker, at its own generation, exactly one version past the call's fence (so
+ * nothing wrote the version since), with the very same action and body; an offline session answers
+ * only its own offline, any other needs its lease still live. A replaced, disabled, expired or
+ * moved-on session is refused as before.
+ */
+export function isReplayOfLastCall(
+  current: WorkerSession | null,
+  lastCall: string | null,
+  disabled: boolean,
+  sessionId: string,
+  callKey: string,
+  fence: SessionFence,
+  now: number,
+): boolean {
+  if (!current || disabled || lastCall !== callKey) return false;
+  if (current.sessionId !== sessionId || current.generation !== fence.generation) return false;
+  if (current.version !== fence.expectedVersion + 1) return false;
+  // Disabling also moves the version and ends the session: an offline session replays nothing but offline.
+  if (current.status === 'offline') return callKey === sessionCallKey('offline');
+  return current.leaseExpiresAt > now;
+}
+
 /** A worker is a placement candidate only while online with an unexpired lease (R-REG-6). */
 export function isCandidate(session: WorkerSession, disabled: boolean, now: number): boolean {
   return !disabled && session.status === 'online' && session.leaseExpiresAt > now;

@@ -15,6 +15,8 @@ import {
   WorkerSessionRepository,
   decideRegistration,
   fenceViolation,
+  isReplayOfLastCall,
+  sessionCallKey,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
 import { SqlDatabase, SqlTransaction, isTrue, readNow, toInt, toMs } from './sql-executor';
@@ -63,18 +65,20 @@ const SESSION_COLUMNS = `worker_id, session_id, generation, version, status, lea
 export const SESSION_FENCE_SQL = `worker_id = :workerId AND session_id = :sessionId AND generation = :generation
   AND version = :expectedVersion AND disabled = :no AND status <> 'offline' AND lease_expires_at > {now}`;
 
-const HEARTBEAT = `UPDATE workers SET version = version + 1,
+// Each accepted call records its own key (last_call): an exact replay after a lost answer is then
+// recognised by explainMiss (R-WRK-7, ADR 0012).
+const HEARTBEAT = `UPDATE workers SET version = version + 1, last_call = :callKey,
     available_slots = CASE WHEN status = 'online' THEN :slots ELSE 0 END,
     lease_expires_at = {now + :leaseMs}, last_seen_at = {now}
   WHERE ${SESSION_FENCE_SQL} AND max_concurrent_runs >= :slots
   RETURNING ${SESSION_COLUMNS}`;
 
-const DRAIN = `UPDATE workers SET version = version + 1, status = 'draining', available_slots = 0,
+const DRAIN = `UPDATE workers SET version = version + 1, last_call = :callKey, status = 'draining', available_slots = 0,
     lease_expires_at = {now + :leaseMs}, last_seen_at = {now}
   WHERE ${SESSION_FENCE_SQL}
   RETURNING ${SESSION_COLUMNS}`;
 
-const OFFLINE = `UPDATE workers SET version = version + 1, status = 'offline', available_slots = 0,
+const OFFLINE = `UPDATE workers SET version = version + 1, last_call = :callKey, status = 'offline', available_slots = 0,
     lease_expires_at = {now}, last_seen_at = {now}
   WHERE ${SESSION_FENCE_SQL}
   RETURNING ${SESSION_COLUMNS}`;
@@ -177,20 +181,27 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
     const row = await this.db.one<SessionRow>(HEARTBEAT, {
       ...fenceParams(command),
       slots: command.availableSlots,
+      callKey: sessionCallKey('heartbeat', command.availableSlots),
     });
     return row ? toSession(row) : this.explainMiss(command, 'heartbeat', command.availableSlots);
   }
 
   // Same compare-and-set as heartbeat; capacity 0 from the same commit on.
   async drain(command: SessionCommand): Promise<WorkerSession> {
-    const row = await this.db.one<SessionRow>(DRAIN, fenceParams(command));
+    const row = await this.db.one<SessionRow>(DRAIN, {
+      ...fenceParams(command),
+      callKey: sessionCallKey('drain'),
+    });
     return row ? toSession(row) : this.explainMiss(command, 'drain', 0);
   }
 
   // Same compare-and-set; the session row is ended in the same transaction.
   async offline(command: SessionCommand): Promise<WorkerSession> {
     const row = await this.db.transaction(async (tx) => {
-      const updated = await tx.one<SessionRow>(OFFLINE, fenceParams(command));
+      const updated = await tx.one<SessionRow>(OFFLINE, {
+        ...fenceParams(command),
+        callKey: sessionCallKey('offline'),
+      });
       if (updated) await endSession(tx, command.sessionId, 'offline');
       return updated;
     });
@@ -237,20 +248,37 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
     return rows.map(toRecord);
   }
 
-  /** The CAS missed: read the row and name the reason (or the bad slot count). */
-  private async explainMiss(command: SessionCommand, action: SessionAction, slots: number): Promise<never> {
-    const row = await this.db.one<WorkerRow & { now: number | Date }>(
-      `SELECT ${COLUMNS}, {now} AS now FROM workers WHERE worker_id = :workerId`,
+  /**
+   * The CAS missed: answer an exact replay of the last applied call with the session as it stands
+   * (read-only), else read the row and name the reason (or the bad slot count).
+   */
+  private async explainMiss(
+    command: SessionCommand,
+    action: SessionAction,
+    slots: number,
+  ): Promise<WorkerSession> {
+    const row = await this.db.one<WorkerRow & { last_call: string | null; now: number | Date }>(
+      `SELECT ${COLUMNS}, last_call, {now} AS now FROM workers WHERE worker_id = :workerId`,
       { workerId: command.workerId },
     );
     const current = row ? toSession(row) : null;
-    const reason = fenceViolation(
-      current,
-      row ? isTrue(row.disabled) : false,
-      command.sessionId,
-      command.fence,
-      row ? toMs(row.now) : 0,
-    );
+    const disabled = row ? isTrue(row.disabled) : false;
+    const now = row ? toMs(row.now) : 0;
+    const callKey = sessionCallKey(action, slots);
+    if (
+      isReplayOfLastCall(
+        current,
+        row?.last_call ?? null,
+        disabled,
+        command.sessionId,
+        callKey,
+        command.fence,
+        now,
+      )
+    ) {
+      return current!;
+    }
+    const reason = fenceViolation(current, disabled, command.sessionId, command.fence, now);
     if (reason) throw new FencedError('session', reason);
     if (action === 'heartbeat' && current && slots > current.maxConcurrentRuns) {
       throw new ValidationError('availableSlots', 'above_maximum');

@@ -8,7 +8,7 @@ describe('loadWorkerConfig', () => {
   it('has a default for everything', () => {
     expect(loadWorkerConfig({})).toEqual({
       workerId: 'worker-1',
-      controlPlaneUrl: 'https://127.0.0.1:8443',
+      controlPlaneOrigins: ['https://127.0.0.1:8443'],
       tlsCaPath: './var/pki/ca.crt',
       tlsCertPath: './var/pki/workers/worker-1.crt',
       tlsKeyPath: './var/pki/workers/worker-1.key',
@@ -24,6 +24,19 @@ describe('loadWorkerConfig', () => {
       outputMaxBytes: 1048576,
       logLevel: 'info',
     });
+  });
+
+  it('reads a comma-separated list of control-plane origins, in order (R-WRK-7)', () => {
+    const c = loadWorkerConfig({
+      QL_WORKER_CONTROL_PLANE_URL: ' https://cp-2.example:8443/, https://10.0.0.7:8443,https://[::1]:9443',
+    });
+    expect(c.controlPlaneOrigins).toEqual([
+      'https://cp-2.example:8443',
+      'https://10.0.0.7:8443',
+      'https://[::1]:9443',
+    ]);
+    const eight = Array.from({ length: 8 }, (_, i) => `https://cp-${i}:8443`);
+    expect(loadWorkerConfig({ QL_WORKER_CONTROL_PLANE_URL: eight.join(',') }).controlPlaneOrigins).toEqual(eight);
   });
 
   it('derives the certificate paths from the worker id and parses labels', () => {
@@ -43,6 +56,22 @@ describe('loadWorkerConfig', () => {
     ['an http URL', { QL_WORKER_CONTROL_PLANE_URL: 'http://127.0.0.1:8443' }, /must be an https:\/\/ URL/],
     ['a URL with a path', { QL_WORKER_CONTROL_PLANE_URL: 'https://cp:8443/api' }, /must be an origin/],
     ['not a URL', { QL_WORKER_CONTROL_PLANE_URL: 'cp:8443' }, /https/],
+    [
+      'a bad second origin',
+      { QL_WORKER_CONTROL_PLANE_URL: 'https://cp-1:8443,http://cp-2:8443' },
+      /must be an https:\/\/ URL/,
+    ],
+    [
+      'an origin listed twice',
+      { QL_WORKER_CONTROL_PLANE_URL: 'https://cp-1:8443, https://CP-1:8443/' },
+      /https:\/\/cp-1:8443 appears twice/,
+    ],
+    ['an empty origin', { QL_WORKER_CONTROL_PLANE_URL: 'https://cp-1:8443,,https://cp-2' }, /item 2 is empty/],
+    [
+      'nine origins',
+      { QL_WORKER_CONTROL_PLANE_URL: Array.from({ length: 9 }, (_, i) => `https://cp-${i}:8443`).join(',') },
+      /has 9 origins; at most 8/,
+    ],
     [
       'zero runs',
       { QL_WORKER_MAX_CONCURRENT_RUNS: '0' },

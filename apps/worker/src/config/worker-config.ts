@@ -17,7 +17,8 @@ import { JOURNAL_LIMITS } from '../journal/journal-states';
  */
 export interface WorkerConfig {
   readonly workerId: string;
-  readonly controlPlaneUrl: string;
+  /** The control-plane replicas, tried in this order first; the client sticks to the last that worked. */
+  readonly controlPlaneOrigins: readonly string[];
   readonly tlsCaPath: string;
   readonly tlsCertPath: string;
   readonly tlsKeyPath: string;
@@ -73,6 +74,25 @@ const origin: Parser<string> = (raw, name) => {
   return url.origin;
 };
 
+/** R-WRK-7: at most this many control-plane origins (each gets its own keep-alive socket). */
+export const MAX_CONTROL_PLANE_ORIGINS = 8;
+
+/** A comma-separated list of distinct origins (the replicas of one control plane), 1..8 of them. */
+const origins: Parser<readonly string[]> = (raw, name) => {
+  const items = raw.split(',').map((item) => item.trim());
+  if (items.length > MAX_CONTROL_PLANE_ORIGINS) {
+    throw new WorkerConfigError(`${name} has ${items.length} origins; at most ${MAX_CONTROL_PLANE_ORIGINS}`);
+  }
+  const result: string[] = [];
+  for (const [i, item] of items.entries()) {
+    if (!item) throw new WorkerConfigError(`${name}: item ${i + 1} is empty`);
+    const parsed = origin(item, name);
+    if (result.includes(parsed)) throw new WorkerConfigError(`${name}: ${parsed} appears twice`);
+    result.push(parsed);
+  }
+  return result;
+};
+
 /**
  * `k=v,k=v`. Values are never echoed in errors: labels may carry site names an operator keeps out
  * of logs (R-OPS-2).
@@ -122,11 +142,11 @@ export const WORKER_SETTINGS = [
     parse: workerId,
   },
   {
-    key: 'controlPlaneUrl',
+    key: 'controlPlaneOrigins',
     env: 'QL_WORKER_CONTROL_PLANE_URL',
     default: 'https://127.0.0.1:8443',
-    doc: 'origin of the control plane worker ingress (TLS 1.3, mTLS); no SNI is sent for an IP address',
-    parse: origin,
+    doc: `origin of the control plane worker ingress (TLS 1.3, mTLS), or a comma-separated list of up to ${MAX_CONTROL_PLANE_ORIGINS} replica origins: on a transport failure the worker moves to the next one and keeps its session; no SNI is sent for an IP address`,
+    parse: origins,
   },
   {
     key: 'tlsCaPath',
@@ -167,7 +187,7 @@ export const WORKER_SETTINGS = [
     key: 'requestTimeoutMs',
     env: 'QL_WORKER_REQUEST_TIMEOUT_MS',
     default: '5000',
-    doc: 'deadline of one ingress call (connect, send, read)',
+    doc: 'deadline of one ingress call (connect, send, read), shared by every origin it tries; with several origins each gets an equal share to connect',
     parse: int(100, 120_000),
   },
   {

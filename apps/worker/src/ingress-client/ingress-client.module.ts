@@ -5,8 +5,8 @@ import { fileCredentials } from './file-credentials';
 import { WorkerIngressHttpsClient } from './worker-ingress-https.client';
 
 /**
- * The one shared `WorkerIngressHttpsClient` (R-WIRE-4). Building it opens nothing: the agent and its
- * socket come with the first call.
+ * The one shared `WorkerIngressHttpsClient` (R-WIRE-4) over every configured control-plane origin
+ * (R-WRK-7). Building it opens nothing: an origin's agent and socket come with its first call.
  */
 @Module({
   providers: [
@@ -15,7 +15,7 @@ import { WorkerIngressHttpsClient } from './worker-ingress-https.client';
       inject: [WORKER_CONFIG],
       useFactory: (c: WorkerConfig) =>
         new WorkerIngressHttpsClient({
-          origin: c.controlPlaneUrl,
+          origins: c.controlPlaneOrigins,
           workerId: c.workerId,
           timeoutMs: c.requestTimeoutMs,
           credentials: fileCredentials({

@@ -8,6 +8,7 @@ import type { TLSSocket } from 'node:tls';
 import { gzipSync } from 'node:zlib';
 import { newSessionId } from '../../../../test/support/fixtures';
 import { TRUST_DOMAIN, createTestPki, createWorkerCert } from '../../../../test/support/test-plane';
+import { closedWithin, startTlsTestServer, workerPem } from '../../../../test/support/tls-test-server';
 import {
   INGRESS_RESPONSE_CAP_BYTES,
   IngressCallError,
@@ -46,22 +47,6 @@ function resources(): Map<string, number> {
   return counts;
 }
 
-/** Awaits every socket's 'close' event, failing (not hanging) past a deadline. */
-async function closedWithin(sockets: readonly TLSSocket[], ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`a connection was still open after ${ms} ms`)), ms);
-  });
-  try {
-    await Promise.race([
-      Promise.all(sockets.filter((s) => !s.closed).map((s) => once(s, 'close'))),
-      deadline,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 describe('WorkerIngressHttpsClient against a real TLS 1.3 server', () => {
   let pki: Awaited<ReturnType<typeof createTestPki>>;
   let server: Server;
@@ -74,7 +59,7 @@ describe('WorkerIngressHttpsClient against a real TLS 1.3 server', () => {
 
   const newClient = (over: Partial<ConstructorParameters<typeof WorkerIngressHttpsClient>[0]> = {}) =>
     new WorkerIngressHttpsClient({
-      origin,
+      origins: [origin],
       workerId: 'worker-a',
       credentials: () => credentials,
       timeoutMs: 5000,
@@ -92,36 +77,12 @@ describe('WorkerIngressHttpsClient against a real TLS 1.3 server', () => {
 
   beforeAll(async () => {
     pki = await createTestPki(['worker-a']);
-    credentials = {
-      caPem: readFileSync(pki.caCertPath),
-      certPem: readFileSync(pki.workers['worker-a']!.certPath),
-      keyPem: readFileSync(pki.workers['worker-a']!.keyPath),
-    };
-    server = createServer(
-      {
-        key: readFileSync(pki.serverKeyPath),
-        cert: readFileSync(pki.serverCertPath),
-        ca: readFileSync(pki.caCertPath),
-        requestCert: true,
-        rejectUnauthorized: true,
-        minVersion: 'TLSv1.3',
-      },
-      (req, res) => {
-        const chunks: Buffer[] = [];
-        req.on('data', (c: Buffer) => chunks.push(c));
-        req.on('end', () => {
-          const body = Buffer.concat(chunks);
-          requests.push({ url: req.url ?? '', headers: req.headers, body });
-          handler(req, res, body);
-        });
-      },
-    );
-    // The server never closes an idle socket itself: a server-side 'close' can only come from the client.
-    server.keepAliveTimeout = 0;
+    credentials = workerPem(pki, 'worker-a');
+    ({ server, origin } = await startTlsTestServer(pki, (req, res, body) => {
+      requests.push({ url: req.url ?? '', headers: req.headers, body });
+      handler(req, res, body);
+    }));
     server.on('secureConnection', (socket: TLSSocket) => connections.push(socket));
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    origin = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
 
   beforeEach(() => {
@@ -175,7 +136,7 @@ describe('WorkerIngressHttpsClient against a real TLS 1.3 server', () => {
 
   it('sends SNI for a DNS origin', async () => {
     const port = new URL(origin).port;
-    const dns = newClient({ origin: `https://localhost:${port}` });
+    const dns = newClient({ origins: [`https://localhost:${port}`] });
     try {
       await dns.call('heartbeat', newSessionId(), hb);
       expect(connections[0]!.servername).toBe('localhost');
@@ -391,7 +352,7 @@ describe('WorkerIngressHttpsClient against a real TLS 1.3 server', () => {
     });
     old.listen(0, '127.0.0.1');
     await once(old, 'listening');
-    const tls12 = newClient({ origin: `https://127.0.0.1:${(old.address() as AddressInfo).port}` });
+    const tls12 = newClient({ origins: [`https://127.0.0.1:${(old.address() as AddressInfo).port}`] });
     try {
       await expectCallError(tls12.call('heartbeat', newSessionId(), hb), {
         status: 0,
@@ -420,7 +381,7 @@ describe('WorkerIngressHttpsClient against a real TLS 1.3 server', () => {
   });
 
   it('refuses an origin that is not https://host[:port]', () => {
-    expect(() => newClient({ origin: 'http://127.0.0.1:1' })).toThrow(TypeError);
-    expect(() => newClient({ origin: 'https://127.0.0.1:1/api?x=1' })).toThrow(TypeError);
+    expect(() => newClient({ origins: ['http://127.0.0.1:1'] })).toThrow(TypeError);
+    expect(() => newClient({ origins: ['https://127.0.0.1:1/api?x=1'] })).toThrow(TypeError);
   });
 });

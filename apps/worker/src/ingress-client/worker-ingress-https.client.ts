@@ -1,9 +1,9 @@
-// Size: every rule of R-WIRE-4 (one socket, TLS 1.3, credential re-read, fingerprinted agent, no SNI
-// for IPs, bounded request and response, strict answers) sits in this one client on purpose.
+// Size: every rule of R-WIRE-4 (one socket per origin, TLS 1.3, credential re-read, fingerprinted
+// agent, no SNI for IPs, bounded request and response, strict answers) and the move between origins
+// (R-WRK-7) sit in this one client on purpose.
 import { createHash } from 'node:crypto';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
-import { isIP } from 'node:net';
 import { SecureContext, createSecureContext } from 'node:tls';
 import type { Socket } from 'node:net';
 import {
@@ -16,6 +16,12 @@ import {
   ingressPath,
 } from '@ql/contracts';
 import { isUuidV7, isWorkerId } from '@ql/domain';
+import {
+  IngressOrigin,
+  describeUnreachable,
+  movesToNextOrigin,
+  parseIngressOrigins,
+} from './ingress-origins';
 
 /** R-WIRE-4 / §12: no ingress answer may be larger than this. */
 export const INGRESS_RESPONSE_CAP_BYTES = 128 * 1024;
@@ -29,11 +35,14 @@ export interface WorkerTlsCredentials {
 export type WorkerCredentialsProvider = () => WorkerTlsCredentials | Promise<WorkerTlsCredentials>;
 
 export interface WorkerIngressClientOptions {
-  /** `https://host:port` of the ingress listener. */
-  readonly origin: string;
+  /**
+   * `https://host:port` of each ingress listener (the control-plane replicas, 1..8). Calls go to the
+   * origin that last worked and move to the next on a transport failure (R-WRK-7).
+   */
+  readonly origins: readonly string[];
   readonly workerId: string;
   readonly credentials: WorkerCredentialsProvider;
-  /** Deadline of one call, connect to last byte. */
+  /** Deadline of one call, connect to last byte, across every origin it tries. */
   readonly timeoutMs?: number;
 }
 
@@ -64,6 +73,8 @@ export const CLIENT_ERROR_CODES = [
   'credentials_unavailable',
   'credentials_invalid',
   'transport_error',
+  'connect_timeout',
+  'control_plane_unavailable',
   'timeout',
   'aborted',
   'redirect',
@@ -97,46 +108,52 @@ export class IngressCallError extends Error {
 }
 
 interface AgentEntry {
-  readonly fingerprint: string;
   readonly agent: Agent;
   readonly sockets: Set<Socket>;
   inflight: number;
   retired: boolean;
 }
 
+/** One try of a call on one origin. */
+interface Attempt {
+  readonly target: IngressOrigin;
+  readonly entry: AgentEntry;
+  readonly path: string;
+  readonly payload: Buffer;
+  readonly cap: number;
+  /** What is left of the call's deadline. */
+  readonly timeoutMs: number;
+  /** With several origins, the connection (TCP + TLS) must stand within this origin's share. */
+  readonly connectTimeoutMs: number | undefined;
+}
+
 /**
  * The worker's one HTTPS client for every ingress call (R-WIRE-4). One keep-alive TLS 1.3 socket per
  * origin, bounded requests and responses, nothing but a 200 JSON answer of the declared length counts
- * as success. Building it opens nothing: the agent is made on the first call.
+ * as success. With several origins (R-WRK-7) a call starts at the origin that last worked and moves
+ * on at once on a transport failure; the body — session, fence and all — is the same on every origin.
+ * Building it opens nothing: an origin's agent is made on its first call.
  */
 export class WorkerIngressHttpsClient {
-  private readonly url: URL;
-  private readonly hostname: string;
-  private readonly hostIsIp: boolean;
+  private readonly targets: readonly IngressOrigin[];
   private readonly timeoutMs: number;
-  private current: AgentEntry | undefined;
+  /** Fingerprint and context of the credentials the current agents were made with. */
+  private credentialSet: { readonly fingerprint: string; readonly context: SecureContext } | undefined;
+  private readonly current = new Map<IngressOrigin, AgentEntry>();
   private readonly entries = new Set<AgentEntry>();
+  /** Index of the origin the next call tries first: the one that last answered. */
+  private preferred = 0;
   private closed = false;
 
   constructor(private readonly options: WorkerIngressClientOptions) {
-    const url = new URL(options.origin);
-    if (
-      url.protocol !== 'https:' ||
-      url.pathname !== '/' ||
-      url.search ||
-      url.hash ||
-      url.username ||
-      url.password
-    ) {
-      throw new TypeError(
-        'WorkerIngressHttpsClient: origin must be https://host[:port] with nothing after it',
-      );
-    }
+    this.targets = parseIngressOrigins(options.origins);
     if (!isWorkerId(options.workerId)) throw new TypeError('WorkerIngressHttpsClient: invalid worker id');
-    this.url = url;
-    this.hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
-    this.hostIsIp = isIP(this.hostname) !== 0;
     this.timeoutMs = options.timeoutMs ?? 10_000;
+  }
+
+  /** The origin the next call goes to first (sticky: the last one that answered). */
+  get preferredOrigin(): string {
+    return this.targets[this.preferred]!.origin;
   }
 
   /** POSTs `body` to one ingress action of one session and returns the parsed 200 answer. */
@@ -178,36 +195,87 @@ export class WorkerIngressHttpsClient {
       );
     }
     if (this.closed) throw new IngressCallError(action, 0, 'client_closed', 'the ingress client is closed');
-    const entry = this.agentFor(action, credentials);
-    entry.inflight++;
-    try {
-      return (await this.send(
-        entry,
-        action,
-        ingressPath(this.options.workerId, sessionId, action),
-        payload,
-        cap,
-        options,
-      )) as IngressResponse<A>;
-    } finally {
-      entry.inflight--;
-      if (entry.retired && entry.inflight === 0) this.destroy(entry);
+    const context = this.contextFor(action, credentials);
+    const path = ingressPath(this.options.workerId, sessionId, action);
+    return (await this.sendToOrigins(action, options, context, path, payload, cap)) as IngressResponse<A>;
+  }
+
+  /**
+   * R-WRK-7: the origin that last answered first, then the others in order, each once, within one
+   * deadline; only a failure of the replica or the path to it moves the call on (`movesToNextOrigin`).
+   */
+  private async sendToOrigins(
+    action: string,
+    options: IngressCallOptions,
+    context: SecureContext,
+    path: string,
+    payload: Buffer,
+    cap: number,
+  ): Promise<unknown> {
+    const deadline = Date.now() + (options.timeoutMs ?? this.timeoutMs);
+    const count = this.targets.length;
+    const first = this.preferred;
+    const failures: { readonly origin: string; readonly error: IngressCallError }[] = [];
+    for (let i = 0; i < count; i++) {
+      const index = (first + i) % count;
+      const target = this.targets[index]!;
+      const remaining = Math.max(1, deadline - Date.now());
+      const entry = this.agentFor(target, context);
+      entry.inflight++;
+      try {
+        const value = await this.send(action, options, {
+          target,
+          entry,
+          path,
+          payload,
+          cap,
+          timeoutMs: remaining,
+          // Each origin left gets an equal share of the deadline to connect, so one dead host cannot eat it all.
+          connectTimeoutMs: count > 1 ? Math.max(1, Math.floor(remaining / (count - i))) : undefined,
+        });
+        this.preferred = index;
+        return value;
+      } catch (error) {
+        if (!(error instanceof IngressCallError)) throw error;
+        const moves = movesToNextOrigin(error);
+        // Sticky: an origin that answered keeps the preference; one that failed hands it to the next.
+        this.preferred = moves || error.code === 'timeout' ? (index + 1) % count : index;
+        if (!moves || this.closed || options.signal?.aborted) throw error;
+        failures.push({ origin: target.origin, error });
+      } finally {
+        entry.inflight--;
+        if (entry.retired && entry.inflight === 0) this.destroy(entry);
+      }
     }
+    if (failures.length === 1) throw failures[0]!.error;
+    const last = failures[failures.length - 1]!.error;
+    throw new IngressCallError(
+      action,
+      last.status,
+      'control_plane_unavailable',
+      describeUnreachable(
+        failures.map(({ origin, error }) => ({ origin, code: error.code, reason: error.reason })),
+      ),
+      last.code,
+    );
   }
 
   /** Destroys every agent and resolves once their sockets are closed; later calls fail. */
   async close(): Promise<void> {
     this.closed = true;
-    this.current = undefined;
+    this.current.clear();
     const closing: Promise<void>[] = [];
     for (const entry of [...this.entries]) closing.push(...this.destroy(entry));
     await Promise.all(closing);
   }
 
-  /** The agent is keyed by a SHA-256 of cert + key + CA: new material, new agent; the old one goes. */
-  private agentFor(action: string, credentials: WorkerTlsCredentials): AgentEntry {
+  /**
+   * Agents are keyed by a SHA-256 of cert + key + CA: new material retires every origin's agent (each
+   * goes once its last call ends) and the next call on an origin makes a new one.
+   */
+  private contextFor(action: string, credentials: WorkerTlsCredentials): SecureContext {
     const fingerprint = credentialFingerprint(credentials);
-    if (this.current?.fingerprint === fingerprint) return this.current;
+    if (this.credentialSet?.fingerprint === fingerprint) return this.credentialSet.context;
     let secureContext: SecureContext;
     try {
       // Parsed once per credential set: a bad PEM fails here, clearly, before any connection.
@@ -226,9 +294,21 @@ export class WorkerIngressHttpsClient {
         errorCode(error),
       );
     }
-    const previous = this.current;
+    this.credentialSet = { fingerprint, context: secureContext };
+    for (const previous of this.current.values()) {
+      previous.retired = true;
+      // A call still running on the old credentials finishes first; the agent goes right after it.
+      if (previous.inflight === 0) this.destroy(previous);
+    }
+    this.current.clear();
+    return secureContext;
+  }
+
+  /** The one agent (one keep-alive socket) of an origin for the current credentials. */
+  private agentFor(target: IngressOrigin, secureContext: SecureContext): AgentEntry {
+    const existing = this.current.get(target);
+    if (existing) return existing;
     const entry: AgentEntry = {
-      fingerprint,
       agent: new Agent({
         keepAlive: true,
         maxSockets: 1,
@@ -241,12 +321,7 @@ export class WorkerIngressHttpsClient {
       retired: false,
     };
     this.entries.add(entry);
-    this.current = entry;
-    if (previous) {
-      previous.retired = true;
-      // A call still running on the old credentials finishes first; the agent goes right after it.
-      if (previous.inflight === 0) this.destroy(previous);
-    }
+    this.current.set(target, entry);
     return entry;
   }
 
@@ -261,14 +336,8 @@ export class WorkerIngressHttpsClient {
     return closing;
   }
 
-  private send(
-    entry: AgentEntry,
-    action: string,
-    path: string,
-    payload: Buffer,
-    cap: number,
-    options: IngressCallOptions,
-  ): Promise<unknown> {
+  private send(action: string, options: IngressCallOptions, attempt: Attempt): Promise<unknown> {
+    const { target, entry, path, payload, cap, timeoutMs, connectTimeoutMs } = attempt;
     return new Promise((resolve, reject) => {
       let settled = false;
       let complete = false; // the whole answer was read: the socket may go back to the pool
@@ -283,6 +352,7 @@ export class WorkerIngressHttpsClient {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        clearTimeout(connectTimer);
         options.signal?.removeEventListener('abort', onAbort);
         if (error) {
           // The socket may hold half a response: never hand it back to the pool.
@@ -293,17 +363,25 @@ export class WorkerIngressHttpsClient {
         }
       };
       const onAbort = () => fail(0, 'aborted', 'the call was aborted');
-      const timeoutMs = options.timeoutMs ?? this.timeoutMs;
       const timer = setTimeout(
         () => fail(0, 'timeout', `no complete answer within ${timeoutMs} ms`),
         timeoutMs,
       );
       timer.unref();
+      const connectTimer =
+        connectTimeoutMs === undefined || connectTimeoutMs >= timeoutMs
+          ? undefined
+          : setTimeout(
+              () =>
+                fail(0, 'connect_timeout', `no connection to ${target.origin} within ${connectTimeoutMs} ms`),
+              connectTimeoutMs,
+            );
+      connectTimer?.unref();
       if (options.signal?.aborted) return onAbort();
       options.signal?.addEventListener('abort', onAbort, { once: true });
 
       try {
-        req = this.open(entry, path, payload.length);
+        req = this.open(target, entry, path, payload.length);
       } catch (error) {
         return fail(
           0,
@@ -312,7 +390,11 @@ export class WorkerIngressHttpsClient {
           errorCode(error),
         );
       }
+      const request = req;
       req.on('socket', (socket: Socket) => {
+        // A kept-alive socket is connected already; a new one counts once its TLS handshake is done.
+        if (request.reusedSocket) clearTimeout(connectTimer);
+        else socket.once('secureConnect', () => clearTimeout(connectTimer));
         if (!entry.sockets.has(socket)) {
           entry.sockets.add(socket);
           socket.once('close', () => entry.sockets.delete(socket));
@@ -339,16 +421,16 @@ export class WorkerIngressHttpsClient {
     });
   }
 
-  private open(entry: AgentEntry, path: string, length: number): ClientRequest {
+  private open(target: IngressOrigin, entry: AgentEntry, path: string, length: number): ClientRequest {
     return httpsRequest({
       protocol: 'https:',
-      hostname: this.hostname,
-      port: this.url.port || 443,
+      hostname: target.hostname,
+      port: target.port,
       path,
       method: 'POST',
       agent: entry.agent,
       // RFC 6066 forbids an IP address as server name: send no SNI; the certificate is still checked against the IP.
-      ...(this.hostIsIp ? { servername: '' } : {}),
+      ...(target.hostIsIp ? { servername: '' } : {}),
       headers: {
         'content-type': 'application/json',
         'content-length': String(length),
