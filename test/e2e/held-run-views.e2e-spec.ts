@@ -288,8 +288,12 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
       expect(got.ms).toBeLessThan(WELL_INSIDE_MS);
     });
 
-    it('a client that goes away stops its wait; an empty wait of a live run answers the empty page', async () => {
+    it('with nothing new, a tail holds through its polls for the whole wait; a client that goes away stops its wait', async () => {
       const r = await runningRun(a);
+      // Several polls (LOG_TAIL_POLL_MS apart) find nothing: the answer comes when the second is over.
+      const quiet = await timed(logs(r.runId, '?wait=2'));
+      expect(quiet.value).toEqual({ items: [], nextAfter: 0, runEnded: false, truncated: false });
+      expect(quiet.ms).toBeGreaterThanOrEqual(1_950);
       expect(await logs(r.runId, '?wait=0')).toEqual({
         items: [],
         nextAfter: 0,
