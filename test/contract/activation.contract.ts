@@ -279,11 +279,13 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
       await expectFence(acts.appendLog({ ...fence, seq: 0, text: 'early' }), 'lease', 'attempt_not_starting');
       await acts.starting(fence);
       expect(await acts.appendLog({ ...fence, seq: 0, text: 'a'.repeat(40) })).toEqual({
+        runId: run.id,
         outcome: 'stored',
         truncated: false,
       });
       const before = await snapshotDatabase(f.db);
       expect(await acts.appendLog({ ...fence, seq: 0, text: 'a'.repeat(40) })).toEqual({
+        runId: run.id,
         outcome: 'replayed',
         truncated: false,
       });
@@ -291,19 +293,23 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
       await expectFence(acts.appendLog({ ...fence, seq: 2, text: 'b' }), 'lease', 'log_sequence_gap');
       expect(await snapshotDatabase(f.db)).toEqual(before);
       expect(await acts.appendLog({ ...fence, seq: 1, text: 'é'.repeat(30) })).toEqual({
+        runId: run.id,
         outcome: 'stored',
         truncated: false,
       });
       // 40 + 60 bytes stored: the cap (100) is reached, the next chunk becomes the marker.
       expect(await acts.appendLog({ ...fence, seq: 2, text: 'x' })).toEqual({
+        runId: run.id,
         outcome: 'dropped',
         truncated: true,
       });
       expect(await acts.appendLog({ ...fence, seq: 3, text: 'y' })).toEqual({
+        runId: run.id,
         outcome: 'dropped',
         truncated: true,
       });
       expect(await acts.appendLog({ ...fence, seq: 3, text: 'other' })).toEqual({
+        runId: run.id,
         outcome: 'dropped',
         truncated: true,
       });

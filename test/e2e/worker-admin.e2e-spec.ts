@@ -260,5 +260,14 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin worker routes (%s)', (dial
       });
     }
     expect(e.generation).toBe(1);
+
+    // A new session with other labels: the filter follows the labels of the current session.
+    await register('worker-e', { zone: 'core' });
+    expect((await list('label=zone=edge')).ids).toEqual([]);
+    expect((await list('label=tier=')).ids).toEqual([]);
+    expect((await list('label=zone=core')).ids).toEqual(['worker-e']);
+    // …and an unchanged restart keeps them.
+    await register('worker-e', { zone: 'core' });
+    expect((await list('label=zone=core')).ids).toEqual(['worker-e']);
   });
 });
