@@ -231,6 +231,26 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
       expect(await snapshotDatabase(f.db)).toEqual(state);
     });
 
+    it("a worker's active runs are its unexpired leases; its delete waits until the sweeper ended an expired one", async () => {
+      const { worker, offer } = await claimed();
+      const id = worker.workerId;
+      expect((await f.sessions.activeRuns(id, 1024)).map((r) => [r.offerId, r.attemptStatus])).toEqual([
+        [offer.lease.offerId, 'claimed'],
+      ]);
+      target.clock.advance(RUN_LEASE + 1);
+      expect(await f.sessions.activeRuns(id, 1024)).toEqual([]);
+      await f.sessions.setDisabled(id, true, { actor: 'test', action: 'worker.disable', target: id });
+      const audit = { actor: 'test', action: 'worker.delete', target: `worker:${id}` };
+      const before = await snapshotDatabase(f.db);
+      await expect(f.sessions.deleteWorker(id, audit)).rejects.toMatchObject({
+        reason: 'worker_holds_leases',
+      });
+      expect(await snapshotDatabase(f.db)).toEqual(before);
+      await f.leases.sweep(64); // the unstarted attempt's expired lease ends; its run is queued again
+      expect(await f.sessions.deleteWorker(id, audit)).toMatchObject({ workerId: id });
+      expect(await f.sessions.findWorker(id)).toBeNull();
+    });
+
     it('a late callback after the sweeper ended the attempt appends exactly one event and changes nothing else', async () => {
       const { run, fence } = await started();
       target.clock.advance(RUN_LEASE + 1);
