@@ -3,18 +3,28 @@ import { RevokedCertificates1764633600000 as PostgresRevoked } from './postgres/
 import { RunsAndLeases1764720000000 as PostgresRuns } from './postgres/1764720000000-runs-and-leases';
 import { ActivationAndLogs1764806400000 as PostgresActivation } from './postgres/1764806400000-activation-and-logs';
 import { SessionLastCall1764892800000 as PostgresLastCall } from './postgres/1764892800000-session-last-call';
+import { AdminViews1764979200000 as PostgresAdminViews } from './postgres/1764979200000-admin-views';
 import { Initial1764547200000 as SqliteInitial } from './sqlite/1764547200000-initial';
 import { RevokedCertificates1764633600000 as SqliteRevoked } from './sqlite/1764633600000-revoked-certificates';
 import { RunsAndLeases1764720000000 as SqliteRuns } from './sqlite/1764720000000-runs-and-leases';
 import { ActivationAndLogs1764806400000 as SqliteActivation } from './sqlite/1764806400000-activation-and-logs';
 import { SessionLastCall1764892800000 as SqliteLastCall } from './sqlite/1764892800000-session-last-call';
+import { AdminViews1764979200000 as SqliteAdminViews } from './sqlite/1764979200000-admin-views';
 
 /** Migrations per dialect, in order. Listed explicitly so tests and the built app load the same set. */
-export const SQLITE_MIGRATIONS = [SqliteInitial, SqliteRevoked, SqliteRuns, SqliteActivation, SqliteLastCall];
+export const SQLITE_MIGRATIONS = [
+  SqliteInitial,
+  SqliteRevoked,
+  SqliteRuns,
+  SqliteActivation,
+  SqliteLastCall,
+  SqliteAdminViews,
+];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
   PostgresRevoked,
   PostgresRuns,
   PostgresActivation,
   PostgresLastCall,
+  PostgresAdminViews,
 ];

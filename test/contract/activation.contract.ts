@@ -231,6 +231,26 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
       expect(await snapshotDatabase(f.db)).toEqual(state);
     });
 
+    it("a worker's active runs are its unexpired leases; its delete waits until the sweeper ended an expired one", async () => {
+      const { worker, offer } = await claimed();
+      const id = worker.workerId;
+      expect((await f.sessions.activeRuns(id, 1024)).map((r) => [r.offerId, r.attemptStatus])).toEqual([
+        [offer.lease.offerId, 'claimed'],
+      ]);
+      target.clock.advance(RUN_LEASE + 1);
+      expect(await f.sessions.activeRuns(id, 1024)).toEqual([]);
+      await f.sessions.setDisabled(id, true, { actor: 'test', action: 'worker.disable', target: id });
+      const audit = { actor: 'test', action: 'worker.delete', target: `worker:${id}` };
+      const before = await snapshotDatabase(f.db);
+      await expect(f.sessions.deleteWorker(id, audit)).rejects.toMatchObject({
+        reason: 'worker_holds_leases',
+      });
+      expect(await snapshotDatabase(f.db)).toEqual(before);
+      await f.leases.sweep(64); // the unstarted attempt's expired lease ends; its run is queued again
+      expect(await f.sessions.deleteWorker(id, audit)).toMatchObject({ workerId: id });
+      expect(await f.sessions.findWorker(id)).toBeNull();
+    });
+
     it('a late callback after the sweeper ended the attempt appends exactly one event and changes nothing else', async () => {
       const { run, fence } = await started();
       target.clock.advance(RUN_LEASE + 1);
@@ -279,11 +299,13 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
       await expectFence(acts.appendLog({ ...fence, seq: 0, text: 'early' }), 'lease', 'attempt_not_starting');
       await acts.starting(fence);
       expect(await acts.appendLog({ ...fence, seq: 0, text: 'a'.repeat(40) })).toEqual({
+        runId: run.id,
         outcome: 'stored',
         truncated: false,
       });
       const before = await snapshotDatabase(f.db);
       expect(await acts.appendLog({ ...fence, seq: 0, text: 'a'.repeat(40) })).toEqual({
+        runId: run.id,
         outcome: 'replayed',
         truncated: false,
       });
@@ -291,19 +313,23 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
       await expectFence(acts.appendLog({ ...fence, seq: 2, text: 'b' }), 'lease', 'log_sequence_gap');
       expect(await snapshotDatabase(f.db)).toEqual(before);
       expect(await acts.appendLog({ ...fence, seq: 1, text: 'é'.repeat(30) })).toEqual({
+        runId: run.id,
         outcome: 'stored',
         truncated: false,
       });
       // 40 + 60 bytes stored: the cap (100) is reached, the next chunk becomes the marker.
       expect(await acts.appendLog({ ...fence, seq: 2, text: 'x' })).toEqual({
+        runId: run.id,
         outcome: 'dropped',
         truncated: true,
       });
       expect(await acts.appendLog({ ...fence, seq: 3, text: 'y' })).toEqual({
+        runId: run.id,
         outcome: 'dropped',
         truncated: true,
       });
       expect(await acts.appendLog({ ...fence, seq: 3, text: 'other' })).toEqual({
+        runId: run.id,
         outcome: 'dropped',
         truncated: true,
       });

@@ -95,11 +95,16 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
     const task = await t.admin('POST', '/api/v1/tasks', taskBody('roles'));
     const taskId = (task.body as { id: string }).id;
     const run = await t.admin('POST', `/api/v1/tasks/${taskId}/runs`, {});
+    // Ended, so a log tail sampled with `wait=` answers at once instead of holding the request.
+    const runId = (run.body as { run: { id: string } }).run.id;
+    expect((await t.admin('POST', `/api/v1/runs/${runId}/cancel`)).body).toMatchObject({
+      status: 'cancelled',
+    });
     const key = await t.admin('POST', '/api/v1/api-keys', { name: 'spare', role: 'viewer' });
     params = {
       workerId: 'worker-a',
       taskId,
-      runId: (run.body as { run: { id: string } }).run.id,
+      runId,
       id: (key.body as { id: string }).id,
     };
     routes = handlerRoutes(t.plane.admin);
@@ -189,6 +194,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
         'GET /api/v1/runs limit',
         'GET /api/v1/runs/:runId/logs after',
         'GET /api/v1/runs/:runId/logs limit',
+        'GET /api/v1/runs/:runId/logs wait',
         'GET /api/v1/tasks limit',
         'GET /api/v1/tasks/:taskId/revisions before',
         'GET /api/v1/tasks/:taskId/revisions limit',

@@ -1,11 +1,17 @@
 // Size: a held run seen from outside over the real listeners: its output read back through the admin
-// logs route (pages, tail end, truncation) and its cancel request in its session's heartbeat answer,
-// on one running app per dialect.
-import { randomBytes } from 'node:crypto';
-import { IngressAction, ingressPath, parseOfferResponse } from '@ql/contracts';
+// logs route (pages, tail end, truncation, the long-poll tail) and its cancel request in its session's
+// heartbeat answer, on one running app per dialect (the last test shuts it down under a waiting tail).
+import { request as httpRequest } from 'node:http';
+import { leaseTokenDigest } from '@ql/domain';
+import { IngressAction, ingressPath } from '@ql/contracts';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, registerBody } from '../support/fixtures';
-import { IngressSession as Session, leaseFence as fenceOf } from '../support/lease-holder';
+import {
+  IngressSession as Session,
+  leaseFence as fenceOf,
+  pullNewRun,
+  startHeldRun,
+} from '../support/lease-holder';
 import {
   Dialect,
   TestDatabase,
@@ -63,8 +69,9 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
     });
     a = await register('worker-a');
   });
+  let closed = false;
   afterAll(async () => {
-    await t?.close();
+    if (!closed) await t?.close();
     await db?.dispose();
     pki?.remove();
   });
@@ -73,29 +80,9 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
     t.ingress(s.creds, ingressPath(s.workerId, s.sessionId, action), body);
   /** A new task's run pulled by `s`, through starting and running: the holder and its lease version. */
   const runningRun = async (s: Session) => {
-    const task = await t.admin('POST', '/api/v1/tasks', {
-      name: `logs ${dialect} ${++names}`,
-      command: 'echo hello',
-      runtime: 'shell',
-    });
-    const run = await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
-    expect(run.status).toBe(201);
-    const token = randomBytes(32).toString('base64url');
-    const res = await send(s, 'offers', {
-      generation: s.generation,
-      expectedVersion: s.version,
-      offerId: newSessionId(),
-      leaseToken: token,
-    });
-    const offer = parseOfferResponse(res.raw);
-    if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.raw}`);
-    const h = { offer, token };
-    const starting = await send(s, 'starting', fenceOf(s, h));
-    const started = (starting.body as { snapshot: { leaseVersion: number } }).snapshot.leaseVersion;
-    const running = await send(s, 'running', { ...fenceOf(s, h, started), executorHandle: 'pid:1' });
-    expect(running.status).toBe(200);
-    const version = (running.body as { snapshot: { leaseVersion: number } }).snapshot.leaseVersion;
-    return { h, version, runId: offer.run.runId, attemptId: offer.run.attemptId };
+    const h = await pullNewRun(t, s, `logs ${dialect} ${++names}`);
+    const version = await startHeldRun(t, s, h);
+    return { h, version, runId: h.offer.run.runId, attemptId: h.offer.run.attemptId };
   };
   const chunk = async (s: Session, r: Awaited<ReturnType<typeof runningRun>>, seq: number, text: string) => {
     const res = await send(s, 'logs', { ...fenceOf(s, r.h, r.version), seq, text });
@@ -236,5 +223,103 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
     });
     expect((await beat(holder, version)).cancelAttemptIds).toEqual([r.attemptId]);
     expect((await beat(other, other.version)).cancelAttemptIds).toEqual([]);
+  });
+  describe('the long-poll tail (?wait=)', () => {
+    /** Resolves once `n` tails wait in this process: the request is parked, not racing the write. */
+    const waiting = async (n: number) => {
+      const deadline = Date.now() + 10_000;
+      while (t.plane.core.logWaiters.size !== n) {
+        if (Date.now() > deadline)
+          throw new Error(`expected ${n} waiting tails, have ${t.plane.core.logWaiters.size}`);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+    /** A tail held `wait=20` s must answer well inside its window once there is something to say. */
+    const WELL_INSIDE_MS = 10_000;
+    const timed = async <T>(p: Promise<T>) => {
+      const start = Date.now();
+      const value = await p;
+      return { value, ms: Date.now() - start };
+    };
+
+    it('returns as soon as a chunk arrives through the ingress, and ends with runEnded when the run completes', async () => {
+      const r = await runningRun(a);
+      const first = logs(r.runId, '?after=0&wait=20');
+      await waiting(1);
+      await chunk(a, r, 0, 'tick\n');
+      const got = await timed(first);
+      expect(got.value.items.map((e) => [e.position, e.text])).toEqual([[1, 'tick\n']]);
+      expect(got.value).toMatchObject({ nextAfter: 1, runEnded: false });
+      expect(got.ms).toBeLessThan(WELL_INSIDE_MS);
+
+      const last = logs(r.runId, '?after=1&wait=20');
+      await waiting(1);
+      const done = await send(a, 'completion', {
+        ...fenceOf(a, r.h, r.version),
+        outcome: 'succeeded',
+        exitCode: 0,
+      });
+      expect(done.status).toBe(200);
+      const ended = await timed(last);
+      expect(ended.value).toEqual({ items: [], nextAfter: 1, runEnded: true, truncated: false });
+      expect(ended.ms).toBeLessThan(WELL_INSIDE_MS);
+      expect(t.plane.core.logWaiters.size).toBe(0);
+    });
+
+    it("sees a chunk no signal announced (another replica's write) by polling the store", async () => {
+      const r = await runningRun(a);
+      const pending = logs(r.runId, '?wait=20');
+      await waiting(1);
+      // Straight into the store, as another replica would: this process's tails are not woken.
+      const stored = await t.plane.core.repositories.activation.appendLog({
+        workerId: a.workerId,
+        sessionId: a.sessionId,
+        fence: { generation: a.generation, expectedVersion: a.version },
+        offerId: r.h.offer.lease.offerId,
+        tokenDigest: leaseTokenDigest(r.h.token),
+        leaseGeneration: r.h.offer.lease.leaseGeneration,
+        leaseVersion: r.version,
+        seq: 0,
+        text: 'elsewhere\n',
+      });
+      expect(stored.outcome).toBe('stored');
+      const got = await timed(pending);
+      expect(got.value.items.map((e) => e.text)).toEqual(['elsewhere\n']);
+      expect(got.ms).toBeLessThan(WELL_INSIDE_MS);
+    });
+
+    it('with nothing new, a tail holds through its polls for the whole wait; a client that goes away stops its wait', async () => {
+      const r = await runningRun(a);
+      // Several polls (LOG_TAIL_POLL_MS apart) find nothing: the answer comes when the second is over.
+      const quiet = await timed(logs(r.runId, '?wait=2'));
+      expect(quiet.value).toEqual({ items: [], nextAfter: 0, runEnded: false, truncated: false });
+      expect(quiet.ms).toBeGreaterThanOrEqual(1_950);
+      expect(await logs(r.runId, '?wait=0')).toEqual({
+        items: [],
+        nextAfter: 0,
+        runEnded: false,
+        truncated: false,
+      });
+      const url = new URL(`/api/v1/runs/${r.runId}/logs?wait=20`, t.plane.adminUrl);
+      const req = httpRequest(url, { headers: { authorization: `Bearer ${t.viewerToken}` } });
+      req.on('error', () => undefined); // the abort below
+      req.end();
+      await waiting(1);
+      req.destroy();
+      await waiting(0);
+    });
+
+    it('shutdown answers a waiting tail at once and leaves nothing behind', async () => {
+      const r = await runningRun(a);
+      const pending = logs(r.runId, '?wait=20');
+      await waiting(1);
+      closed = true;
+      const closing = timed(t.close());
+      const got = await timed(pending);
+      expect(got.value).toEqual({ items: [], nextAfter: 0, runEnded: false, truncated: false });
+      expect(got.ms).toBeLessThan(WELL_INSIDE_MS);
+      expect((await closing).ms).toBeLessThan(WELL_INSIDE_MS);
+      expect(t.plane.core.logWaiters.size).toBe(0);
+    });
   });
 });

@@ -102,6 +102,30 @@ describe('headless worker process against a real control plane (SQLite)', () => 
     expect(w.transcript()).not.toMatch(/PRIVATE KEY|secret-zone-value/);
   });
 
+  it('an admin drain reaches the running worker in its next heartbeat: it reports capacity 0, keeps heartbeating, and SIGTERM still exits 0', async () => {
+    const w = startWorker('worker-a');
+    await w.until('worker-a online', async () => {
+      const v = await view('worker-a');
+      return v && v.status === 'online' && v.sessionId === registeredSession(w) ? v : undefined;
+    });
+    const drained = await t.admin('POST', '/api/v1/workers/worker-a/drain');
+    expect(drained.body).toMatchObject({ status: 'draining', availableSlots: 0 });
+    const drainedAt = (drained.body as WorkerView).version;
+
+    // Two beats accepted after the drain: the session is not fenced, and the worker now sends 0 slots.
+    const later = await w.until('two heartbeats after the drain', async () => {
+      const v = await view('worker-a');
+      return v && v.version >= drainedAt + 2 ? v : undefined;
+    });
+    expect(later).toMatchObject({ status: 'draining', availableSlots: 0, sessionId: registeredSession(w) });
+    expect(w.running).toBe(true);
+    expect(w.lines.some((l) => l.level === 'error')).toBe(false);
+
+    w.kill('SIGTERM');
+    expect(await w.exited).toEqual({ code: WORKER_EXIT.ok, signal: null });
+    expect(await view('worker-a')).toMatchObject({ status: 'offline', sessionId: registeredSession(w) });
+  });
+
   it('when a new session replaces it, the next heartbeat is fenced and the worker exits non-zero without re-registering', async () => {
     const w = startWorker('worker-b');
     const first = await w.until('worker-b online', async () => {

@@ -1,5 +1,7 @@
-import type { ExecutionOffer } from '@ql/contracts';
-import type { readPair } from './test-plane';
+import { randomBytes } from 'node:crypto';
+import { ExecutionOffer, ingressPath, parseOfferResponse } from '@ql/contracts';
+import { newSessionId } from './fixtures';
+import type { TestPlane, readPair } from './test-plane';
 
 /** A registered worker session as the e2e tests drive it over the ingress. */
 export interface IngressSession {
@@ -25,3 +27,34 @@ export const leaseFence = (s: IngressSession, h: LeaseHolder, leaseVersion = 0) 
   leaseGeneration: h.offer.lease.leaseGeneration,
   leaseVersion,
 });
+
+/** A new shell task's run, triggered over the admin API and pulled by `s`: its holder. */
+export async function pullNewRun(t: TestPlane, s: IngressSession, name: string): Promise<LeaseHolder> {
+  const task = await t.admin('POST', '/api/v1/tasks', { name, command: 'echo hello', runtime: 'shell' });
+  const run = await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
+  if (run.status !== 201) throw new Error(`trigger answered ${run.status}: ${run.raw}`);
+  const token = randomBytes(32).toString('base64url');
+  const res = await t.ingress(s.creds, ingressPath(s.workerId, s.sessionId, 'offers'), {
+    generation: s.generation,
+    expectedVersion: s.version,
+    offerId: newSessionId(),
+    leaseToken: token,
+  });
+  const offer = parseOfferResponse(res.raw);
+  if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.raw}`);
+  return { offer, token };
+}
+
+/** The held run through `starting` and `running`: the lease version its next call carries. */
+export async function startHeldRun(t: TestPlane, s: IngressSession, h: LeaseHolder): Promise<number> {
+  const path = (action: 'starting' | 'running') => ingressPath(s.workerId, s.sessionId, action);
+  const leaseVersion = (body: unknown) =>
+    (body as { snapshot: { leaseVersion: number } }).snapshot.leaseVersion;
+  const starting = await t.ingress(s.creds, path('starting'), leaseFence(s, h));
+  const running = await t.ingress(s.creds, path('running'), {
+    ...leaseFence(s, h, leaseVersion(starting.body)),
+    executorHandle: 'pid:1',
+  });
+  if (running.status !== 200) throw new Error(`running answered ${running.status}: ${running.raw}`);
+  return leaseVersion(running.body);
+}

@@ -90,6 +90,8 @@ export async function startControlPlane(
       ingress,
       close: async () => {
         core.readiness.markStopping();
+        // A waiting log tail answers now: the listeners' close waits for requests in flight.
+        core.logWaiters.close();
         await Promise.allSettled([ingress.close(), admin.close()]);
         await core.db.close();
       },

@@ -53,6 +53,11 @@ export interface LogAppendResult {
   readonly truncated: boolean;
 }
 
+/** What the store answers: the wire answer and the run it went to (never sent: it wakes tails). */
+export interface StoredLogChunk extends LogAppendResult {
+  readonly runId: string;
+}
+
 export interface LogEntry {
   /** Position in the run's log, 1..n across its attempts: the `after` cursor of the next page. */
   readonly position: number;
@@ -91,7 +96,7 @@ export interface ActivationRepository {
   /** Ends a running attempt: lease completed, attempt, run and two events; the slot comes back. */
   complete(command: CompletionCommand): Promise<ActivationResult>;
   /** Idempotent per (attempt, seq); while the attempt is starting or running. */
-  appendLog(command: LogChunkCommand): Promise<LogAppendResult>;
+  appendLog(command: LogChunkCommand): Promise<StoredLogChunk>;
   /** Admin read: entries after `after` (a position), at most `limit`; null when the run is unknown. */
   readLogs(runId: string, query: { after: number; limit: number }): Promise<LogPage | null>;
   /** Attempts held by this session's live leases whose run has a cancel request (bounded, id order). */

@@ -46,8 +46,25 @@ export interface WorkerRecord {
 
 export interface WorkerListQuery {
   readonly status?: SessionStatus;
+  /** One label the worker declared, matched exactly on key and value. */
+  readonly label?: { readonly key: string; readonly value: string };
+  readonly capabilitiesDigest?: string;
   readonly afterWorkerId?: string;
   readonly limit: number;
+}
+
+/** A run lease a worker's session holds and that has not expired: what the worker is running now. */
+export interface WorkerActiveRun {
+  readonly runId: string;
+  readonly attemptId: string;
+  readonly attemptNo: number;
+  readonly attemptStatus: string;
+  readonly offerId: string;
+  readonly sessionId: string;
+  readonly leaseGeneration: number;
+  readonly leaseExpiresAt: number;
+  readonly startedAt: number | null;
+  readonly deadlineAt: number | null;
 }
 
 /** Sessions of workers: registration, heartbeat CAS, drain, offline, fencing (R-REG-3..7). */
@@ -64,6 +81,20 @@ export interface WorkerSessionRepository {
   setDisabled(workerId: string, disabled: boolean, audit: AuditEntry): Promise<WorkerRecord>;
   findWorker(workerId: string): Promise<WorkerRecord | null>;
   listWorkers(query: WorkerListQuery): Promise<WorkerRecord[]>;
+  /** Live leases of any of the worker's sessions, soonest expiry first, at most `limit`. */
+  activeRuns(workerId: string, limit: number): Promise<WorkerActiveRun[]>;
+  /**
+   * Admin drain: the live, online session goes to draining (capacity 0) without moving its version,
+   * so the worker's next heartbeat is accepted and answers `draining`. NotFoundError for an unknown
+   * worker, ConflictError('worker_not_online') when its session is offline, expired or disabled.
+   */
+  drainWorker(workerId: string, audit: AuditEntry): Promise<WorkerRecord>;
+  /**
+   * Deletes the worker row (and its labels) when its session is offline or expired and none of its
+   * leases is still active; sessions, attempts, leases and events keep naming it. NotFoundError,
+   * ConflictError('worker_not_offline' | 'worker_holds_leases').
+   */
+  deleteWorker(workerId: string, audit: AuditEntry): Promise<WorkerRecord>;
 }
 export const WORKER_SESSION_REPOSITORY = Symbol('WorkerSessionRepository');
 

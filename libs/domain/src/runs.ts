@@ -116,6 +116,9 @@ export interface RunRecord {
   readonly availableAt: number;
   /** Normalised once, when the run was created (R-PLC-1). */
   readonly placement: PlacementSpec;
+  /** Output bytes stored in `run_logs` (the truncation marker not counted) and whether the cap cut it. */
+  readonly logBytes: number;
+  readonly logTruncated: boolean;
   readonly createdAt: number;
   readonly updatedAt: number;
   readonly finishedAt: number | null;
@@ -128,6 +131,9 @@ export interface AttemptRecord {
   readonly status: AttemptStatus;
   readonly version: number;
   readonly workerId: string | null;
+  /** The session whose lease last held it (null only for attempts older than the column). */
+  readonly sessionId: string | null;
+  readonly exitCode: number | null;
   readonly leaseGeneration: number;
   readonly createdAt: number;
   readonly updatedAt: number;

@@ -49,6 +49,21 @@ describe('decideRegistration (R-REG-4)', () => {
     expect(decideRegistration(c, sessionId, { digest }, NOW).kind).toBe(kind);
   });
 
+  it('a first row continues after the generations a deleted row of the same worker held', () => {
+    expect(decideRegistration(ctx({ current: null }), 's-new', { digest: 'x' }, NOW)).toEqual({
+      kind: 'create',
+      generation: 1,
+      version: 0,
+    });
+    const again = decideRegistration(
+      ctx({ current: null, lastGeneration: 7 }),
+      's-new',
+      { digest: 'x' },
+      NOW,
+    );
+    expect(again).toEqual({ kind: 'create', generation: 8, version: 0 });
+  });
+
   it('replacement strictly increases generation and version', () => {
     const d = decideRegistration(ctx(), 's-new', { digest: 'x' }, NOW);
     expect(d).toMatchObject({ kind: 'replace', generation: 4, version: 8 });

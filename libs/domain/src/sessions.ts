@@ -23,10 +23,15 @@ export interface RegistrationContext {
   readonly disabled: boolean;
   /** The requested session id was used by this worker before and is no longer current. */
   readonly sessionPreviouslyUsed: boolean;
+  /**
+   * The highest generation this worker id ever held (its session rows outlive a deleted worker row);
+   * a new row continues after it, so `(worker, generation)` never names two sessions. 0 when none.
+   */
+  readonly lastGeneration?: number;
 }
 
 export type RegistrationDecision =
-  | { readonly kind: 'create'; readonly generation: 1; readonly version: 0 }
+  | { readonly kind: 'create'; readonly generation: number; readonly version: 0 }
   | { readonly kind: 'replay' }
   | {
       readonly kind: 'replace';
@@ -52,7 +57,7 @@ export function decideRegistration(
     return { kind: 'replay' };
   }
   if (ctx.sessionPreviouslyUsed) throw new FencedError('session', 'session_fenced');
-  if (!current) return { kind: 'create', generation: 1, version: 0 };
+  if (!current) return { kind: 'create', generation: (ctx.lastGeneration ?? 0) + 1, version: 0 };
   return {
     kind: 'replace',
     generation: current.generation + 1,

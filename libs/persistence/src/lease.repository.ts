@@ -258,9 +258,10 @@ export class SqlLeaseRepository implements LeaseRepository {
     if (run.currentAttemptId) {
       // An unstarted attempt whose last lease ended: same attempt, next lease generation (R-LSE-5).
       const row = await tx.one<{ lease_generation: number }>(
-        `UPDATE attempts SET worker_id = :workerId, lease_generation = lease_generation + 1, updated_at = {now}
+        `UPDATE attempts SET worker_id = :workerId, session_id = :sessionId,
+           lease_generation = lease_generation + 1, updated_at = {now}
          WHERE id = :id AND status = 'claimed' RETURNING lease_generation`,
-        { id: run.currentAttemptId, workerId: command.workerId },
+        { id: run.currentAttemptId, workerId: command.workerId, sessionId: command.sessionId },
       );
       if (!row) throw new IllegalStateError(`queued run ${run.id} points at a started attempt`);
       attempt = {
@@ -281,9 +282,16 @@ export class SqlLeaseRepository implements LeaseRepository {
         leaseGeneration: 1,
       };
       await tx.run(
-        `INSERT INTO attempts (id, run_id, attempt_no, status, version, worker_id, lease_generation, created_at,
-           updated_at) VALUES (:id, :runId, :attemptNo, 'claimed', 0, :workerId, 1, {now}, {now})`,
-        { id: attempt.id, runId: run.id, attemptNo: attempt.attemptNo, workerId: command.workerId },
+        `INSERT INTO attempts (id, run_id, attempt_no, status, version, worker_id, session_id, lease_generation,
+           created_at, updated_at)
+         VALUES (:id, :runId, :attemptNo, 'claimed', 0, :workerId, :sessionId, 1, {now}, {now})`,
+        {
+          id: attempt.id,
+          runId: run.id,
+          attemptNo: attempt.attemptNo,
+          workerId: command.workerId,
+          sessionId: command.sessionId,
+        },
       );
     }
     const leaseRow = await tx.one<{ expires_at: number | Date; claimed_at: number | Date }>(

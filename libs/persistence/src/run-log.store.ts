@@ -1,7 +1,7 @@
 import {
   FencedError,
   LeaseFenceCommand,
-  LogAppendResult,
+  StoredLogChunk,
   LogChunkCommand,
   LogEntry,
   LogPage,
@@ -47,7 +47,7 @@ export class LogStore {
   ) {}
 
   // Same fence and lock order as an acknowledgement; a stored chunk replays even after the attempt ended.
-  async append(command: LogChunkCommand): Promise<LogAppendResult> {
+  async append(command: LogChunkCommand): Promise<StoredLogChunk> {
     return this.db.transaction(async (tx) => {
       const { lease, run, attempt, now } = await this.hold(tx, command);
       const counters = await tx.one<{
@@ -75,7 +75,7 @@ export class LogStore {
           { id: attempt.id, seq: command.seq },
         );
         if (stored && stored.text !== command.text) throw new FencedError('lease', 'log_chunk_mismatch');
-        return { outcome: stored ? 'replayed' : 'dropped', truncated };
+        return { runId: run.id, outcome: stored ? 'replayed' : 'dropped', truncated };
       }
       const fault = leaseTermViolation(lease, command.leaseVersion, now);
       if (fault) throw new FencedError('lease', fault);
@@ -83,7 +83,7 @@ export class LogStore {
         throw new FencedError('lease', 'attempt_not_starting');
       if (decision.kind === 'gap') throw new FencedError('lease', 'log_sequence_gap');
       await tx.run('UPDATE attempts SET log_next_seq = log_next_seq + 1 WHERE id = :id', { id: attempt.id });
-      if (decision.kind === 'drop') return { outcome: 'dropped', truncated: true };
+      if (decision.kind === 'drop') return { runId: run.id, outcome: 'dropped', truncated: true };
       const store = decision.kind === 'store';
       await tx.run(
         `INSERT INTO run_logs (run_id, position, attempt_id, seq, kind, text, at)
@@ -103,7 +103,7 @@ export class LogStore {
           : 'UPDATE runs SET log_truncated = :yes WHERE id = :runId',
         store ? { bytes, runId: run.id } : { yes: true, runId: run.id },
       );
-      return store ? { outcome: 'stored', truncated: false } : { outcome: 'dropped', truncated: true };
+      return { runId: run.id, outcome: store ? 'stored' : 'dropped', truncated: !store };
     });
   }
 

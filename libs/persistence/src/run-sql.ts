@@ -31,6 +31,8 @@ export interface RunRow {
   current_attempt_id: string | null;
   cancel_requested: number | boolean;
   next_attempt_at: number | Date | null;
+  log_bytes: number | string;
+  log_truncated: number | boolean;
   created_at: number | Date;
   updated_at: number | Date;
   finished_at: number | Date | null;
@@ -38,7 +40,7 @@ export interface RunRow {
 
 export const RUN_COLUMNS = `id, task_id, revision, spec_digest, placement_json, status, version, event_seq, priority,
   queue_order, trigger_kind, scheduled_at, attempt_count, current_attempt_id, cancel_requested, next_attempt_at,
-  created_at, updated_at, finished_at`;
+  log_bytes, log_truncated, created_at, updated_at, finished_at`;
 
 export interface AttemptRow {
   id: string;
@@ -47,14 +49,16 @@ export interface AttemptRow {
   status: AttemptStatus;
   version: number | string;
   worker_id: string | null;
+  session_id: string | null;
+  exit_code: number | null;
   lease_generation: number;
   created_at: number | Date;
   updated_at: number | Date;
   finished_at: number | Date | null;
 }
 
-export const ATTEMPT_COLUMNS = `id, run_id, attempt_no, status, version, worker_id, lease_generation, created_at,
-  updated_at, finished_at`;
+export const ATTEMPT_COLUMNS = `id, run_id, attempt_no, status, version, worker_id, session_id, exit_code,
+  lease_generation, created_at, updated_at, finished_at`;
 
 export function toRun(row: RunRow): RunRecord {
   return {
@@ -72,6 +76,8 @@ export function toRun(row: RunRow): RunRecord {
     cancelRequested: isTrue(row.cancel_requested),
     availableAt: toMsOrNull(row.next_attempt_at) ?? toInt(row.queue_order),
     placement: storedPlacements.get(row.placement_json),
+    logBytes: toInt(row.log_bytes),
+    logTruncated: isTrue(row.log_truncated),
     createdAt: toMs(row.created_at),
     updatedAt: toMs(row.updated_at),
     finishedAt: toMsOrNull(row.finished_at),
@@ -86,6 +92,8 @@ export function toAttempt(row: AttemptRow): AttemptRecord {
     status: row.status,
     version: toInt(row.version),
     workerId: row.worker_id,
+    sessionId: row.session_id,
+    exitCode: row.exit_code === null ? null : toInt(row.exit_code),
     leaseGeneration: toInt(row.lease_generation),
     createdAt: toMs(row.created_at),
     updatedAt: toMs(row.updated_at),

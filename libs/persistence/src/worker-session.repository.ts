@@ -1,5 +1,6 @@
 import {
   AuditEntry,
+  ConflictError,
   FencedError,
   IdGenerator,
   NotFoundError,
@@ -9,6 +10,7 @@ import {
   SessionCommand,
   SessionStatus,
   ValidationError,
+  WorkerActiveRun,
   WorkerListQuery,
   WorkerRecord,
   WorkerSession,
@@ -19,7 +21,8 @@ import {
   sessionCallKey,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
-import { SqlDatabase, SqlTransaction, isTrue, readNow, toInt, toMs } from './sql-executor';
+import { SqlDatabase, SqlTransaction, isTrue, readNow, toInt, toMs, toMsOrNull } from './sql-executor';
+import { ACTIVE_RUNS_SQL, ActiveRunRow, listWorkersSql, writeLabels } from './worker-admin-sql';
 
 export type SessionRow = Pick<
   WorkerRow,
@@ -109,12 +112,20 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
         'SELECT worker_id FROM worker_sessions WHERE session_id = :sessionId',
         { sessionId },
       );
+      // A deleted worker's sessions stay: a new row continues after their generations.
+      const last = row
+        ? undefined
+        : await tx.one<{ g: number | null }>(
+            'SELECT MAX(generation) AS g FROM worker_sessions WHERE worker_id = :workerId',
+            { workerId },
+          );
       const current = row ? toSession(row) : null;
       const decision = decideRegistration(
         {
           current,
           disabled: row ? isTrue(row.disabled) : false,
           sessionPreviouslyUsed: owner !== undefined && current?.sessionId !== sessionId,
+          lastGeneration: last?.g == null ? 0 : toInt(last.g),
         },
         sessionId,
         snapshot,
@@ -167,6 +178,7 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
         await endSession(tx, decision.previous.sessionId, 'replaced');
       }
       if (!written) throw new Error('registration lost its row under the worker lock');
+      await writeLabels(tx, workerId, snapshot.capabilities.capabilities.labels);
       await tx.run(
         `INSERT INTO worker_sessions (session_id, worker_id, generation, started_at)
          VALUES (:sessionId, :workerId, :generation, {now})`,
@@ -233,19 +245,76 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
     return row ? toRecord(row) : null;
   }
 
-  // Keyset pagination on worker_id.
+  // Keyset pagination on worker_id; each filter has an index that starts with it.
   async listWorkers(query: WorkerListQuery): Promise<WorkerRecord[]> {
-    const rows = await this.db.many<WorkerRow>(
-      `SELECT ${COLUMNS} FROM workers
-       WHERE worker_id > :after ${query.status ? 'AND status = :status' : ''}
-       ORDER BY worker_id LIMIT :limit`,
-      {
-        after: query.afterWorkerId ?? '',
-        limit: query.limit,
-        ...(query.status ? { status: query.status } : {}),
-      },
-    );
+    const { sql, params } = listWorkersSql(COLUMNS, query);
+    const rows = await this.db.many<WorkerRow>(sql, params);
     return rows.map(toRecord);
+  }
+
+  async activeRuns(workerId: string, limit: number): Promise<WorkerActiveRun[]> {
+    const rows = await this.db.many<ActiveRunRow>(ACTIVE_RUNS_SQL, { workerId, limit });
+    return rows.map((r) => ({
+      runId: r.run_id,
+      attemptId: r.attempt_id,
+      attemptNo: toInt(r.attempt_no),
+      attemptStatus: r.attempt_status,
+      offerId: r.offer_id,
+      sessionId: r.session_id,
+      leaseGeneration: toInt(r.lease_generation),
+      leaseExpiresAt: toMs(r.expires_at),
+      startedAt: toMsOrNull(r.started_at),
+      deadlineAt: toMsOrNull(r.deadline_at),
+    }));
+  }
+
+  // Status and capacity only: the version stays, so the worker's next CAS lands and reads `draining`.
+  // The claim's slot reservation requires `status = 'online'` in its own CAS, so no lease is granted
+  // from this commit on.
+  async drainWorker(workerId: string, audit: AuditEntry): Promise<WorkerRecord> {
+    return this.db.transaction(async (tx) => {
+      await tx.lock(`worker:${workerId}`);
+      const row = await tx.one<WorkerRow>(
+        `UPDATE workers SET status = 'draining', available_slots = 0
+         WHERE worker_id = :workerId AND disabled = :no AND status <> 'offline' AND lease_expires_at > {now}
+         RETURNING ${COLUMNS}`,
+        { workerId, no: false },
+      );
+      if (!row) {
+        const found = await tx.one<{ n: number }>('SELECT 1 AS n FROM workers WHERE worker_id = :workerId', {
+          workerId,
+        });
+        if (!found) throw new NotFoundError('worker');
+        throw new ConflictError('worker_not_online', 'the worker has no live session to drain');
+      }
+      await appendAudit(tx, this.ids, audit);
+      return toRecord(row);
+    });
+  }
+
+  async deleteWorker(workerId: string, audit: AuditEntry): Promise<WorkerRecord> {
+    return this.db.transaction(async (tx) => {
+      await tx.lock(`worker:${workerId}`);
+      const row = await tx.one<WorkerRow & { live: number | boolean; held: number | null }>(
+        `SELECT ${COLUMNS}, CASE WHEN status <> 'offline' AND lease_expires_at > {now} THEN 1 ELSE 0 END AS live,
+           (SELECT 1 FROM run_leases WHERE worker_id = :workerId AND state = 'active' LIMIT 1) AS held
+         FROM workers WHERE worker_id = :workerId {forUpdate}`,
+        { workerId },
+      );
+      if (!row) throw new NotFoundError('worker');
+      if (toInt(row.live) === 1)
+        throw new ConflictError(
+          'worker_not_offline',
+          'the worker has a live session; drain or disable it first',
+        );
+      if (row.held !== null)
+        throw new ConflictError('worker_holds_leases', 'a lease of this worker is still active');
+      await tx.run('DELETE FROM worker_labels WHERE worker_id = :workerId', { workerId });
+      await tx.run('DELETE FROM workers WHERE worker_id = :workerId', { workerId });
+      await endSession(tx, row.session_id, 'deleted');
+      await appendAudit(tx, this.ids, audit);
+      return toRecord(row);
+    });
   }
 
   /**

@@ -13,6 +13,7 @@ import { WorkerPrincipal } from '../identity/worker-principal';
 import { leaseFenceCommand } from '../leases/lease-fence-command';
 import { LeaseFenceDto } from '../leases/dto/pull.dto';
 import { CompletionDto, LogChunkDto, RunningDto, StartFailureDto } from './dto/activation.dto';
+import { RunLogWaiters } from '../runs/run-log-waiters';
 import { projectActivation } from './activation-projection';
 
 /**
@@ -21,7 +22,10 @@ import { projectActivation } from './activation-projection';
  */
 @Injectable()
 export class ActivationService {
-  constructor(@Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository) {}
+  constructor(
+    @Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository,
+    private readonly logWaiters: RunLogWaiters,
+  ) {}
 
   async starting(p: WorkerPrincipal, sessionId: string, body: LeaseFenceDto): Promise<RunActivationResponse> {
     return projectActivation(await this.activation.starting(leaseFenceCommand(p, sessionId, body)));
@@ -53,16 +57,19 @@ export class ActivationService {
   ): Promise<RunActivationResponse> {
     const { outcome, exitCode, errorSummary, ...fence } = body;
     const { step: _step, ...ending } = readCompletion({ outcome, exitCode, errorSummary });
-    return projectActivation(
-      await this.activation.complete({ ...leaseFenceCommand(p, sessionId, fence), ...ending }),
-    );
+    const result = await this.activation.complete({ ...leaseFenceCommand(p, sessionId, fence), ...ending });
+    const response = projectActivation(result);
+    this.logWaiters.notify(response.snapshot.runId);
+    return response;
   }
 
   async logs(p: WorkerPrincipal, sessionId: string, body: LogChunkDto): Promise<LogAppendResult> {
     const { seq, text, ...fence } = body;
-    return this.activation.appendLog({
+    const { runId, ...answer } = await this.activation.appendLog({
       ...leaseFenceCommand(p, sessionId, fence),
       ...readLogChunk({ seq, text }),
     });
+    this.logWaiters.notify(runId);
+    return answer;
   }
 }

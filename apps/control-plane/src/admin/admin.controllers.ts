@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { SESSION_STATUSES, WORKER_ID_PATTERN } from '@ql/domain';
 import { AdminController, LimitQuery, PROBES_TAG, TextQuery } from '../http/admin-docs';
@@ -13,6 +13,8 @@ import {
   CreatedApiKeyDto,
   RevokedCertificateDto,
   RevokedCertificateListDto,
+  DeletedWorkerDto,
+  WorkerDetailDto,
   WorkerDto,
   WorkerPageDto,
 } from './dto/admin-views.dto';
@@ -27,21 +29,63 @@ export class WorkersController {
   constructor(private readonly admin: AdminService) {}
 
   @Get()
-  @ApiOperation({ summary: 'List workers (keyset pagination on worker id)' })
+  @ApiOperation({ summary: 'List workers (keyset pagination on worker id); filters combine with AND' })
   @TextQuery('status', 'only workers in this status', { type: 'string', enum: SESSION_STATUSES })
+  @TextQuery('label', 'only workers with this label, `key=value` (exact; the value may be empty)')
+  @TextQuery('capabilitiesDigest', 'only workers whose capabilities have this digest', {
+    type: 'string',
+    pattern: '^[0-9a-f]{64}$',
+  })
   @TextQuery('after', 'worker id to continue after (nextAfter)')
   @LimitQuery()
   @ApiOkResponse({ type: WorkerPageDto })
+  @AdminErrorResponses({ 400: 'a filter or cursor is malformed; `field` names it' })
   list(@Query() query: unknown) {
     return this.admin.listWorkers(query);
   }
 
   @Get(':workerId')
-  @ApiOperation({ summary: 'Worker detail: session, generation, version, lease expiry, capabilities' })
+  @ApiOperation({
+    summary: 'Worker detail: session, generation, version, lease expiry, capabilities, active runs',
+  })
   @WorkerIdParam()
-  @ApiOkResponse({ type: WorkerDto })
+  @ApiOkResponse({ type: WorkerDetailDto })
+  @AdminErrorResponses({ 404: 'no such worker' })
   get(@Param('workerId') workerId: string) {
     return this.admin.getWorker(workerId);
+  }
+
+  @Post(':workerId/drain')
+  @HttpCode(200)
+  @RequireRole('admin')
+  @ApiOperation({
+    summary:
+      'Drain a worker: its live session goes to draining (capacity 0, no new leases) and its next heartbeat answer says so; its runs go on (admin)',
+  })
+  @WorkerIdParam()
+  @ApiOkResponse({ type: WorkerDto })
+  @AdminErrorResponses({
+    404: 'no such worker',
+    409: '`worker_not_online`: its session is offline, expired or disabled; nothing was written',
+  })
+  drain(@Req() req: AdminRequest, @Param('workerId') workerId: string) {
+    return this.admin.drain(req.apiKey!, workerId);
+  }
+
+  @Delete(':workerId')
+  @RequireRole('admin')
+  @ApiOperation({
+    summary:
+      'Delete an offline worker holding no active lease; its runs, attempts, leases and sessions stay readable (admin)',
+  })
+  @WorkerIdParam()
+  @ApiOkResponse({ type: DeletedWorkerDto })
+  @AdminErrorResponses({
+    404: 'no such worker',
+    409: '`worker_not_offline` or `worker_holds_leases`; nothing was written',
+  })
+  delete(@Req() req: AdminRequest, @Param('workerId') workerId: string) {
+    return this.admin.deleteWorker(req.apiKey!, workerId);
   }
 
   @Post(':workerId/disable')

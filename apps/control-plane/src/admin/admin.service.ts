@@ -10,12 +10,16 @@ import {
   AuditRepository,
   ID_GENERATOR,
   IdGenerator,
+  LABEL_KEY_PATTERN,
+  CAPABILITY_LIMITS,
+  MAX_CONCURRENT_RUNS,
   NotFoundError,
   RevokedCertificate,
   SESSION_STATUSES,
   SessionStatus,
   ValidationError,
   WORKER_SESSION_REPOSITORY,
+  WorkerActiveRun,
   WorkerRecord,
   WorkerSessionRepository,
   parseWorkerId,
@@ -44,21 +48,57 @@ export class AdminService {
   ) {}
 
   async listWorkers(query: unknown) {
-    const q = readObject(query ?? {}, 'query', ['status', 'after', 'limit']);
+    const q = readObject(query ?? {}, 'query', ['status', 'label', 'capabilitiesDigest', 'after', 'limit']);
     const status = q.status === undefined ? undefined : readEnum(q.status, 'status', SESSION_STATUSES);
+    const label = q.label === undefined ? undefined : readLabelFilter(q.label);
+    const capabilitiesDigest =
+      q.capabilitiesDigest === undefined
+        ? undefined
+        : readString(q.capabilitiesDigest, 'capabilitiesDigest', { max: 64, pattern: SHA256_HEX });
     const afterWorkerId = q.after === undefined ? undefined : parseWorkerId(q.after, 'after');
     const limit = readLimit(q.limit);
-    const workers = await this.sessions.listWorkers({ status, afterWorkerId, limit });
+    const workers = await this.sessions.listWorkers({
+      status,
+      label,
+      capabilitiesDigest,
+      afterWorkerId,
+      limit,
+    });
     return {
       items: workers.map(toWorkerView),
       nextAfter: workers.length === limit ? workers[workers.length - 1]!.workerId : null,
     };
   }
 
+  /** The worker and the runs its sessions hold live leases for (at most MAX_CONCURRENT_RUNS). */
   async getWorker(workerId: string) {
-    const worker = await this.sessions.findWorker(parseWorkerId(workerId));
+    const id = parseWorkerId(workerId);
+    const worker = await this.sessions.findWorker(id);
     if (!worker) throw new NotFoundError('worker');
+    const activeRuns = await this.sessions.activeRuns(id, MAX_CONCURRENT_RUNS);
+    return { ...toWorkerView(worker), activeRuns: activeRuns.map(toActiveRunView) };
+  }
+
+  /** R-ADM-1: capacity 0 now; the worker learns it from its next heartbeat answer. */
+  async drain(actor: ApiKeyRecord, workerId: string) {
+    const id = parseWorkerId(workerId);
+    const worker = await this.sessions.drainWorker(id, {
+      actor: actor.id,
+      action: 'worker.drain',
+      target: `worker:${id}`,
+    });
     return toWorkerView(worker);
+  }
+
+  /** R-ADM-1: only an offline worker holding no lease; its history keeps naming it (ADR 0013). */
+  async deleteWorker(actor: ApiKeyRecord, workerId: string) {
+    const id = parseWorkerId(workerId);
+    const worker = await this.sessions.deleteWorker(id, {
+      actor: actor.id,
+      action: 'worker.delete',
+      target: `worker:${id}`,
+    });
+    return { ...toWorkerView(worker), deleted: true as const };
   }
 
   async setDisabled(actor: ApiKeyRecord, workerId: string, disabled: boolean) {
@@ -125,6 +165,40 @@ export class AdminService {
     const entries = await this.audit.list(limit);
     return { items: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString() })) };
   }
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** `?label=key=value`: one label, split at the first `=`; the value may be empty, as labels allow. */
+function readLabelFilter(value: unknown): { key: string; value: string } {
+  const raw = readString(value, 'label', {
+    max: CAPABILITY_LIMITS.labelKeyLength + 1 + CAPABILITY_LIMITS.labelValueLength,
+  });
+  const at = raw.indexOf('=');
+  if (at < 0) throw new ValidationError('label', 'must_be_key_equals_value');
+  return {
+    key: readString(raw.slice(0, at), 'label', {
+      max: CAPABILITY_LIMITS.labelKeyLength,
+      pattern: LABEL_KEY_PATTERN,
+    }),
+    value: readString(raw.slice(at + 1), 'label', { max: CAPABILITY_LIMITS.labelValueLength, min: 0 }),
+  };
+}
+
+function toActiveRunView(r: WorkerActiveRun) {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return {
+    runId: r.runId,
+    attemptId: r.attemptId,
+    attemptNo: r.attemptNo,
+    attemptStatus: r.attemptStatus,
+    offerId: r.offerId,
+    sessionId: r.sessionId,
+    leaseGeneration: r.leaseGeneration,
+    leaseExpiresAt: new Date(r.leaseExpiresAt).toISOString(),
+    startedAt: iso(r.startedAt),
+    deadlineAt: iso(r.deadlineAt),
+  };
 }
 
 function toRevokedView(r: RevokedCertificate) {

@@ -12,6 +12,7 @@ import {
   ACTIVATION_REPOSITORY,
 } from '@ql/domain';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
+import { RunLogWaiters } from '../runs/run-log-waiters';
 import { CONFIG, CORE, ControlPlaneCore } from './core';
 
 /** Hands the one shared core to a Nest application; both listeners import it with the same instance. */
@@ -33,6 +34,7 @@ export class CoreModule {
       { provide: LEASE_REPOSITORY, useValue: core.repositories.leases },
       { provide: ACTIVATION_REPOSITORY, useValue: core.repositories.activation },
       { provide: ControlPlaneMetrics, useValue: core.metrics },
+      { provide: RunLogWaiters, useValue: core.logWaiters },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
   }

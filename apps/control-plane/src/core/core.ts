@@ -9,6 +9,7 @@ import {
 import { createIdGenerator, systemClock } from '@ql/contracts';
 import { ControlPlaneConfig } from '../config/config';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
+import { RunLogWaiters } from '../runs/run-log-waiters';
 
 /** Readiness as `/readyz` reports it (R-OPS-1). */
 export class Readiness {
@@ -48,6 +49,8 @@ export interface ControlPlaneCore {
   readonly readiness: Readiness;
   readonly migrations: MigrationGate;
   readonly metrics: ControlPlaneMetrics;
+  /** Wakes this process's log tails when a chunk or an ending is written here (ADR 0013). */
+  readonly logWaiters: RunLogWaiters;
 }
 
 export const CORE = Symbol('ControlPlaneCore');
@@ -71,5 +74,15 @@ export async function openCore(
   const repositories = createRepositories(db, ids, { logCapBytes: config.runLogCapBytes });
   const metrics = new ControlPlaneMetrics(repositories.stats);
   const migrations = new MigrationGate(db);
-  return { config, clock, ids, db, repositories, readiness: new Readiness(), migrations, metrics };
+  return {
+    config,
+    clock,
+    ids,
+    db,
+    repositories,
+    readiness: new Readiness(),
+    migrations,
+    metrics,
+    logWaiters: new RunLogWaiters(),
+  };
 }

@@ -40,7 +40,7 @@ import {
 import { TaskSpecDto } from './dto/task-spec.dto';
 import { TriggerRunDto } from './dto/trigger-run.dto';
 import { IDEMPOTENCY_KEY_PATTERN } from './resource-ids';
-import { LOG_POSITION_MAX, RunsService } from './runs.service';
+import { LOG_POSITION_MAX, LOG_WAIT_MAX_SECONDS, RunsService } from './runs.service';
 import { REVISION_MAX, TasksService } from './tasks.service';
 
 const uuidV7 = { type: 'string', pattern: UUID_V7_PATTERN.source } as const;
@@ -178,15 +178,34 @@ export class RunsController {
   @Get(':runId/logs')
   @ApiOperation({
     summary:
-      "A page of the run's output by position; tail by polling ?after=nextAfter until runEnded and an empty page",
+      "A page of the run's output by position; tail with ?after=nextAfter&wait=20 (long poll) until runEnded and an empty page",
   })
   @RunIdParam()
   @IntegerQuery('after', 0, LOG_POSITION_MAX, 'position to continue after (nextAfter)', 0)
   @LimitQuery()
+  @IntegerQuery(
+    'wait',
+    0,
+    LOG_WAIT_MAX_SECONDS,
+    'seconds to hold an empty page of a live run until output or its end is stored (long poll)',
+    0,
+  )
   @ApiOkResponse({ type: LogPageDto })
   @AdminErrorResponses({ 404: 'no such run' })
-  logs(@Param('runId') runId: string, @Query() query: unknown) {
-    return this.runs.logs(runId, query);
+  async logs(
+    @Param('runId') runId: string,
+    @Query() query: unknown,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    // The client going away ends the wait: nothing keeps polling for a reader who left.
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.once('close', onClose);
+    try {
+      return await this.runs.logs(runId, query, gone.signal);
+    } finally {
+      reply.raw.off('close', onClose);
+    }
   }
 
   @Post(':runId/cancel')

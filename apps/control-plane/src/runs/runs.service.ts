@@ -7,6 +7,7 @@ import {
   ID_GENERATOR,
   IdGenerator,
   LogEntry,
+  LogPage,
   NotFoundError,
   RUN_REPOSITORY,
   RUN_STATUSES,
@@ -24,11 +25,16 @@ import {
 import { readLimit, readQueryInt } from '../admin/query-params';
 import { PlacementService } from '../placement/placement.service';
 import type { TriggerRunDto } from './dto/trigger-run.dto';
+import { RunLogWaiters } from './run-log-waiters';
 import { IDEMPOTENCY_KEY_PATTERN, parseResourceId } from './resource-ids';
 
 const DETAIL_EVENTS = 200;
 /** Highest `?after=` of a log read: a run keeps fewer entries than this under its largest cap. */
 export const LOG_POSITION_MAX = 2 ** 31 - 1;
+/** Longest `?wait=` of a log tail, in seconds: under common proxy idle timeouts (ADR 0013). */
+export const LOG_WAIT_MAX_SECONDS = 20;
+/** A waiting tail re-reads the store this often: a chunk written by another replica is seen by it. */
+export const LOG_TAIL_POLL_MS = 500;
 
 /** Runs: trigger, list, detail with attempts, events and the placement explanation, cancel (R-RUN-2..5, R-PLC-3). */
 @Injectable()
@@ -38,6 +44,7 @@ export class RunsService {
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     private readonly placement: PlacementService,
     @Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository,
+    private readonly logWaiters: RunLogWaiters,
   ) {}
 
   /** Manual trigger; the same Idempotency-Key and body return the first run (`created: false`). */
@@ -96,19 +103,42 @@ export class RunsService {
     return {
       ...toRunView(run),
       placement: run.placement,
+      log: { bytes: run.logBytes, truncated: run.logTruncated },
       pending: run.status === 'queued' ? await this.placement.explain(run.placement) : null,
       attempts: attempts.map(toAttemptView),
       events: events.map(toEventView),
     };
   }
 
-  /** One page of a run's output after a position; a tail polls `after=nextAfter` (R-RUN-6). */
-  async logs(id: string, query: unknown) {
+  /**
+   * One page of a run's output after a position (R-RUN-6). With `wait=` seconds, an empty page of a
+   * live run is held until output or the run's end is stored, the wait is over, the client has gone
+   * (`signal`) or the plane stops; the answer is then the page as it is (ADR 0013).
+   */
+  async logs(id: string, query: unknown, signal: AbortSignal = new AbortController().signal) {
     const runId = parseResourceId(id, 'runId');
-    const q = readObject(query ?? {}, 'query', ['after', 'limit']);
+    const q = readObject(query ?? {}, 'query', ['after', 'limit', 'wait']);
     const after = q.after === undefined ? 0 : readQueryInt(q.after, 'after', 0, LOG_POSITION_MAX);
-    const page = await this.activation.readLogs(runId, { after, limit: readLimit(q.limit) });
-    if (!page) throw new NotFoundError('run');
+    const limit = readLimit(q.limit);
+    const waitMs = q.wait === undefined ? 0 : readQueryInt(q.wait, 'wait', 0, LOG_WAIT_MAX_SECONDS) * 1000;
+    const until = Date.now() + waitMs;
+    const read = async () => {
+      const found = await this.activation.readLogs(runId, { after, limit });
+      if (!found) throw new NotFoundError('run');
+      return found;
+    };
+    const idle = (p: LogPage) => p.entries.length === 0 && !p.runEnded && Date.now() < until;
+    let page = await read();
+    if (idle(page))
+      page = await this.logWaiters.hold(async () => {
+        let current = page;
+        while (idle(current)) {
+          const wait = Math.min(LOG_TAIL_POLL_MS, until - Date.now());
+          if (!(await this.logWaiters.wait(runId, wait, signal))) break;
+          current = await read();
+        }
+        return current;
+      });
     return {
       items: page.entries.map(toLogView),
       nextAfter: page.entries.at(-1)?.position ?? after,
@@ -124,6 +154,7 @@ export class RunsService {
       action: 'run.cancel',
       target: `run:${runId}`,
     });
+    this.logWaiters.notify(runId);
     return toRunView(run);
   }
 }
@@ -157,6 +188,8 @@ function toAttemptView(a: AttemptRecord) {
     status: a.status,
     version: a.version,
     workerId: a.workerId,
+    sessionId: a.sessionId,
+    exitCode: a.exitCode,
     leaseGeneration: a.leaseGeneration,
     createdAt: iso(a.createdAt),
     updatedAt: iso(a.updatedAt),

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
+  ATTEMPT_STATUSES,
   API_KEY_ROLES,
   ApiKeyRole,
   Capabilities,
@@ -60,6 +61,52 @@ export class WorkerDto {
 }
 
 export class WorkerPageDto extends ListOf(WorkerDto, { cursor: 'nextAfter' }) {}
+
+/** A live lease of the worker: never its token or token digest. */
+export class WorkerActiveRunDto {
+  @ApiProperty({ format: 'uuid' })
+  readonly runId!: string;
+
+  @ApiProperty({ format: 'uuid' })
+  readonly attemptId!: string;
+
+  @ApiProperty({ type: 'integer', minimum: 1 })
+  readonly attemptNo!: number;
+
+  @ApiProperty({ enum: ATTEMPT_STATUSES })
+  readonly attemptStatus!: string;
+
+  @ApiProperty({ format: 'uuid', description: 'the lease (its offer id)' })
+  readonly offerId!: string;
+
+  @ApiProperty({ format: 'uuid', description: 'the session holding it (an old session may still hold one)' })
+  readonly sessionId!: string;
+
+  @ApiProperty({ type: 'integer' })
+  readonly leaseGeneration!: number;
+
+  @ApiProperty(TIME_PROP)
+  readonly leaseExpiresAt!: string;
+
+  @ApiProperty(NULLABLE_TIME_PROP)
+  readonly startedAt!: string | null;
+
+  @ApiProperty(NULLABLE_TIME_PROP)
+  readonly deadlineAt!: string | null;
+}
+
+export class WorkerDetailDto extends WorkerDto {
+  @ApiProperty({
+    type: () => [WorkerActiveRunDto],
+    description: 'live leases of any of its sessions, soonest expiry first (at most 1024)',
+  })
+  readonly activeRuns!: WorkerActiveRunDto[];
+}
+
+export class DeletedWorkerDto extends WorkerDto {
+  @ApiProperty({ enum: [true] })
+  readonly deleted!: true;
+}
 
 export class ApiKeyDto {
   @ApiProperty({ format: 'uuid' })

@@ -139,6 +139,17 @@ export class AttemptDto {
   @ApiProperty({ type: 'string', nullable: true })
   readonly workerId!: string | null;
 
+  @ApiProperty({
+    type: 'string',
+    format: 'uuid',
+    nullable: true,
+    description: 'the worker session whose lease last held it',
+  })
+  readonly sessionId!: string | null;
+
+  @ApiProperty({ type: 'integer', nullable: true, description: 'as the worker reported it at completion' })
+  readonly exitCode!: number | null;
+
   @ApiProperty(integerProp())
   readonly leaseGeneration!: number;
 
@@ -192,7 +203,18 @@ export class PendingDto {
   readonly computedAt!: string;
 }
 
+export class RunLogSizeDto {
+  @ApiProperty(integerProp('output bytes stored (UTF-8), the truncation marker not counted'))
+  readonly bytes!: number;
+
+  @ApiProperty({ description: 'the per-run cap cut the output (a marker entry says where)' })
+  readonly truncated!: boolean;
+}
+
 export class RunDetailDto extends RunDto {
+  @ApiProperty({ type: () => RunLogSizeDto })
+  readonly log!: RunLogSizeDto;
+
   @ApiProperty({ type: () => PlacementSpecDto, description: "normalised with the task's own requirements" })
   readonly placement!: PlacementSpecDto;
 
