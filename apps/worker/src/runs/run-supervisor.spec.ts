@@ -1,4 +1,5 @@
-import { readdirSync } from 'node:fs';
+import { RunActivationResponse, buildActivationResponse } from '@ql/contracts';
+import { existsSync, readdirSync } from 'node:fs';
 import { FakeControlPlane, fenced, lostAnswer } from '../../test-support/fake-control-plane';
 import { WorkerHarness } from '../../test-support/worker-harness';
 import { groupAlive } from '../host/process-table';
@@ -59,6 +60,40 @@ describe('RunSupervisor: pull, activation, output, completion (R-WRK-2..3, R-ACT
       exitCode: 3,
       errorSummary: 'exited with code 3',
     });
+  });
+
+  it('a task past its timeout is killed (the whole group) and completed timed_out', async () => {
+    await start();
+    plane.enqueue({ command: 'sleep 30 & echo started; wait', timeoutMs: 1000 });
+    await completed();
+    const [lease] = plane.leaseList;
+    expect(lease!.completion).toEqual({
+      outcome: 'timed_out',
+      exitCode: null,
+      errorSummary: 'killed after its 1000 ms timeout',
+    });
+    expect(groupAlive(pgidOf(lease!.offerId))).toBe(false);
+  });
+
+  it('a starting answer that says the attempt already ended spawns nothing and finishes the record', async () => {
+    await start();
+    plane.enqueue({ command: 'echo never' });
+    plane.reply.starting = (c, p) => {
+      const answer = p.accept(c) as RunActivationResponse;
+      return buildActivationResponse('already_terminal', {
+        ...answer.snapshot,
+        attemptStatus: 'cancelled',
+        runStatus: 'cancelled',
+      });
+    };
+    const finished = await h.until('start_failed', async () => {
+      const offerId = plane.leaseList[0]?.offerId;
+      const r = offerId ? await record(offerId) : null;
+      return r?.state === 'start_failed' && r;
+    });
+    expect(finished.leaseToken).toBeNull();
+    expect(steps()).toEqual(['starting']);
+    expect(existsSync(h.config.workDir)).toBe(false); // no work folder: nothing was launched
   });
 
   it('a runtime that is not installed is a start failure with its code, and the record ends start_failed', async () => {
