@@ -91,7 +91,13 @@ export class FakeControlPlane implements WorkerIngress {
       if (options.signal?.aborted) throw new IngressCallError(action, 0, 'aborted', 'aborted');
       await new Promise((resolve) => setImmediate(resolve)); // an answer is never synchronous
       const override = this.reply[action];
-      return (override ? override(call, this) : this.accept(call)) as never;
+      const answer = override ? override(call, this) : this.accept(call);
+      if (!options.parse) return answer as never;
+      try {
+        return options.parse(Buffer.from(JSON.stringify(answer))) as never; // as the HTTPS client does
+      } catch (error) {
+        throw new IngressCallError(action, 200, 'invalid_response', String(error));
+      }
     } finally {
       this.inflight--;
     }

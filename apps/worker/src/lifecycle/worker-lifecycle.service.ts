@@ -201,7 +201,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
           action,
           s.sessionId,
           { generation: s.generation, expectedVersion: s.version, ...body() },
-          { signal },
+          { signal, ...(options.parse ? { parse: options.parse } : {}) },
         );
         options.onAnswer?.(answer);
         return answer;

@@ -4,6 +4,7 @@ import {
   RunActivationResponse,
   parseActivationResponse,
 } from '@ql/contracts';
+import { readRelease } from './lease-answers';
 import {
   LocalProcessExecutor,
   LocalRun,
@@ -102,7 +103,7 @@ export class AttemptRunner {
         ...this.ids,
         ...describeError(error),
       });
-      await this.call('release', {}).catch(() => undefined);
+      await this.release().catch(() => undefined);
       return;
     }
     this.deps.renewer.hold(this.lease, {
@@ -215,17 +216,17 @@ export class AttemptRunner {
     action: 'starting' | 'running' | 'start-failure' | 'completion',
     extra: Record<string, unknown>,
   ): Promise<RunActivationResponse> {
-    const answer = parseActivationResponse(JSON.stringify(await this.call(action, extra)));
+    const answer = (await callInTerm(this.deps.channel, action, this.lease, extra, {
+      ...this.term(),
+      parse: parseActivationResponse, // the contract's one strict parser, on the answer's bytes (R-ACT-3)
+    })) as RunActivationResponse;
     if (answer.snapshot.attemptId !== this.attemptId)
       throw new ActivationContractError('snapshot.attemptId:other_attempt');
     return answer;
   }
 
-  private call(
-    action: 'release' | 'starting' | 'running' | 'start-failure' | 'completion',
-    extra: Record<string, unknown>,
-  ) {
-    return callInTerm(this.deps.channel, action, this.lease, extra, this.term());
+  private release() {
+    return callInTerm(this.deps.channel, 'release', this.lease, {}, { ...this.term(), parse: readRelease });
   }
 
   private term() {

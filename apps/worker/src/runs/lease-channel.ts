@@ -23,6 +23,8 @@ export interface LeaseChannel {
 
 export interface LeaseCallOptions<A extends LeaseAction> {
   readonly signal?: AbortSignal;
+  /** The contract's strict parser of the answer's bytes (see `IngressCallOptions.parse`). */
+  readonly parse?: (bytes: Buffer) => unknown;
   readonly onAnswer?: (answer: IngressResponse<A>) => void;
 }
 
@@ -80,7 +82,7 @@ export async function callInTerm<A extends LeaseAction>(
   action: A,
   lease: HeldLease,
   extra: Record<string, unknown>,
-  options: TermOptions & Pick<LeaseCallOptions<A>, 'onAnswer'>,
+  options: TermOptions & Pick<LeaseCallOptions<A>, 'onAnswer' | 'parse'>,
 ): Promise<IngressResponse<A>> {
   const now = options.now ?? Date.now;
   for (;;) {

@@ -1,5 +1,5 @@
 import type { SchedulerRegistry } from '@nestjs/schedule';
-import { parseLeaseAnswer } from '@ql/contracts';
+import type { RenewResponse } from '@ql/contracts';
 import { ScheduledLoop } from '@ql/scheduling';
 import type { WorkerLog } from '../logging/worker-log';
 import {
@@ -10,6 +10,7 @@ import {
   isSessionFenced,
   leaseFence,
 } from './lease-channel';
+import { readRenew } from './lease-answers';
 
 /** Renewal is due once this share of the remaining term has passed (a third: two more tries fit). */
 export const RENEW_AT_SHARE = 1 / 3;
@@ -95,9 +96,10 @@ export class LeaseRenewer {
       };
       await this.channel.leaseCall('renew', body, {
         signal: this.signal,
+        parse: readRenew,
         onAnswer: (answer) => {
           // Applied in the chain's turn: the next lease call is built with the new version.
-          const renewed = parseLeaseAnswer(answer, 'renew');
+          const renewed = answer as RenewResponse;
           lease.leaseVersion = renewed.lease.version;
           lease.expiresAtMs = Date.parse(renewed.lease.expiresAt);
           cancelRequested = renewed.cancelRequested;

@@ -5,12 +5,13 @@ import { OfferPuller, newLeaseToken } from './offer-puller';
 
 /** The fake control plane as a lease channel, always with the session's current version. */
 const channelOf = (plane: FakeControlPlane): LeaseChannel => ({
-  leaseCall: (action, body) =>
-    plane.call(action, '01900000-0000-7000-8000-000000000000', {
-      generation: 1,
-      expectedVersion: plane.version,
-      ...body(),
-    }),
+  leaseCall: (action, body, options) =>
+    plane.call(
+      action,
+      '01900000-0000-7000-8000-000000000000',
+      { generation: 1, expectedVersion: plane.version, ...body() },
+      options,
+    ),
 });
 const signal = new AbortController().signal;
 
@@ -38,6 +39,15 @@ describe('OfferPuller (R-LSE-2, R-WRK-2)', () => {
     const puller = new OfferPuller(channelOf(plane), createIdGenerator());
     await expect(puller.pull(signal)).rejects.toThrow('lease.offerId:other_offer');
     expect(puller.replaying).toBeNull();
+  });
+
+  it('reads the answer with the strict offer parser: an unknown field is invalid_response', async () => {
+    const plane = new FakeControlPlane();
+    plane.enqueue({ command: 'echo hi' });
+    plane.reply.offers = (c, p) => ({ ...(p.accept(c) as object), leaseToken: 'leaked' });
+    const puller = new OfferPuller(channelOf(plane), createIdGenerator());
+    await expect(puller.pull(signal)).rejects.toMatchObject({ code: 'invalid_response' });
+    await expect(puller.pull(signal)).rejects.toThrow(/leaseToken:unknown_field/);
   });
 
   it('keeps the offer id and token only after a call that got no answer', async () => {

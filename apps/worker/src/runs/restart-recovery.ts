@@ -1,3 +1,4 @@
+import { parseActivationResponse } from '@ql/contracts';
 import { killLeftoverGroup } from '../executor/leftover-group';
 import type { JournalRecord } from '../journal/journal-record';
 import { RestartAction } from '../journal/restart-action';
@@ -5,6 +6,7 @@ import { RestartItem, RestartScan } from '../journal/restart-scan';
 import type { WorkerJournal } from '../journal/worker-journal';
 import type { WorkerLog } from '../logging/worker-log';
 import { finishLostRecord } from './attempt-outcome';
+import { readRelease } from './lease-answers';
 import {
   HeldLease,
   LeaseAction,
@@ -105,7 +107,7 @@ type ReportAction = Extract<
 /** Sends the prescribed report; acknowledged or refused for good, the record is finished. */
 async function report(deps: RecoveryDeps, record: JournalRecord, action: ReportAction): Promise<void> {
   const ids = { offerId: record.offerId, state: record.state, action: action.kind };
-  const [call, extra] = restartCall(action);
+  const [call, extra, parse] = restartCall(action);
   let acknowledged = false;
   if (record.leaseToken !== null) {
     // The lease version is not journaled (it moves at every renewal); the lease identity decides first.
@@ -117,7 +119,11 @@ async function report(deps: RecoveryDeps, record: JournalRecord, action: ReportA
       expiresAtMs: Date.now() + RESTART_TRIES * deps.retryMs,
     };
     try {
-      await callInTerm(deps.channel, call, lease, extra, { retryMs: deps.retryMs, signal: deps.signal });
+      await callInTerm(deps.channel, call, lease, extra, {
+        retryMs: deps.retryMs,
+        signal: deps.signal,
+        parse,
+      });
       acknowledged = true;
     } catch (error) {
       if (!isLeaseFenced(error)) throw error;
@@ -137,12 +143,15 @@ async function report(deps: RecoveryDeps, record: JournalRecord, action: ReportA
   if (acknowledged) deps.log.info('restart report acknowledged', ids);
 }
 
-function restartCall(action: ReportAction): [LeaseAction, Record<string, unknown>] {
+/** The call, its body and the strict parser of its answer. */
+function restartCall(
+  action: ReportAction,
+): [LeaseAction, Record<string, unknown>, (bytes: Buffer) => unknown] {
   switch (action.kind) {
     case 'release':
-      return ['release', {}];
+      return ['release', {}, readRelease];
     case 'report_start_failure':
-      return ['start-failure', { errorCode: action.errorCode }];
+      return ['start-failure', { errorCode: action.errorCode }, parseActivationResponse];
     case 'report_completion':
       return [
         'completion',
@@ -153,6 +162,7 @@ function restartCall(action: ReportAction): [LeaseAction, Record<string, unknown
             ? `reported after a worker restart (${action.outcome.errorCode})`
             : null,
         },
+        parseActivationResponse,
       ];
   }
 }
