@@ -33,6 +33,7 @@ export class WorkerHarness {
   readonly journal: WorkerJournal;
   readonly runs: RunSupervisor;
   readonly lifecycle: WorkerLifecycleService;
+  readonly scheduler = new SchedulerRegistry();
 
   constructor(
     readonly plane: FakeControlPlane,
@@ -62,16 +63,15 @@ export class WorkerHarness {
       outputCapBytes: this.config.outputMaxBytes,
       ...(executorPath ? { path: executorPath } : {}),
     });
-    const scheduler = new SchedulerRegistry();
     const ids = createIdGenerator();
-    this.runs = new RunSupervisor(this.config, this.journal, executor, log, ids, scheduler, 20);
+    this.runs = new RunSupervisor(this.config, this.journal, executor, log, ids, this.scheduler, 20);
     this.lifecycle = new WorkerLifecycleService(
       this.config,
       plane,
       ids,
       log,
       testProbe,
-      scheduler,
+      this.scheduler,
       this.runs,
     );
   }

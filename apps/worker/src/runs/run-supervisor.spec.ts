@@ -196,6 +196,21 @@ describe('RunSupervisor: pull, activation, output, completion (R-WRK-2..3, R-ACT
 });
 
 describe('RunSupervisor: renewal and cancellation (R-WRK-4, R-RUN-5)', () => {
+  it('an idle started worker holds its heartbeat and pull loops only; the renewal loop exists while a lease is held', async () => {
+    await start({}, 600);
+    await h.until('a pull', () => plane.of('offers').length > 0);
+    const idleLoops = ['worker-heartbeat', 'worker-pull'];
+    // At most these two are armed at any moment (one of them may be in its cycle, not armed).
+    expect(h.scheduler.getTimeouts().every((n) => idleLoops.includes(n))).toBe(true);
+    plane.enqueue({ command: 'sleep 0.6' });
+    await h.until('renewal armed', () => h.scheduler.doesExist('timeout', 'worker-lease-renewal'));
+    await completed();
+    await h.until('no run held', () => h.runs.localRuns === 0);
+    await h.until('renewal loop gone', () => !h.scheduler.doesExist('timeout', 'worker-lease-renewal'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(h.scheduler.getTimeouts().every((n) => idleLoops.includes(n))).toBe(true);
+  });
+
   it('renews each held lease a third into its term on one loop; later calls carry the renewed version', async () => {
     await start({}, 600);
     plane.enqueue({ command: 'sleep 1; echo done' });
