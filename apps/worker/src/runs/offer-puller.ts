@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ExecutionOffer, OfferContractError, parseOfferResponse } from '@ql/contracts';
+import { ExecutionOffer, OfferContractError, OfferResponse, parseOfferResponse } from '@ql/contracts';
 import type { IdGenerator } from '@ql/domain';
 import { LeaseChannel, isRetryable } from './lease-channel';
 
@@ -34,15 +34,18 @@ export class OfferPuller {
   /** The offer this pull got, or null for `idle`; an answer breaking the contract throws. */
   async pull(signal: AbortSignal): Promise<PulledOffer | null> {
     const p = (this.pending ??= { offerId: this.ids.uuidV7(), leaseToken: newLeaseToken() });
-    let answer: unknown;
+    let offer: OfferResponse;
     try {
-      answer = await this.channel.leaseCall('offers', () => ({ ...p }), { signal });
+      // Read from the answer's bytes by the contract's one strict parser (R-LSE-2).
+      offer = (await this.channel.leaseCall('offers', () => ({ ...p }), {
+        signal,
+        parse: parseOfferResponse,
+      })) as OfferResponse;
     } catch (error) {
       if (!isRetryable(error)) this.pending = null; // a lost answer keeps the id and token for the replay
       throw error;
     }
     this.pending = null;
-    const offer = parseOfferResponse(JSON.stringify(answer));
     if (offer.status === 'idle') return null;
     if (offer.lease.offerId !== p.offerId) throw new OfferContractError('lease.offerId:other_offer');
     return { offer, leaseToken: p.leaseToken };
