@@ -38,7 +38,7 @@ COPY --from=build /app/node_modules/better-sqlite3/build/Release/better_sqlite3.
 COPY --from=build /app/dist ./dist
 COPY deploy/docker/healthcheck.js ./deploy/docker/
 # Owned by the runtime user so a named volume mounted here (the compose PKI volume) is writable by it.
-RUN mkdir -p /var/lib/qinglong/pki && chown -R node:node /var/lib/qinglong
+RUN mkdir -p /var/lib/qinglong/pki /var/lib/qinglong/worker && chown -R node:node /var/lib/qinglong
 # The `node` user (uid 1000) of the official image: nothing runs as root.
 USER node
 EXPOSE 8080 8443

@@ -1,4 +1,5 @@
 // Size: one real TLS server exercises every rule of the client; the cases share it.
+import { parseStrictJson } from '@ql/contracts';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -260,6 +261,29 @@ describe('WorkerIngressHttpsClient against a real TLS 1.3 server', () => {
     });
     handler = (_req, res) => json(res, 200, { pad: 'x'.repeat(INGRESS_RESPONSE_CAP_BYTES - 100) });
     await expect(client.call('heartbeat', newSessionId(), hb)).resolves.toBeDefined();
+  });
+
+  it('reads a 200 answer from its exact bytes with the given parser; what it refuses is invalid_response', async () => {
+    // Duplicate keys are invisible to JSON.parse; a contract's strict parser sees the bytes and refuses them.
+    handler = (_req, res) => {
+      const raw = '{"status":"idle","status":"offered"}';
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(raw.length) });
+      res.end(raw);
+    };
+    const strict = (bytes: Buffer) => parseStrictJson(bytes);
+    await expectCallError(client.call('offers', newSessionId(), hb, { parse: strict }), {
+      status: 200,
+      code: 'invalid_response',
+    });
+    handler = (_req, res) => json(res, 200, { status: 'idle' });
+    await expect(client.call('offers', newSessionId(), hb, { parse: (b) => b.length })).resolves.toBe(17);
+    // An error answer is still read as an error, whatever the parser.
+    handler = (_req, res) =>
+      json(res, 409, { code: 'worker_lease_fenced', message: 'no', reason: 'lease_expired' });
+    await expectCallError(client.call('offers', newSessionId(), hb, { parse: strict }), {
+      status: 409,
+      reason: 'lease_expired',
+    });
   });
 
   it('refuses an answer shorter than its content-length', async () => {

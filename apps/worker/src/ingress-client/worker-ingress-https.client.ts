@@ -51,6 +51,11 @@ export interface IngressCallOptions {
   readonly timeoutMs?: number;
   /** Lower the 128 KiB response cap for a call whose answer is known to be small. */
   readonly maxResponseBytes?: number;
+  /**
+   * Reads a 200 answer from its exact bytes (a contract's strict parser) instead of `JSON.parse`; what
+   * it throws becomes `invalid_response`, and what it returns is the call's result.
+   */
+  readonly parse?: (bytes: Buffer) => unknown;
 }
 
 /** What each action answers on 200; actions not implemented by the worker yet answer `unknown`. */
@@ -409,6 +414,7 @@ export class WorkerIngressHttpsClient {
         this.read(
           res,
           cap,
+          options.parse,
           fail,
           (value) => {
             complete = true;
@@ -443,6 +449,7 @@ export class WorkerIngressHttpsClient {
   private read(
     res: IncomingMessage,
     cap: number,
+    parse: IngressCallOptions['parse'],
     fail: (status: number, code: string, message: string, reason?: string) => void,
     succeed: (value: unknown) => void,
     readToEnd: () => void,
@@ -491,9 +498,20 @@ export class WorkerIngressHttpsClient {
           `answer has ${received} bytes; content-length says ${declared}`,
         );
       }
+      const bytes = Buffer.concat(chunks, received);
+      if (status === 200 && parse) {
+        let value: unknown;
+        try {
+          value = parse(bytes);
+        } catch (error) {
+          const why = error instanceof Error ? error.message : String(error);
+          return fail(status, 'invalid_response', `answer breaks its contract: ${why}`);
+        }
+        return succeed(value);
+      }
       let body: unknown;
       try {
-        body = JSON.parse(Buffer.concat(chunks, received).toString('utf8'));
+        body = JSON.parse(bytes.toString('utf8'));
       } catch {
         return fail(status, 'invalid_json', `answer is not valid JSON (status ${status})`);
       }
