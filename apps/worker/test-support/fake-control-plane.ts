@@ -54,7 +54,20 @@ export class FakeControlPlane implements WorkerIngress {
   /** Whether heartbeat answers name the cancel intents (the renew answer always carries its own). */
   heartbeatCancels = true;
 
+  /** The fake's clock minus the worker's: lease expiries are written in the control plane's time. */
+  clockSkewMs = 0;
+
   constructor(private readonly leaseMs = 10_000) {}
+
+  /** The control plane's clock. */
+  now(): number {
+    return Date.now() + this.clockSkewMs;
+  }
+
+  /** What the HTTPS client does with the answers' `Date` header: server time onto the worker's clock. */
+  toLocalTime(serverMs: number): number {
+    return serverMs - this.clockSkewMs;
+  }
 
   /** Queues a run of a task with this spec (defaults fill the rest). */
   enqueue(spec: Partial<TaskSpec>): void {
@@ -142,7 +155,7 @@ export class FakeControlPlane implements WorkerIngress {
       generation: 1,
       version: this.version,
       status: this.status,
-      leaseExpiresAt: new Date(Date.now() + 30_000).toISOString(),
+      leaseExpiresAt: new Date(this.now() + 30_000).toISOString(),
       maxConcurrentRuns: 4,
       availableSlots: 4,
       ...extra,
@@ -179,7 +192,7 @@ export class FakeControlPlane implements WorkerIngress {
       attemptId: run.attemptId,
       spec: parseTaskSpec({ name: 'task', command: 'true', runtime: 'shell', ...spec }),
       version: 0,
-      expiresAt: Date.now() + this.leaseMs,
+      expiresAt: this.now() + this.leaseMs,
       state: 'active',
       attempt: 'claimed',
       callbacks: 0,
@@ -216,12 +229,12 @@ export class FakeControlPlane implements WorkerIngress {
     if (!l || l.token !== b.leaseToken) throw fenced('lease', l ? 'lease_token_mismatch' : 'lease_not_found');
     if (b.leaseGeneration !== 1) throw fenced('lease', 'lease_generation_mismatch');
     if (l.state !== 'active') throw fenced('lease', 'lease_not_active');
-    if (l.expiresAt <= Date.now()) throw fenced('lease', 'lease_expired');
+    if (l.expiresAt <= this.now()) throw fenced('lease', 'lease_expired');
     if (b.leaseVersion !== l.version) throw fenced('lease', 'lease_version_mismatch');
     switch (action) {
       case 'renew':
         l.version++;
-        l.expiresAt = Date.now() + this.leaseMs;
+        l.expiresAt = this.now() + this.leaseMs;
         return { lease: this.projection(l), cancelRequested: l.cancelRequested };
       case 'release':
         l.state = 'ended';

@@ -286,6 +286,27 @@ describe('WorkerIngressHttpsClient against a real TLS 1.3 server', () => {
     });
   });
 
+  it('reads the control plane clock from the Date header of 200 answers: lease expiries land on the local clock', async () => {
+    const hourAhead = Date.now() + 3_600_000;
+    handler = (_req, res) => {
+      res.setHeader('date', new Date(hourAhead).toUTCString());
+      json(res, 200, session());
+    };
+    expect(client.toLocalTime(hourAhead)).toBe(hourAhead); // no answer yet: the clocks are taken as equal
+    await client.call('heartbeat', newSessionId(), hb);
+    // A lease that the control plane says ends 30 s after its now ends 29..30 s after ours.
+    const term = client.toLocalTime(hourAhead + 30_000) - Date.now();
+    expect(term).toBeGreaterThan(28_000);
+    expect(term).toBeLessThanOrEqual(30_000);
+    // An error answer does not move it.
+    handler = (_req, res) => {
+      res.setHeader('date', new Date(0).toUTCString());
+      json(res, 409, { code: 'worker_session_fenced', message: 'no', reason: 'session_replaced' });
+    };
+    await expectCallError(client.call('heartbeat', newSessionId(), hb), { status: 409 });
+    expect(client.toLocalTime(hourAhead + 30_000) - Date.now()).toBeGreaterThan(28_000);
+  });
+
   it('refuses an answer shorter than its content-length', async () => {
     handler = (req, res) => {
       // Bypass the HTTP writer: declare 100 bytes, send 2, close.

@@ -16,6 +16,7 @@ import {
   ingressPath,
 } from '@ql/contracts';
 import { isUuidV7, isWorkerId } from '@ql/domain';
+import { ServerClock } from './server-clock';
 import {
   IngressOrigin,
   describeUnreachable,
@@ -149,11 +150,18 @@ export class WorkerIngressHttpsClient {
   /** Index of the origin the next call tries first: the one that last answered. */
   private preferred = 0;
   private closed = false;
+  /** The control plane's clock, from the `Date` header of every 200 answer (lease expiries are its time). */
+  readonly serverClock = new ServerClock();
 
   constructor(private readonly options: WorkerIngressClientOptions) {
     this.targets = parseIngressOrigins(options.origins);
     if (!isWorkerId(options.workerId)) throw new TypeError('WorkerIngressHttpsClient: invalid worker id');
     this.timeoutMs = options.timeoutMs ?? 10_000;
+  }
+
+  /** A control-plane (database) time, such as a lease expiry, on this machine's clock. */
+  toLocalTime(serverMs: number): number {
+    return this.serverClock.toLocal(serverMs);
   }
 
   /** The origin the next call goes to first (sticky: the last one that answered). */
@@ -499,6 +507,7 @@ export class WorkerIngressHttpsClient {
         );
       }
       const bytes = Buffer.concat(chunks, received);
+      if (status === 200) this.serverClock.observe(res.headers.date, Date.now());
       if (status === 200 && parse) {
         let value: unknown;
         try {

@@ -76,6 +76,10 @@ class FakeIngress implements WorkerIngress {
     };
   }
 
+  toLocalTime(serverMs: number): number {
+    return serverMs;
+  }
+
   async close() {
     this.closed++;
   }

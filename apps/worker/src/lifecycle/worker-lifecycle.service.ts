@@ -37,6 +37,8 @@ export interface WorkerIngress {
     options?: IngressCallOptions,
   ): Promise<IngressResponse<A>>;
   close(): Promise<void>;
+  /** A control-plane (database) time, such as a lease expiry, on this machine's clock. */
+  toLocalTime(serverMs: number): number;
 }
 
 export const WORKER_STATES = [
@@ -186,6 +188,11 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       return;
     }
     this.log.error('worker not pulling: a journal record needs recovery; heartbeats go on', this.logIds());
+  }
+
+  /** `LeaseChannel`: lease expiries are database time; compare them on this machine's clock. */
+  toLocalTime(serverMs: number): number {
+    return this.ingress.toLocalTime(serverMs);
   }
 
   /** `LeaseChannel`: one lease call in the session chain, with the session fence of its turn. */

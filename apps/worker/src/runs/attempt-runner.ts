@@ -62,7 +62,7 @@ export class AttemptRunner {
       leaseToken,
       leaseGeneration: offer.lease.leaseGeneration,
       leaseVersion: offer.lease.version,
-      expiresAtMs: Date.parse(offer.lease.expiresAt),
+      expiresAtMs: deps.channel.toLocalTime(Date.parse(offer.lease.expiresAt)),
     };
     this.ids = { offerId: this.lease.offerId, runId: offer.run.runId, attemptId: offer.run.attemptId };
     this.uploader = new LogUploader(deps.channel, this.lease, this.term(), deps.log, this.ids);

@@ -19,6 +19,8 @@ export interface LeaseChannel {
     body: () => Record<string, unknown>,
     options?: LeaseCallOptions<A>,
   ): Promise<IngressResponse<A>>;
+  /** A lease expiry (database time) on this machine's clock: the two clocks may be far apart. */
+  toLocalTime(serverMs: number): number;
 }
 
 export interface LeaseCallOptions<A extends LeaseAction> {
@@ -34,7 +36,7 @@ export interface HeldLease {
   readonly leaseToken: string;
   readonly leaseGeneration: number;
   leaseVersion: number;
-  /** Local clock time (ms) the lease term ends at, as the last answer said. */
+  /** Local clock time (ms) the lease term ends at, as the last answer said (moved onto the local clock). */
   expiresAtMs: number;
 }
 

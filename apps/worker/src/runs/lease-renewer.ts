@@ -101,7 +101,7 @@ export class LeaseRenewer {
           // Applied in the chain's turn: the next lease call is built with the new version.
           const renewed = answer as RenewResponse;
           lease.leaseVersion = renewed.lease.version;
-          lease.expiresAtMs = Date.parse(renewed.lease.expiresAt);
+          lease.expiresAtMs = this.channel.toLocalTime(Date.parse(renewed.lease.expiresAt));
           cancelRequested = renewed.cancelRequested;
         },
       });

@@ -12,6 +12,7 @@ const channelOf = (plane: FakeControlPlane): LeaseChannel => ({
       { generation: 1, expectedVersion: plane.version, ...body() },
       options,
     ),
+  toLocalTime: (serverMs) => plane.toLocalTime(serverMs),
 });
 const signal = new AbortController().signal;
 

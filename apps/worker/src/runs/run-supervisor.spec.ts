@@ -211,6 +211,23 @@ describe('RunSupervisor: renewal and cancellation (R-WRK-4, R-RUN-5)', () => {
     expect(h.scheduler.getTimeouts().every((n) => idleLoops.includes(n))).toBe(true);
   });
 
+  it.each([
+    ['an hour behind', -3_600_000],
+    ['an hour ahead of', 3_600_000],
+  ])(
+    'a control plane whose clock is %s the worker: expiries are read on the worker clock, renewed in time, the run succeeds',
+    async (_, skewMs) => {
+      plane = new FakeControlPlane(1500);
+      plane.clockSkewMs = skewMs;
+      h = new WorkerHarness(plane, {});
+      await h.lifecycle.start();
+      plane.enqueue({ command: 'sleep 2; echo done' });
+      await completed();
+      expect(plane.leaseList[0]!.completion).toMatchObject({ outcome: 'succeeded', exitCode: 0 });
+      expect(plane.of('renew').length).toBeGreaterThanOrEqual(2);
+    },
+  );
+
   it('renews each held lease a third into its term on one loop; later calls carry the renewed version', async () => {
     await start({}, 1500);
     plane.enqueue({ command: 'sleep 2; echo done' });
