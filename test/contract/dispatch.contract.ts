@@ -20,6 +20,7 @@ import {
 } from '@ql/persistence';
 import { DispatchTarget } from '../support/dispatch-targets';
 import { expectFence, newSessionId, registerBody, snapshot, validCapabilities } from '../support/fixtures';
+import { snapshotDatabase } from '../support/db-snapshot';
 
 export type { DispatchTarget };
 export { expectFence };
@@ -469,11 +470,21 @@ export function describeDispatchContract(
       expect(renewed.lease.version).toBe(1);
       expect(renewed.lease.expiresAt).toBeGreaterThan(offer.lease.expiresAt);
       expect(renewed.cancelRequested).toBe(false);
-      await expectFence(
-        f.leases.renew(f.leaseCommand(worker, offer, token)),
-        'lease',
-        'lease_version_mismatch',
-      );
+      // The same renewal again (its answer was lost): the lease as it stands, nothing written.
+      target.clock.advance(1_000);
+      const before = await snapshotDatabase(f.db);
+      expect(await f.leases.renew(f.leaseCommand(worker, offer, token))).toEqual(renewed);
+      expect(await snapshotDatabase(f.db)).toEqual(before);
+      // Two renewals behind, or ahead of the lease, is refused.
+      const again = await f.leases.renew(f.leaseCommand(worker, renewed, token));
+      expect(again.lease.version).toBe(2);
+      for (const version of [0, 3]) {
+        await expectFence(
+          f.leases.renew(f.leaseCommand(worker, { lease: { ...again.lease, version } }, token)),
+          'lease',
+          'lease_version_mismatch',
+        );
+      }
       await expectFence(
         f.leases.renew(f.leaseCommand(worker, renewed, newToken())),
         'lease',
@@ -485,7 +496,7 @@ export function describeDispatchContract(
         'lease_generation_mismatch',
       );
       target.clock.advance(RUN_LEASE + 1);
-      await expectFence(f.leases.renew(f.leaseCommand(worker, renewed, token)), 'lease', 'lease_expired');
+      await expectFence(f.leases.renew(f.leaseCommand(worker, again, token)), 'lease', 'lease_expired');
     });
 
     it('release before start requeues the attempt; the next claim is a new lease generation and the old token is fenced', async () => {

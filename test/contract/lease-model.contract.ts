@@ -107,7 +107,11 @@ interface Real {
 
 type Expected = { area: 'session' | 'lease'; reason: FenceReason } | null;
 type Via = 'own' | 'current' | 'other';
-type Fault = 'none' | 'wrongToken' | 'oldVersion';
+/**
+ * `lostRenewal`: the version one renewal behind (that renewal's answer was lost), accepted; a renew
+ * with it is answered as it stands. `oldVersion`: two or more behind, or ahead: refused.
+ */
+type Fault = 'none' | 'wrongToken' | 'lostRenewal' | 'oldVersion';
 
 /** Outcome counts over the whole property (printed with QL_LEASE_MODEL_STATS=1). */
 const stats = new Map<string, number>();
@@ -145,7 +149,8 @@ function leaseFault(
     return { area: 'lease', reason: 'lease_token_mismatch' };
   if (lease.state !== 'active') return { area: 'lease', reason: 'lease_not_active' };
   if (lease.expiresAt <= m.now) return { area: 'lease', reason: 'lease_expired' };
-  if (version !== lease.version) return { area: 'lease', reason: 'lease_version_mismatch' };
+  if (version !== lease.version && version !== lease.version - 1)
+    return { area: 'lease', reason: 'lease_version_mismatch' };
   return null;
 }
 
@@ -243,7 +248,13 @@ function faultyInputs(lease: LeaseModel, fault: Fault) {
   return {
     token: fault === 'wrongToken' ? newToken() : lease.token,
     version:
-      fault !== 'oldVersion' ? lease.version : lease.version > 0 ? lease.version - 1 : lease.version + 1,
+      fault === 'oldVersion'
+        ? lease.version >= 2
+          ? lease.version - 2
+          : lease.version + 1
+        : fault === 'lostRenewal' && lease.version > 0
+          ? lease.version - 1
+          : lease.version,
   };
 }
 
@@ -435,8 +446,13 @@ class Renew extends ModelCommand {
       // A stale token, session or version never renews.
       return expectFence(call, expected.area, expected.reason);
     }
-    count('renew: renewed');
     const renewed = await call;
+    if (version === lease.version - 1) {
+      count('renew: replayed');
+      expect(renewed).toEqual({ lease: leaseRecord(m, lease), cancelRequested: false });
+      return;
+    }
+    count('renew: renewed');
     lease.version++;
     lease.expiresAt = m.now + RUN_LEASE;
     expect(renewed).toEqual({ lease: leaseRecord(m, lease), cancelRequested: false });
@@ -912,7 +928,7 @@ const leaseRef = fc
   .tuple(leaseIndex, fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, fc.constant(false)))
   .map(([index, live]): LeaseRef => ({ index, live }));
 const via = fc.constantFrom<'own' | 'current'>('own', 'own', 'current');
-const fault = fc.constantFrom<Fault>('none', 'none', 'none', 'wrongToken', 'oldVersion');
+const fault = fc.constantFrom<Fault>('none', 'none', 'none', 'wrongToken', 'lostRenewal', 'oldVersion');
 const rarely = fc.oneof(
   { weight: 5, arbitrary: fc.constant(false) },
   { weight: 1, arbitrary: fc.constant(true) },

@@ -229,8 +229,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])('dispatch through the mTLS worker
     const renewed = (renew.body as { lease: OfferedLease }).lease;
     expect(Date.parse(renewed.expiresAt)).toBeGreaterThanOrEqual(Date.parse(offer.lease.expiresAt));
     expect(renew.raw).not.toContain(token);
+    // The same renewal again, as after a lost answer: the lease as it stands.
+    const replayed = await send(s, 'renew', leaseBody(s, offer.lease, token));
+    expect({ status: replayed.status, body: replayed.body }).toEqual({ status: 200, body: renew.body });
     for (const [body, reason] of [
-      [leaseBody(s, offer.lease, token), 'lease_version_mismatch'],
+      [leaseBody(s, { ...renewed, version: renewed.version + 1 }, token), 'lease_version_mismatch'],
       [leaseBody(s, renewed, newToken()), 'lease_token_mismatch'],
       [leaseBody(s, { ...renewed, leaseGeneration: 2 }, token), 'lease_generation_mismatch'],
       [leaseBody(s, { ...renewed, offerId: newSessionId() }, token), 'lease_not_found'],

@@ -230,7 +230,8 @@ export class FakeControlPlane implements WorkerIngress {
     if (b.leaseGeneration !== 1) throw fenced('lease', 'lease_generation_mismatch');
     if (l.state !== 'active') throw fenced('lease', 'lease_not_active');
     if (l.expiresAt <= this.now()) throw fenced('lease', 'lease_expired');
-    if (b.leaseVersion !== l.version) throw fenced('lease', 'lease_version_mismatch');
+    if (b.leaseVersion !== l.version && b.leaseVersion !== l.version - 1)
+      throw fenced('lease', 'lease_version_mismatch');
     switch (action) {
       case 'renew':
         l.version++;

@@ -74,7 +74,13 @@ export function leaseIdentityViolation(
   return null;
 }
 
-/** Whether the caller's own lease may carry a new step: active, inside its term, the expected version. */
+/**
+ * Whether the caller's own lease may carry a new step: active, inside its term, the version it holds
+ * or the one just before it. Only `renew` moves a live lease's version, and only the holder of the
+ * token can renew, so a version one behind means one thing: the holder's last renewal committed and
+ * its answer was lost (a replica died after the commit, ADR 0012). Refusing that would kill a healthy
+ * run; two behind, or ahead, is refused.
+ */
 export function leaseTermViolation(
   lease: StoredLease,
   leaseVersion: number,
@@ -82,8 +88,13 @@ export function leaseTermViolation(
 ): FenceReason | null {
   if (lease.state !== 'active') return 'lease_not_active';
   if (lease.expiresAt <= now) return 'lease_expired';
-  if (lease.version !== leaseVersion) return 'lease_version_mismatch';
+  if (!isCurrentOrLastRenewal(lease, leaseVersion)) return 'lease_version_mismatch';
   return null;
+}
+
+/** The holder's version is the lease's, or one renewal behind it (that renewal's answer was lost). */
+export function isCurrentOrLastRenewal(lease: StoredLease, leaseVersion: number): boolean {
+  return lease.version === leaseVersion || lease.version === leaseVersion + 1;
 }
 
 /** R-LSE-4: why a lease call must be refused, or null. Keep it equal to the RENEW compare-and-set. */

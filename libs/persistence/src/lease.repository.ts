@@ -434,12 +434,28 @@ export class SqlLeaseRepository implements LeaseRepository {
       leaseMs: command.leaseMs,
       no: false,
     });
-    if (!row) return this.explainMiss(command);
+    return this.renewAnswer(row ? toLease(row) : await this.renewMiss(command));
+  }
+
+  private async renewAnswer(lease: StoredLease): Promise<{ lease: LeaseRecord; cancelRequested: boolean }> {
     const run = await this.db.one<{ cancel_requested: number | boolean }>(
       'SELECT cancel_requested FROM runs WHERE id = :id',
-      { id: row.run_id },
+      { id: lease.runId },
     );
-    return { lease: stripDigest(toLease(row)), cancelRequested: isTrue(run?.cancel_requested ?? false) };
+    return { lease: stripDigest(lease), cancelRequested: isTrue(run?.cancel_requested ?? false) };
+  }
+
+  /**
+   * The renew CAS missed. The same renewal sent again after its answer was lost (the lease is one
+   * version ahead of it, everything else holds) gets the lease as it stands, and nothing is written;
+   * anything else is refused with its reason.
+   */
+  private async renewMiss(command: LeaseCommand): Promise<StoredLease> {
+    const { lease, now } = await readFencedLease(this.db, command, '');
+    const reason = leaseViolation(lease, command, now);
+    if (reason) throw new FencedError('lease', reason);
+    if (lease!.version !== command.leaseVersion + 1) throw new FencedError('lease', 'lease_version_mismatch');
+    return lease!;
   }
 
   // Lease lock → run lock → worker row (slot), the sweeper's order; before start only (R-LSE-5).
@@ -613,12 +629,6 @@ export class SqlLeaseRepository implements LeaseRepository {
     const revision = await readRevision(tx, run.taskId, run.revision);
     if (!revision) throw new IllegalStateError(`run ${run.id} pins a missing revision`);
     return revision;
-  }
-
-  /** The renew CAS missed: read both rows and name the reason. */
-  private async explainMiss(command: LeaseCommand): Promise<never> {
-    const { lease, now } = await readFencedLease(this.db, command, '');
-    throw new FencedError('lease', leaseViolation(lease, command, now) ?? 'lease_version_mismatch');
   }
 }
 
