@@ -420,6 +420,117 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
       expect((await acts.running({ ...a.fence, executorHandle: 'pid:1' })).cancelRequested).toBe(true);
     });
 
+    it("restart recovery: the worker's next session ends its predecessor's attempts with their tokens; nothing else may (ADR 0015)", async () => {
+      const old = await f.worker(workerId(), 3);
+      const running = await claimed({}, old);
+      await acts.starting(running.fence);
+      await acts.running({ ...running.fence, executorHandle: 'local-process:77' });
+      const starting = await claimed({}, old);
+      await acts.starting(starting.fence);
+      const unstarted = await claimed({}, old);
+      // The old lease was renewed twice: the successor does not know the version, and needs not.
+      await f.leases.renew({ ...f.leaseCommand(old, running.offer, running.token) });
+      await f.leases.renew({ ...f.leaseCommand(old, running.offer, running.token), leaseVersion: 1 });
+      const next = await f.sessions.register({
+        workerId: old.workerId,
+        sessionId: newSessionId(),
+        snapshot: snapshot({ maxConcurrentRuns: 3, availableSlots: 3 }),
+        leaseMs: SESSION_LEASE,
+      });
+      const successor = (c: { fence: LeaseFenceCommand }): LeaseFenceCommand => ({
+        ...c.fence,
+        sessionId: next.session.sessionId,
+        fence: { generation: next.session.generation, expectedVersion: next.session.version },
+        leaseVersion: 0,
+      });
+      const restarted = { outcome: 'failed', exitCode: null, errorSummary: 'worker_restarted' } as const;
+
+      // Refused, changing nothing: the predecessor's steps other than the ending ones, a wrong token,
+      // another worker's session with the right token, the predecessor itself.
+      const other = await f.worker(workerId('other'));
+      const otherSession = {
+        ...running.fence,
+        workerId: other.workerId,
+        sessionId: other.sessionId,
+        fence: other.fence,
+      };
+      const before = await snapshotDatabase(f.db);
+      for (const [name, call, area, reason] of [
+        ['starting', () => acts.starting(successor(unstarted)), 'lease', 'lease_token_mismatch'],
+        [
+          'running',
+          () => acts.running({ ...successor(starting), executorHandle: 'x:1' }),
+          'lease',
+          'lease_token_mismatch',
+        ],
+        [
+          'logs',
+          () => acts.appendLog({ ...successor(running), seq: 0, text: 'x' }),
+          'lease',
+          'lease_token_mismatch',
+        ],
+        [
+          'renew',
+          () => f.leases.renew({ ...successor(running), leaseMs: RUN_LEASE }),
+          'lease',
+          'lease_token_mismatch',
+        ],
+        [
+          'wrong token',
+          () =>
+            acts.complete({ ...successor(running), tokenDigest: leaseTokenDigest(newToken()), ...restarted }),
+          'lease',
+          'lease_token_mismatch',
+        ],
+        [
+          'other worker',
+          () => acts.complete({ ...otherSession, ...restarted }),
+          'lease',
+          'lease_token_mismatch',
+        ],
+        [
+          'predecessor',
+          () => acts.complete({ ...running.fence, ...restarted }),
+          'session',
+          'session_replaced',
+        ],
+      ] as const) {
+        await expect({
+          name,
+          error: await (call() as Promise<unknown>).catch((e: unknown) => e),
+        }).toMatchObject({
+          name,
+          error: { area, reason },
+        });
+      }
+      expect(await snapshotDatabase(f.db)).toEqual(before);
+
+      // The ending steps and the release, from the successor: applied at once, no lease term to wait for.
+      expect(await acts.complete({ ...successor(running), ...restarted })).toMatchObject({
+        status: 'applied',
+        snapshot: { attemptStatus: 'failed' },
+      });
+      expect(
+        await acts.startFailure({ ...successor(starting), errorCode: 'worker_restarted' }),
+      ).toMatchObject({
+        status: 'applied',
+      });
+      expect((await f.leases.release({ ...successor(unstarted), leaseMs: RUN_LEASE })).state).toBe(
+        'released',
+      );
+      expect(await f.runs.find(running.run.id)).toMatchObject({ status: 'failed' });
+      expect(await f.runs.find(starting.run.id)).toMatchObject({ status: 'failed' });
+      expect(await f.runs.find(unstarted.run.id)).toMatchObject({ status: 'queued' });
+      // The successor's own capacity was never the predecessor's: still all free.
+      expect(await activeLeases(old)).toBe(0);
+      // A replay of the successor's report is recognised; the sweeper finds nothing left to end.
+      expect(await acts.complete({ ...successor(running), ...restarted })).toMatchObject({
+        status: 'already_terminal',
+      });
+      target.clock.advance(RUN_LEASE + 1);
+      expect(await f.leases.sweep(64)).toMatchObject({ lost: 0, requeued: 0 });
+    });
+
     it('replacement: the new session has its full capacity; the old attempt is retried only after its lease expired', async () => {
       const old = await f.worker(workerId(), 2);
       const a = await claimed({ retry: { maxAttempts: 2, initialBackoffMs: 1_000 } }, old);

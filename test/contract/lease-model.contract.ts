@@ -135,21 +135,34 @@ function sessionFault(m: Model, session: SessionModel): FenceReason | null {
   return null;
 }
 
-/** R-LSE-4, in the order the adapters name it: session, then token, state, term, version. */
+/**
+ * R-LSE-4, in the order the adapters name it: session, then token, state, term, version. With
+ * `successorAllowed` (release), the worker's later session may name its earlier session's lease with
+ * its token, and no version is asked of it (ADR 0015).
+ */
 function leaseFault(
   m: Model,
   sender: SessionModel,
   lease: LeaseModel,
   token: string,
   version: number,
+  successorAllowed = false,
 ): Expected {
   const session = sessionFault(m, sender);
   if (session) return { area: 'session', reason: session };
-  if (sender.workerIdx !== lease.workerIdx || sender.sessionId !== lease.sessionId || token !== lease.token)
+  const successor =
+    successorAllowed &&
+    sender.workerIdx === lease.workerIdx &&
+    sender.sessionId !== lease.sessionId &&
+    token === lease.token;
+  if (
+    !successor &&
+    (sender.workerIdx !== lease.workerIdx || sender.sessionId !== lease.sessionId || token !== lease.token)
+  )
     return { area: 'lease', reason: 'lease_token_mismatch' };
   if (lease.state !== 'active') return { area: 'lease', reason: 'lease_not_active' };
   if (lease.expiresAt <= m.now) return { area: 'lease', reason: 'lease_expired' };
-  if (version !== lease.version && version !== lease.version - 1)
+  if (!successor && version !== lease.version && version !== lease.version - 1)
     return { area: 'lease', reason: 'lease_version_mismatch' };
   return null;
 }
@@ -481,7 +494,7 @@ class Release extends ModelCommand {
     const call = r.f.leases.release(leaseCommand(m, sender, lease, token, version));
     const attempt = m.attempts.get(lease.attemptId)!;
     const expected =
-      leaseFault(m, sender, lease, token, version) ??
+      leaseFault(m, sender, lease, token, version, true) ??
       (attempt.status !== 'claimed' ? { area: 'lease' as const, reason: 'attempt_started' as const } : null);
     if (expected) {
       count(`release: ${expected.reason}`);

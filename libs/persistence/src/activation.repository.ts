@@ -29,6 +29,7 @@ import {
   StoredLease,
   endLease,
   leaseIdentityViolation,
+  reportedVersion,
   leaseTermViolation,
   lockRun,
   readFencedLease,
@@ -122,12 +123,14 @@ export class SqlActivationRepository implements ActivationRepository {
   private async acknowledge(command: LeaseFenceCommand, payload: StepPayload): Promise<ActivationResult> {
     const digest = stepDigest(payload);
     return this.db.transaction(async (tx) => {
-      const held = await this.hold(tx, command);
+      // The final steps may come from the worker's successor session (restart recovery, ADR 0015).
+      const ends = payload.step === 'start_failure' || payload.step === 'completion';
+      const held = await this.hold(tx, command, ends ? 'successor_allowed' : 'holder_only');
       const { lease, run, attempt, now } = held;
       const decision = decideAcknowledgement(payload.step, digest, {
         attemptStatus: attempt.status,
         recorded: attempt.recorded,
-        leaseFault: leaseTermViolation(lease, command.leaseVersion, now),
+        leaseFault: leaseTermViolation(lease, reportedVersion(lease, command), now),
       });
       switch (decision.kind) {
         case 'refuse':
@@ -144,9 +147,13 @@ export class SqlActivationRepository implements ActivationRepository {
   }
 
   /** The session fence, then whose lease it is; the attempt must still be under this lease generation. */
-  private async hold(tx: SqlExecutor, command: LeaseFenceCommand): Promise<Held> {
+  private async hold(
+    tx: SqlExecutor,
+    command: LeaseFenceCommand,
+    successor: 'successor_allowed' | 'holder_only' = 'holder_only',
+  ): Promise<Held> {
     const { lease, now } = await readFencedLease(tx, command, '{forUpdate}');
-    const identity = leaseIdentityViolation(lease, command);
+    const identity = leaseIdentityViolation(lease, command, successor);
     if (identity || !lease) throw new FencedError('lease', identity ?? 'lease_not_found');
     const run = await lockRun(tx, lease.runId);
     const attempt = await this.attempt(tx, lease.attemptId);

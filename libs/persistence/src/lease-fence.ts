@@ -58,16 +58,38 @@ export function assertSessionFence(
   return session!;
 }
 
-/** Whose lease it is: found, same holder and token, same generation; or why not. */
+type LeaseIdentity = Omit<LeaseClaimant, 'fence' | 'leaseVersion' | 'offerId'>;
+
+/**
+ * R-WRK-2 / R-RUN-7, ADR 0015: the worker's current session ending a lease of one of its earlier
+ * sessions with that lease's token. Only the process that took the predecessor's journal (one owner,
+ * by its lock) can know the token, and it reports only after it killed the leftover process group: the
+ * old process has provably stopped. The caller's own session fence is checked as for any call.
+ */
+export function isSuccessorReport(lease: StoredLease, command: LeaseIdentity): boolean {
+  return (
+    lease.workerId === command.workerId &&
+    lease.sessionId !== command.sessionId &&
+    lease.tokenDigest === command.tokenDigest
+  );
+}
+
+/**
+ * Whose lease it is: found, same holder and token, same generation; or why not. `successor` lets the
+ * worker's current session name a lease of its earlier session (`isSuccessorReport`).
+ */
 export function leaseIdentityViolation(
   lease: StoredLease | null,
-  command: Omit<LeaseClaimant, 'fence' | 'leaseVersion' | 'offerId'>,
+  command: LeaseIdentity,
+  successor: 'successor_allowed' | 'holder_only' = 'holder_only',
 ): FenceReason | null {
   if (!lease) return 'lease_not_found';
+  const handedOver = successor === 'successor_allowed' && isSuccessorReport(lease, command);
   if (
-    lease.workerId !== command.workerId ||
-    lease.sessionId !== command.sessionId ||
-    lease.tokenDigest !== command.tokenDigest
+    !handedOver &&
+    (lease.workerId !== command.workerId ||
+      lease.sessionId !== command.sessionId ||
+      lease.tokenDigest !== command.tokenDigest)
   )
     return 'lease_token_mismatch';
   if (lease.leaseGeneration !== command.leaseGeneration) return 'lease_generation_mismatch';
@@ -102,8 +124,23 @@ export function leaseViolation(
   lease: StoredLease | null,
   command: Omit<LeaseClaimant, 'fence' | 'offerId'>,
   now: number,
+  successor: 'successor_allowed' | 'holder_only' = 'holder_only',
 ): FenceReason | null {
-  return leaseIdentityViolation(lease, command) ?? leaseTermViolation(lease!, command.leaseVersion, now);
+  return (
+    leaseIdentityViolation(lease, command, successor) ??
+    leaseTermViolation(lease!, reportedVersion(lease!, command), now)
+  );
+}
+
+/**
+ * The lease version a call is judged by. A successor's report carries none that means anything (the
+ * predecessor's renewals were not journaled), and its token already names the lease: the current one.
+ */
+export function reportedVersion(
+  lease: StoredLease,
+  command: LeaseIdentity & { leaseVersion: number },
+): number {
+  return isSuccessorReport(lease, command) ? lease.version : command.leaseVersion;
 }
 
 /**

@@ -462,7 +462,8 @@ export class SqlLeaseRepository implements LeaseRepository {
   async release(command: LeaseCommand): Promise<LeaseRecord> {
     return this.db.transaction(async (tx) => {
       const { lease, now } = await readFencedLease(tx, command, '{forUpdate}');
-      const leaseReason = leaseViolation(lease, command, now);
+      // An unstarted attempt of its predecessor is given back by the successor too (ADR 0015).
+      const leaseReason = leaseViolation(lease, command, now, 'successor_allowed');
       if (leaseReason || !lease) throw new FencedError('lease', leaseReason ?? 'lease_not_found');
       const { run, attempt } = await lockRunOf(tx, lease);
       if (hasStarted(attempt.status) || attempt.status !== 'claimed') {

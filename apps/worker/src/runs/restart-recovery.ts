@@ -37,9 +37,9 @@ const RESTART_TRIES = 3;
 /**
  * R-WRK-1/-2 at start, before the first pull: the journal scanned in pages of ≤ 64, ≤ 16 records per
  * tick, each record given what `restartAction` prescribes. A leftover process group is killed (once
- * proven ours) before the report. The new session cannot hold the predecessor's leases, so the
- * control plane normally refuses these reports (409 `lease_token_mismatch`) and ends the leases at
- * their term; either way the record is finished here and never handled twice.
+ * proven ours) before the report. The new session sends the report with the predecessor's token, which
+ * the control plane accepts from this worker's successor session (ADR 0015); a lease already ended
+ * (expired, swept) refuses it. Either way the record is finished here and never handled twice.
  */
 export async function recoverJournal(
   deps: RecoveryDeps,
@@ -127,7 +127,7 @@ async function report(deps: RecoveryDeps, record: JournalRecord, action: ReportA
       acknowledged = true;
     } catch (error) {
       if (!isLeaseFenced(error)) throw error;
-      deps.log.info('restart report refused: the lease ended with the old session', {
+      deps.log.info('restart report refused: the lease already ended', {
         ...ids,
         ...describeError(error),
       });
