@@ -71,6 +71,9 @@ export const FAST_PLANE_ENV: Readonly<Record<string, string>> = {
   QL_INGRESS_RATE_PER_SECOND: '100000',
 };
 
+/** The workers' per-call deadline (a timer while a call is in flight). */
+export const WORKER_REQUEST_TIMEOUT_MS = 2_000;
+
 /** Settings a test wants when the worker knows them (a setting a worker does not know refuses its start). */
 const OPTIONAL_WORKER_ENV: Readonly<Record<string, string>> = { QL_WORKER_PULL_INTERVAL_MS: '100' };
 const KNOWN_WORKER_ENV = new Set<string>(WORKER_SETTINGS.map((s) => s.env));
@@ -173,7 +176,7 @@ export class RemoteRunHarness {
         QL_WORKER_TLS_CERT: this.pki.workers[workerId]!.certPath,
         QL_WORKER_TLS_KEY: this.pki.workers[workerId]!.keyPath,
         QL_WORKER_HEARTBEAT_MS: '200',
-        QL_WORKER_REQUEST_TIMEOUT_MS: '2000',
+        QL_WORKER_REQUEST_TIMEOUT_MS: String(WORKER_REQUEST_TIMEOUT_MS),
         QL_WORKER_KILL_GRACE_MS: '500',
         QL_WORKER_LOG_LEVEL: 'debug',
         ...optionalWorkerEnv(),
