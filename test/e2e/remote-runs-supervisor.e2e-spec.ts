@@ -12,7 +12,7 @@ import request from 'supertest';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { CLI, EntryPoint, QUICKSTART, ROOT, freePort, tempDir } from '../support/entry-points';
 import { PostgresProxy } from '../support/postgres-proxy';
-import { WorkerView, eventually, optionalWorkerEnv } from '../support/remote-run-harness';
+import { RunView, TERMINAL_RUN_STATUSES, WorkerView, eventually, optionalWorkerEnv } from '../support/remote-run-harness';
 
 const SESSION_LEASE_MS = 5_000;
 
@@ -104,5 +104,27 @@ describe('the quickstart supervisor after a control-plane outage longer than the
     );
     expect(after.sessionId).not.toBe(before.sessionId);
     expect(after.sessionId).toBe(registrations().at(-1)?.sessionId);
+  });
+
+  it('the restarted worker runs the next task', async () => {
+    const task = await admin('post', '/api/v1/tasks', { name: 'after the outage', runtime: 'shell', command: 'echo "back again"' });
+    expect(task.status).toBe(201);
+    const trigger = await admin('post', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
+    expect(trigger.status).toBe(201);
+    const runId = (trigger.body as { run: { id: string } }).run.id;
+    const run = await eventually(
+      'the run ended',
+      async () => {
+        const view = (await admin('get', `/api/v1/runs/${runId}`)).body as RunView;
+        return TERMINAL_RUN_STATUSES.includes(view.status) ? view : undefined;
+      },
+      { context: () => q.transcript() },
+    );
+    expect({ status: run.status, workers: run.attempts.map((a) => a.workerId) }).toEqual({
+      status: 'succeeded',
+      workers: ['worker-1'],
+    });
+    const logs = (await admin('get', `/api/v1/runs/${runId}/logs`)).body as { items: { text: string }[] };
+    expect(logs.items.map((i) => i.text).join('')).toContain('back again\n');
   });
 });
