@@ -51,12 +51,22 @@ export class FakeControlPlane implements WorkerIngress {
   status: 'online' | 'draining' | 'offline' = 'online';
   inflight = 0;
   maxInflight = 0;
+  /** Whether heartbeat answers name the cancel intents (the renew answer always carries its own). */
+  heartbeatCancels = true;
 
   constructor(private readonly leaseMs = 10_000) {}
 
   /** Queues a run of a task with this spec (defaults fill the rest). */
   enqueue(spec: Partial<TaskSpec>): void {
     this.queue.push(spec);
+  }
+
+  /** A lease the control plane holds for a journal record of a previous process (restart tests). */
+  adopt(r: { offerId: string; leaseToken: string | null; runId: string; attemptId: string }): FakeLease {
+    const lease = this.lease(r.offerId, r.leaseToken ?? '', {}, r);
+    lease.attempt = 'running';
+    lease.callbacks = 2;
+    return lease;
   }
 
   of(action: IngressAction): Call[] {
@@ -103,7 +113,13 @@ export class FakeControlPlane implements WorkerIngress {
         return this.session(
           call,
           call.action === 'heartbeat'
-            ? { cancelAttemptIds: this.leaseList.filter((l) => l.state === 'active' && l.cancelRequested).map((l) => l.attemptId) }
+            ? {
+                cancelAttemptIds: this.heartbeatCancels
+                  ? this.leaseList
+                      .filter((l) => l.state === 'active' && l.cancelRequested)
+                      .map((l) => l.attemptId)
+                  : [],
+              }
             : {},
         );
       case 'offers':
@@ -141,12 +157,21 @@ export class FakeControlPlane implements WorkerIngress {
         idle: { reason: 'no_queued_runs', activeLeases: 0, capacity: 4, scanned: 0 },
       };
     }
+    return this.offerAnswer(this.lease(b.offerId as string, b.leaseToken as string, next));
+  }
+
+  private lease(
+    offerId: string,
+    token: string,
+    spec: Partial<TaskSpec>,
+    run = { runId: ids.uuidV7(), attemptId: ids.uuidV7() },
+  ): FakeLease {
     const lease: FakeLease = {
-      offerId: b.offerId as string,
-      token: b.leaseToken as string,
-      runId: ids.uuidV7(),
-      attemptId: ids.uuidV7(),
-      spec: parseTaskSpec({ name: 'task', command: 'true', runtime: 'shell', ...next }),
+      offerId,
+      token,
+      runId: run.runId,
+      attemptId: run.attemptId,
+      spec: parseTaskSpec({ name: 'task', command: 'true', runtime: 'shell', ...spec }),
       version: 0,
       expiresAt: Date.now() + this.leaseMs,
       state: 'active',
@@ -155,8 +180,8 @@ export class FakeControlPlane implements WorkerIngress {
       cancelRequested: false,
       logs: [],
     };
-    this.leases.set(lease.offerId, lease);
-    return this.offerAnswer(lease);
+    this.leases.set(offerId, lease);
+    return lease;
   }
 
   private offerAnswer(l: FakeLease) {

@@ -85,9 +85,15 @@ export class LeaseRenewer {
 
   private async renew(held: Held): Promise<void> {
     const { lease, handlers } = held;
+    if (this.now() >= lease.expiresAtMs) return this.lose(held, 'lease_term_ended');
     let cancelRequested = false;
     try {
-      await this.channel.leaseCall('renew', () => leaseFence(lease), {
+      const body = () => {
+        // Checked again when the call's turn in the chain comes: never sent past the term.
+        if (this.now() >= lease.expiresAtMs) throw new Error('lease term ended');
+        return leaseFence(lease);
+      };
+      await this.channel.leaseCall('renew', body, {
         signal: this.signal,
         onAnswer: (answer) => {
           // Applied in the chain's turn: the next lease call is built with the new version.
@@ -109,14 +115,17 @@ export class LeaseRenewer {
         });
         return; // still due: the next tick tries again
       }
-      this.release(lease.offerId);
-      const reason = isLeaseFenced(error) ? (error.reason ?? error.code) : 'lease_term_ended';
-      this.log.error('lease lost; its run is killed and not completed', {
-        offerId: lease.offerId,
-        reason,
-        ...describeError(error),
-      });
-      handlers.lost(reason);
+      this.lose(held, isLeaseFenced(error) ? (error.reason ?? error.code) : 'lease_term_ended', error);
     }
+  }
+
+  private lose(held: Held, reason: string, error?: unknown): void {
+    this.release(held.lease.offerId);
+    this.log.error('lease lost; its run is killed and not completed', {
+      offerId: held.lease.offerId,
+      reason,
+      ...(error ? describeError(error) : {}),
+    });
+    held.handlers.lost(reason);
   }
 }
