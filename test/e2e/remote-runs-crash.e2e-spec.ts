@@ -18,8 +18,14 @@ import {
   journalRecords,
 } from '../support/remote-run-harness';
 
-/** Long enough that the restarted worker kills the orphan before a retry can start anywhere. */
-const RETRY_BACKOFF_MS = 8_000;
+// Real worker processes: a start takes seconds on a loaded machine, a run several of them.
+jest.setTimeout(180_000);
+
+/**
+ * Long enough that the restarted worker (a process start: seconds on a loaded machine) kills the
+ * orphan before the retry can start anywhere: the retry is due this long after the lease expired.
+ */
+const RETRY_BACKOFF_MS = 15_000;
 
 /**
  * Each attempt writes `<attemptId>.start`, then a timestamp (ms) every ~0.1 s to `<attemptId>.beats`,
@@ -86,10 +92,10 @@ describe('kill -9 of a worker during a run (sqlite)', () => {
     // Its process group outlived it (a group of its own, as the executor made it).
     expect(attemptProcesses(attempt1).length).toBeGreaterThan(0);
 
-    const b = h.startWorker('worker-b', { env: { QL_WORKER_LABELS: 'site=b' } });
     const a2 = h.startWorker('worker-a', { journalDir: a1.journalDir, env: { QL_WORKER_LABELS: 'site=a' } });
-    await h.untilOnline(b);
+    const b = h.startWorker('worker-b', { env: { QL_WORKER_LABELS: 'site=b' } });
     const second = await h.untilOnline(a2);
+    await h.untilOnline(b);
     expect(second.sessionId).not.toBe(first.sessionId);
     expect(second.generation).toBe(first.generation + 1);
 
@@ -102,7 +108,7 @@ describe('kill -9 of a worker during a run (sqlite)', () => {
     expect(attemptProcesses(attempt1)).toEqual([]);
     expect(Math.max(...beats(attempt1))).toBeGreaterThan(killedAt);
 
-    const run = await h.untilRunEnds(runId, 60_000);
+    const run = await h.untilRunEnds(runId);
     expect({
       status: run.status,
       attempts: run.attempts.map((a) => ({ no: a.attemptNo, status: a.status, worker: a.workerId })),

@@ -9,6 +9,9 @@ import { LogLine } from '../support/child-process';
 import { ROOT } from '../support/entry-points';
 import { RemoteRunHarness, RunWorker, WORKER_REQUEST_TIMEOUT_MS, eventually } from '../support/remote-run-harness';
 
+// Real worker processes: a start takes seconds on a loaded machine, a run several of them.
+jest.setTimeout(180_000);
+
 interface Probe extends LogLine {
   timers: { delayMs: number; ref: boolean }[];
   sockets: number;
@@ -36,7 +39,7 @@ describe('a started idle worker (R-PROF-3)', () => {
       },
     });
     await h.untilOnline(w);
-  }, 90_000);
+  });
   afterAll(async () => {
     await h?.close();
   });

@@ -9,6 +9,9 @@
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { RemoteRunHarness, attemptProcesses, eventually } from '../support/remote-run-harness';
 
+// Real worker processes: a start takes seconds on a loaded machine, a run several of them.
+jest.setTimeout(180_000);
+
 describe('SIGTERM to a worker with a running task (sqlite)', () => {
   let h: RemoteRunHarness;
 

@@ -9,6 +9,9 @@ import {
 } from '../support/remote-run-harness';
 import type { Dialect } from '../support/test-plane';
 
+// Real worker processes: a start takes seconds on a loaded machine, a run several of them.
+jest.setTimeout(180_000);
+
 /** The control plane's per-run log cap (its minimum, 64 KiB), so a short task can pass it. */
 const LOG_CAP_BYTES = 64 * 1024;
 
@@ -20,7 +23,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('remote runs on a real worker pro
     h = await RemoteRunHarness.start(dialect, ['worker-a'], { QL_RUN_LOG_CAP_BYTES: String(LOG_CAP_BYTES) });
     worker = h.startWorker('worker-a');
     await h.untilOnline(worker);
-  }, 90_000);
+  });
   afterAll(async () => {
     await h?.close();
   });

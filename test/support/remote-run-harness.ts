@@ -83,11 +83,17 @@ export function optionalWorkerEnv(): Record<string, string> {
   return Object.fromEntries(Object.entries(OPTIONAL_WORKER_ENV).filter(([name]) => KNOWN_WORKER_ENV.has(name)));
 }
 
+/**
+ * The default deadline of a wait: generous, because a worker process start or a python start takes
+ * seconds on a loaded machine; a wait that passes returns as soon as its condition holds.
+ */
+export const WAIT_DEADLINE_MS = 60_000;
+
 /** Polls `probe` until it returns a value; fails at the deadline naming what it waited for. */
 export async function eventually<T>(
   what: string,
   probe: () => Promise<T | undefined> | T | undefined,
-  { deadlineMs = 30_000, pollMs = 100, context }: { deadlineMs?: number; pollMs?: number; context?: () => string } = {},
+  { deadlineMs = WAIT_DEADLINE_MS, pollMs = 100, context }: { deadlineMs?: number; pollMs?: number; context?: () => string } = {},
 ): Promise<T> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
@@ -195,7 +201,7 @@ export class RemoteRunHarness {
         const view = await this.worker(w.workerId);
         return view?.status === 'online' && view.sessionId === w.session() ? view : undefined;
       },
-      { pollMs: 100, deadlineMs: 60_000 },
+      { pollMs: 100, deadlineMs: WAIT_DEADLINE_MS },
     );
   }
 
@@ -228,7 +234,7 @@ export class RemoteRunHarness {
     runId: string,
     what: string,
     condition: (run: RunView) => boolean,
-    deadlineMs = 30_000,
+    deadlineMs = WAIT_DEADLINE_MS,
   ): Promise<RunView> {
     return eventually(
       `run ${runId}: ${what}`,
@@ -240,7 +246,7 @@ export class RemoteRunHarness {
     );
   }
 
-  untilRunEnds(runId: string, deadlineMs = 30_000): Promise<RunView> {
+  untilRunEnds(runId: string, deadlineMs = WAIT_DEADLINE_MS): Promise<RunView> {
     return this.untilRun(runId, 'a terminal status', (r) => TERMINAL_RUN_STATUSES.includes(r.status), deadlineMs);
   }
 
