@@ -54,13 +54,15 @@ describe('a started idle worker (R-PROF-3)', () => {
   };
 
   /**
-   * A probe may land while a call is in flight (its deadline is a timer too): the idle picture is a
-   * probe without it, and one comes within a few probes.
+   * A probe may land mid-cycle: a loop whose cycle is running has no timer armed, and a call in
+   * flight has its deadline timer. The idle picture is a probe with both loops armed and no call in
+   * flight; one comes within a few probes (a loop that never re-arms fails at the deadline).
    */
   const idleProbe = () =>
-    eventually('a probe between two calls', async () => {
+    eventually('a probe between two cycles', async () => {
       const p = await probe();
-      return p.timers.some((t) => t.delayMs === WORKER_REQUEST_TIMEOUT_MS) ? undefined : p;
+      const armed = (ms: number) => p.timers.some((t) => t.delayMs === ms);
+      return armed(PULL_MS) && armed(HEARTBEAT_MS) && !armed(WORKER_REQUEST_TIMEOUT_MS) ? p : undefined;
     });
   const expectOnlyItsTimers = (p: Probe) => {
     expect(p.timers).toEqual([
