@@ -9,12 +9,8 @@ import {
 import { LeaseSweeperService } from '../../apps/control-plane/src/leases/lease-sweeper.service';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, registerBody } from '../support/fixtures';
-import {
-  LeaseHolder as Holder,
-  IngressSession as Session,
-  leaseFence,
-  pullOffer as pullLeaseOffer,
-} from '../support/lease-holder';
+import { LeaseHolder as Holder, IngressSession as Session, leaseFence } from '../support/lease-holder';
+import { pullOffer as pullLeaseOffer } from '../support/lease-pull';
 import {
   Dialect,
   HttpResult,

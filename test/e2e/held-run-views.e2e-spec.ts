@@ -1,10 +1,11 @@
 // Size: a held run seen from outside over the real listeners: its output read back through the admin
 // logs route (pages, tail end, truncation) and its cancel request in its session's heartbeat answer,
 // on one running app per dialect.
-import { IngressAction, ingressPath } from '@ql/contracts';
+import { randomBytes } from 'node:crypto';
+import { IngressAction, ingressPath, parseOfferResponse } from '@ql/contracts';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, registerBody } from '../support/fixtures';
-import { IngressSession as Session, leaseFence as fenceOf, pullOffer } from '../support/lease-holder';
+import { IngressSession as Session, leaseFence as fenceOf } from '../support/lease-holder';
 import {
   Dialect,
   TestDatabase,
@@ -79,8 +80,16 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
     });
     const run = await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
     expect(run.status).toBe(201);
-    const h = await pullOffer(t, s);
-    const { offer } = h;
+    const token = randomBytes(32).toString('base64url');
+    const res = await send(s, 'offers', {
+      generation: s.generation,
+      expectedVersion: s.version,
+      offerId: newSessionId(),
+      leaseToken: token,
+    });
+    const offer = parseOfferResponse(res.raw);
+    if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.raw}`);
+    const h = { offer, token };
     const starting = await send(s, 'starting', fenceOf(s, h));
     const started = (starting.body as { snapshot: { leaseVersion: number } }).snapshot.leaseVersion;
     const running = await send(s, 'running', { ...fenceOf(s, h, started), executorHandle: 'pid:1' });

@@ -5,7 +5,8 @@
 import { IngressAction, ingressPath, parseActivationResponse } from '@ql/contracts';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, registerBody } from '../support/fixtures';
-import { IngressSession, LeaseHolder, leaseFence, pullOffer } from '../support/lease-holder';
+import { IngressSession, LeaseHolder, leaseFence } from '../support/lease-holder';
+import { pullOffer } from '../support/lease-pull';
 import {
   Dialect,
   HttpResult,

@@ -1,7 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { ExecutionOffer, ingressPath, parseOfferResponse } from '@ql/contracts';
-import { newSessionId } from './fixtures';
-import type { TestPlane, readPair } from './test-plane';
+import type { ExecutionOffer } from '@ql/contracts';
+import type { readPair } from './test-plane';
 
 /** A registered worker session as the e2e tests drive it over the ingress. */
 export interface IngressSession {
@@ -27,17 +25,3 @@ export const leaseFence = (s: IngressSession, h: LeaseHolder, leaseVersion = 0) 
   leaseGeneration: h.offer.lease.leaseGeneration,
   leaseVersion,
 });
-
-/** One pull by `s` under a new offer id and token: the offer it got and that token (an idle answer throws). */
-export async function pullOffer(t: TestPlane, s: IngressSession): Promise<LeaseHolder> {
-  const token = randomBytes(32).toString('base64url');
-  const res = await t.ingress(s.creds, ingressPath(s.workerId, s.sessionId, 'offers'), {
-    generation: s.generation,
-    expectedVersion: s.version,
-    offerId: newSessionId(),
-    leaseToken: token,
-  });
-  const offer = parseOfferResponse(res.raw);
-  if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.status} ${res.raw}`);
-  return { offer, token };
-}
