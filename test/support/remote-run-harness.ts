@@ -131,9 +131,13 @@ export class RunWorker extends EntryPoint {
     return this.lines.find((l) => l.msg === 'worker registered')?.sessionId as string | undefined;
   }
 
-  /** The last lines it wrote (stdout and stderr), for failure messages. */
+  /** The last lines it wrote (stdout and stderr) but its routine heartbeat lines, for failure messages. */
   tail(lines = 40): string {
-    return `--- ${this.workerId} (pid running: ${this.running}) ---\n${this.transcript().split('\n').slice(-lines).join('\n')}`;
+    const told = [
+      ...this.lines.filter((l) => l.msg !== 'heartbeat').map((l) => JSON.stringify(l)),
+      ...this.stderr,
+    ];
+    return `--- ${this.workerId} (running: ${this.running}) ---\n${told.slice(-lines).join('\n')}`;
   }
 }
 
@@ -236,13 +240,20 @@ export class RemoteRunHarness {
     condition: (run: RunView) => boolean,
     deadlineMs = WAIT_DEADLINE_MS,
   ): Promise<RunView> {
+    let last: RunView | undefined;
     return eventually(
       `run ${runId}: ${what}`,
       async () => {
-        const run = await this.run(runId);
-        return condition(run) ? run : undefined;
+        last = await this.run(runId);
+        return condition(last) ? last : undefined;
       },
-      { deadlineMs, context: () => this.transcripts() },
+      {
+        deadlineMs,
+        context: () => {
+          const seen = last && { status: last.status, attempts: last.attempts, events: last.events.map((e) => e.type) };
+          return `last seen: ${JSON.stringify(seen)}\n${this.transcripts()}`;
+        },
+      },
     );
   }
 
