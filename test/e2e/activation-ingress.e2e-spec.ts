@@ -1,17 +1,16 @@
 // Size: the activation flow over the real mTLS ingress (starting, running, logs, completion, replays,
 // fences, unknown fields) on one running app per dialect.
-import { randomBytes } from 'node:crypto';
 import {
   IngressAction,
   RunActivationResponse,
   ingressPath,
   parseActivationResponse,
-  parseOfferResponse,
 } from '@ql/contracts';
 import { LeaseSweeperService } from '../../apps/control-plane/src/leases/lease-sweeper.service';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, registerBody } from '../support/fixtures';
 import { LeaseHolder as Holder, IngressSession as Session, leaseFence } from '../support/lease-holder';
+import { pullOffer as pullLeaseOffer } from '../support/lease-pull';
 import {
   Dialect,
   HttpResult,
@@ -23,7 +22,6 @@ import {
   startTestPlane,
 } from '../support/test-plane';
 
-const newToken = () => randomBytes(32).toString('base64url');
 const TIMEOUT_MS = 120_000;
 const GRACE_MS = 5_000;
 
@@ -66,19 +64,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       t.ingress(s.creds, ingressPath(s.workerId, s.sessionId, action), body);
     const fenceOf = (h: Holder, leaseVersion = 0) => leaseFence(s, h, leaseVersion);
     /** One pull by worker-a under a new offer id and token: the offer it got and that token. */
-    const pullOffer = async (): Promise<Holder> => {
-      const token = newToken();
-      const res = await send('offers', {
-        generation: s.generation,
-        expectedVersion: s.version,
-        offerId: newSessionId(),
-        leaseToken: token,
-      });
-      expect(res.status).toBe(200);
-      const offer = parseOfferResponse(res.raw);
-      if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.raw}`);
-      return { offer, token };
-    };
+    const pullOffer = () => pullLeaseOffer(t, s);
     /** A queued run of a new task, pulled by worker-a: the lease holder's offer and token. */
     const holdNewRun = async (timeoutMs = TIMEOUT_MS): Promise<Holder> => {
       const task = await t.admin('POST', '/api/v1/tasks', {
