@@ -22,7 +22,10 @@ import {
 type Stage = 'held' | 'starting' | 'running';
 
 /** The extra fields of each lease call (beside the fence). */
-const CALLS: Record<'starting' | 'running' | 'start-failure' | 'logs' | 'completion', Record<string, unknown>> = {
+const CALLS: Record<
+  'starting' | 'running' | 'start-failure' | 'logs' | 'completion',
+  Record<string, unknown>
+> = {
   starting: {},
   running: { executorHandle: 'pid:4242' },
   'start-failure': { errorCode: 'spawn_failed' },
@@ -77,7 +80,9 @@ describe.each<Dialect>(['sqlite', 'postgres'])('fenced lease calls change nothin
       runtime: 'shell',
     });
     expect(task.status).toBe(201);
-    expect((await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {})).status).toBe(201);
+    expect((await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {})).status).toBe(
+      201,
+    );
     return pull(s);
   };
   /** Moves the holder's attempt to `stage`; the lease version its next call must carry. */
@@ -97,8 +102,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])('fenced lease calls change nothin
     });
   const snapshot = () => snapshotDatabase(t.plane.core.db);
 
+  /** The steps a successor session may send for its predecessor's lease (ADR 0015). */
+  const SUCCESSOR_ENDS: readonly Call[] = ['start-failure', 'completion'];
+
   describe.each(Object.keys(CALLS) as Call[])('%s', (call) => {
-    it('from a replaced session: refused to the old session and under the new one, and nothing changes', async () => {
+    it('from a replaced session: refused to the old session; under the new one only an ending step is taken', async () => {
       const old = await register();
       const held = await holdNewRun(old);
       const version = await advance(old, held, STAGE_OF[call]);
@@ -111,12 +119,18 @@ describe.each<Dialect>(['sqlite', 'postgres'])('fenced lease calls change nothin
         'worker_session_fenced',
         'session_replaced',
       );
-      // The new session of the same worker does not inherit the old session's lease (its token is bound to the old one).
-      refused(
-        await send(current, call, { ...leaseFence(current, held, version), ...CALLS[call] }),
-        'worker_lease_fenced',
-        'lease_token_mismatch',
-      );
+      const underNew = await send(current, call, { ...leaseFence(current, held, version), ...CALLS[call] });
+      if (SUCCESSOR_ENDS.includes(call)) {
+        // ADR 0015: the worker's next session may end its predecessor's attempt with its token (restart
+        // recovery), and nothing else; another call under the same lease is then refused as usual.
+        expect({ status: underNew.status, answer: parseActivationResponse(underNew.raw).status }).toEqual({
+          status: 200,
+          answer: 'applied',
+        });
+        return;
+      }
+      // The new session of the same worker cannot carry on the old session's run (its token is bound to the old one).
+      refused(underNew, 'worker_lease_fenced', 'lease_token_mismatch');
       expect(await snapshot()).toEqual(unchanged);
     });
 
@@ -137,7 +151,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])('fenced lease calls change nothin
       );
       // The old token under the current lease's offer id and generation is no match either.
       refused(
-        await send(s, call, { ...leaseFence(s, current, version), leaseToken: released.token, ...CALLS[call] }),
+        await send(s, call, {
+          ...leaseFence(s, current, version),
+          leaseToken: released.token,
+          ...CALLS[call],
+        }),
         'worker_lease_fenced',
         'lease_token_mismatch',
       );
