@@ -37,6 +37,8 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     `${w.ratio.toFixed(2)} ×`,
     `≤ ${WORKER_RSS_TARGET} ×`,
     w.ratio <= WORKER_RSS_TARGET ? 'pass' : 'FAIL',
+    w.registeredMs.toFixed(0),
+    w.idleCpuMs.toFixed(0),
   ]);
   const p = result.plane;
   const planeHeader = ['process', `RSS after ${idleSeconds} s MiB`, 'spawn → /readyz 200 ms', 'target'];

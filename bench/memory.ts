@@ -37,6 +37,10 @@ export interface WorkerMemoryRow {
   readonly bareSameFlagsMiB: number;
   /** Worker RSS over the bare `node` without flags (the issue's ratio; target ≤ 1.5). */
   readonly ratio: number;
+  /** CPU the worker used during the idle window (heartbeats), ms. */
+  readonly idleCpuMs: number;
+  /** From spawn to its "worker registered" log line (start-up, TLS, first round trip). */
+  readonly registeredMs: number;
 }
 
 export interface PlaneMemoryResult {
@@ -85,13 +89,23 @@ async function workerMemory(idleSeconds: number, log: (l: string) => void) {
       procs.push(worker, bare);
       return { flags, worker, bare };
     });
-    for (const p of pairs) await p.worker.untilLine('worker registered', 60_000);
+    const registeredMs: number[] = [];
+    for (const p of pairs) {
+      await p.worker.untilLine('worker registered', 60_000);
+      registeredMs.push(
+        Date.parse(String(p.worker.lines.find((l) => l.msg === 'worker registered')!.time)) -
+          p.worker.spawnedAtMs,
+      );
+    }
     log(`memory: ${pairs.length} workers registered; idle ${idleSeconds} s`);
+    const cpuAtStart = pairs.map((p) => p.worker.cpuMs());
     await sleep(idleSeconds * 1000);
     const bareNodeMiB = reference.rssMiB();
-    const workers: WorkerMemoryRow[] = pairs.map((p) => {
+    const workers: WorkerMemoryRow[] = pairs.map((p, i) => {
       const workerMiB = p.worker.rssMiB();
       return {
+        idleCpuMs: p.worker.cpuMs() - cpuAtStart[i]!,
+        registeredMs: registeredMs[i]!,
         flags: p.flags.join(' ') || '(none)',
         workerMiB,
         bareSameFlagsMiB: p.bare.rssMiB(),
@@ -197,7 +211,7 @@ async function moduleCost() {
     ['reflect-metadata', 'rxjs'],
     ['reflect-metadata', '@nestjs/common'],
     ['reflect-metadata', '@nestjs/core'],
-    ['reflect-metadata', '@nestjs/core', 'semver'],
+    ['reflect-metadata', '@nestjs/core', `${DIST}/libs/contracts/src/index.js`],
     ['reflect-metadata', '@nestjs/core', '@nestjs/schedule'],
     ['reflect-metadata', '@nestjs/core', `${DIST}/libs/domain/src/index.js`],
     ['reflect-metadata', '@nestjs/core', worker],

@@ -11,6 +11,17 @@ export function rssMiB(pid: number): number {
   return Number(kib) / 1024;
 }
 
+/** CPU time (user + system) a live process has used so far, in ms, from /proc/<pid>/stat. */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may contain spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
+}
+/** USER_HZ: 100 on every Linux this runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
 /** Polls `check` every `everyMs` until it returns a value, or throws after `timeoutMs`. */
 export async function pollUntil<T>(
   what: string,
@@ -34,6 +45,8 @@ export class BenchProcess {
   readonly exited: Promise<number | null>;
   /** performance.now() when the process was spawned. */
   readonly startedAt = performance.now();
+  /** Date.now() when the process was spawned, to compare with the times in its log lines. */
+  readonly spawnedAtMs = Date.now();
   private done = false;
 
   constructor(readonly child: ChildProcess) {
@@ -66,6 +79,10 @@ export class BenchProcess {
 
   rssMiB(): number {
     return rssMiB(this.pid);
+  }
+
+  cpuMs(): number {
+    return cpuMs(this.pid);
   }
 
   /** Resolves with the first log line whose `msg` is `msg`; rejects if the process exits first. */
