@@ -1,12 +1,16 @@
 /**
- * `npm run bench`: heartbeat compare-and-set commits per second through the registry repository, and
- * claim throughput (pull → committed lease), each figure beside its ceiling measured in the same run
- * (and graphile-worker as a peer for claims). See bench/README.md.
+ * `npm run bench`: heartbeat compare-and-set commits per second through the registry repository,
+ * claim throughput (pull → committed lease), idle memory and start-up of the worker and the control
+ * plane, and dispatch over the real wire (end-to-end runs/s, queue-to-offer latency), each figure
+ * beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
  *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too
  *   QL_BENCH_IDLE_SECONDS    memory: idle time before RSS is read (default 60)
+ *   QL_BENCH_SESSIONS        dispatch: worker sessions per level (default 1,4,16)
+ *   QL_BENCH_E2E_RUNS        dispatch: counted runs per level (default 300; QL_BENCH_E2E_WARMUP 30 before)
+ *   QL_BENCH_LATENCY_*       dispatch: SAMPLES (100) and PULLERS (4); QL_BENCH_PULL_INTERVAL_MS (100)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
  *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)
  *   QL_BENCH_PEER            claim: 1 (default) also runs graphile-worker on the same PostgreSQL
