@@ -1,7 +1,7 @@
-import { resolve } from 'node:path';
+import { join } from 'node:path';
 import { ingressPath } from '@ql/contracts';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
-import { LoggedProcess } from '../support/child-process';
+import { WorkerProcess } from '../support/worker-process';
 import { newSessionId, registerBody } from '../support/fixtures';
 import {
   TestDatabase,
@@ -12,24 +12,12 @@ import {
   startTestPlane,
 } from '../support/test-plane';
 
-const ROOT = resolve(__dirname, '..', '..');
-
 interface WorkerView {
   workerId: string;
   status: string;
   sessionId: string;
   generation: number;
   version: number;
-}
-
-/** The real worker entry point in a child process, running the TypeScript sources through SWC. */
-class WorkerProcess extends LoggedProcess {
-  constructor(env: Record<string, string>) {
-    super(process.execPath, ['-r', './apps/worker/test-support/swc-register.js', 'apps/worker/src/main.ts'], {
-      cwd: ROOT,
-      env,
-    });
-  }
 }
 
 describe('headless worker process against a real control plane (SQLite)', () => {
@@ -67,6 +55,9 @@ describe('headless worker process against a real control plane (SQLite)', () => 
       QL_WORKER_HEARTBEAT_MS: '200',
       QL_WORKER_LOG_LEVEL: 'debug',
       QL_WORKER_LABELS: 'zone=secret-zone-value',
+      // The journal and work folders stay out of the repository (the defaults are under ./var).
+      QL_WORKER_JOURNAL_DIR: join(pki.dir, 'worker', workerId, 'journal'),
+      QL_WORKER_WORK_DIR: join(pki.dir, 'worker', workerId, 'runs'),
       ...env,
     });
     workers.push(w);

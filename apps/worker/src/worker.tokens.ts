@@ -6,3 +6,5 @@ export const HOST_PROBE = Symbol('HostProbe');
 /** The software version the worker declares at registration; kept equal to package.json by a test. */
 export const WORKER_SOFTWARE_VERSION = '0.1.0';
 export const WORKER_PROTOCOL_VERSION = 3;
+/** The runs the lifecycle drives (`RunSupervisor`); absent, the worker only keeps its session. */
+export const WORKER_RUNS = Symbol('WorkerRuns');

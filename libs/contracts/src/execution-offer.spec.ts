@@ -3,6 +3,7 @@ import {
   EXECUTION_OFFER_MAX_BYTES,
   EXECUTION_OFFER_SCHEMA,
   OfferContractError,
+  parseLeaseAnswer,
   parseOfferResponse,
 } from './execution-offer';
 import { createIdGenerator } from './system-ports';
@@ -120,5 +121,52 @@ describe('parseOfferResponse (qinglong/remote-execution-offer@v1)', () => {
     );
     expect(refusal(big)).toBe('too_large');
     expect(refusal(Buffer.alloc(EXECUTION_OFFER_MAX_BYTES + 1, 0x20))).toBe('too_large');
+  });
+});
+
+describe('parseLeaseAnswer (renew and release answers, read by the worker)', () => {
+  const lease = offer().lease as Record<string, unknown>;
+  const rule = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (error) {
+      if (error instanceof OfferContractError) return error.rule;
+      throw error;
+    }
+    return 'accepted';
+  };
+
+  it('reads a renew answer with its cancel flag and a release answer', () => {
+    expect(parseLeaseAnswer({ lease, cancelRequested: true }, 'renew')).toEqual({
+      lease,
+      cancelRequested: true,
+    });
+    expect(parseLeaseAnswer({ lease }, 'release')).toEqual({ lease });
+  });
+
+  it.each<[string, unknown, 'renew' | 'release', string]>([
+    ['a renew answer without the cancel flag', { lease }, 'renew', 'cancelRequested:must_be_boolean'],
+    [
+      'a cancel flag that is not a boolean',
+      { lease, cancelRequested: 'yes' },
+      'renew',
+      'cancelRequested:must_be_boolean',
+    ],
+    ['an unknown field', { lease, cancelRequested: false, token: 'x' }, 'renew', 'token:unknown_field'],
+    [
+      'a release answer with a cancel flag',
+      { lease, cancelRequested: false },
+      'release',
+      'cancelRequested:unknown_field',
+    ],
+    [
+      'a lease version out of range',
+      { lease: { ...lease, version: -1 } },
+      'release',
+      'lease.version:out_of_range',
+    ],
+    ['no object', null, 'renew', ':must_be_object'],
+  ])('refuses %s', (_name, json, action, expected) => {
+    expect(rule(() => parseLeaseAnswer(json, action as 'renew'))).toBe(expected);
   });
 });

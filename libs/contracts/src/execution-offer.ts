@@ -155,3 +155,30 @@ export interface RenewResponse {
   readonly lease: OfferedLease;
   readonly cancelRequested: boolean;
 }
+
+/** What release answers with: the ended lease's projection. */
+export interface ReleaseResponse {
+  readonly lease: OfferedLease;
+}
+
+/**
+ * The worker's strict reader of a `renew` (lease and `cancelRequested`) or `release` (lease only)
+ * answer: exact shape, no unknown fields, the lease projection's ranges.
+ */
+export function parseLeaseAnswer(json: unknown, action: 'renew'): RenewResponse;
+export function parseLeaseAnswer(json: unknown, action: 'release'): ReleaseResponse;
+export function parseLeaseAnswer(
+  json: unknown,
+  action: 'renew' | 'release',
+): RenewResponse | ReleaseResponse {
+  try {
+    if (action === 'release') return { lease: readLease(readObject(json, '', ['lease']).lease) };
+    const top = readObject(json, '', ['lease', 'cancelRequested']);
+    if (typeof top.cancelRequested !== 'boolean')
+      throw new ValidationError('cancelRequested', 'must_be_boolean');
+    return { lease: readLease(top.lease), cancelRequested: top.cancelRequested };
+  } catch (error) {
+    if (error instanceof ValidationError) throw new OfferContractError(`${error.field}:${error.rule}`);
+    throw error;
+  }
+}

@@ -14,6 +14,7 @@ describe('loadWorkerConfig', () => {
       tlsKeyPath: './var/pki/workers/worker-1.key',
       maxConcurrentRuns: 1,
       heartbeatMs: 5000,
+      pullIntervalMs: 1000,
       requestTimeoutMs: 5000,
       stopBudgetMs: 10000,
       labels: {},

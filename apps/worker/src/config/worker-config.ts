@@ -23,6 +23,7 @@ export interface WorkerConfig {
   readonly tlsKeyPath: string;
   readonly maxConcurrentRuns: number;
   readonly heartbeatMs: number;
+  readonly pullIntervalMs: number;
   readonly requestTimeoutMs: number;
   readonly stopBudgetMs: number;
   readonly labels: Readonly<Record<string, string>>;
@@ -161,6 +162,13 @@ export const WORKER_SETTINGS = [
     env: 'QL_WORKER_HEARTBEAT_MS',
     default: '5000',
     doc: 'pause between the end of one heartbeat and the start of the next; keep well below the session lease',
+    parse: int(50, 300_000),
+  },
+  {
+    key: 'pullIntervalMs',
+    env: 'QL_WORKER_PULL_INTERVAL_MS',
+    default: '1000',
+    doc: 'pause before the next pull after an `idle` answer (or a failed pull); after an offer the worker pulls again at once while it has a free slot',
     parse: int(50, 300_000),
   },
   {

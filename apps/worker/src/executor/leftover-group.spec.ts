@@ -7,31 +7,17 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { RecordedProcess } from '../journal/journal-record';
 import { liveGroupMembers } from '../host/process-table';
+import { orphanRun as orphanRunIn } from '../../test-support/journal-fixtures';
 import { killLeftoverGroup } from './leftover-group';
-import { LocalProcessExecutor, LocalRun } from './local-process.executor';
+import type { LocalRun } from './local-process.executor';
 
 const ids = createIdGenerator();
 let root: string;
 beforeEach(() => (root = mkdtempSync(join(tmpdir(), 'ql-leftover-'))));
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-/** A run whose worker "crashed": nobody will cancel it; its group keeps running with a grandchild. */
-async function orphanRun(attemptId: string, command = 'sleep 30 & echo started; wait'): Promise<LocalRun> {
-  const executor = new LocalProcessExecutor({ workRoot: root, killGraceMs: 300, outputCapBytes: 4096 });
-  let started!: () => void;
-  const output = new Promise<void>((resolve) => (started = resolve));
-  const run = await executor.launch({
-    offerId: ids.uuidV7(),
-    attemptId,
-    runtime: 'shell',
-    command,
-    env: {},
-    timeoutMs: 60_000,
-    onOutput: () => started(),
-  });
-  await output;
-  return run;
-}
+const orphanRun = (attemptId: string, command?: string): Promise<LocalRun> =>
+  orphanRunIn(root, attemptId, command);
 
 const REGISTER = resolve(__dirname, '../../test-support/swc-register.js');
 const EXECUTOR = resolve(__dirname, 'local-process.executor.ts');

@@ -10,6 +10,7 @@ import { JournalState } from './journal-states';
 import { RestartAction, WORKER_RESTARTED } from './restart-action';
 import { RestartScan } from './restart-scan';
 import { AcceptedOffer, JournalFullError, WorkerJournal } from './worker-journal';
+import { PATH_TO } from '../../test-support/journal-fixtures';
 
 const ids = createIdGenerator();
 let root: string;
@@ -37,23 +38,7 @@ async function opened(dir = join(root, 'journal'), maxRecords = 64): Promise<Wor
 async function driveTo(journal: WorkerJournal, state: JournalState, exited = false): Promise<JournalRecord> {
   const o = offer();
   let r = await journal.accept(o);
-  const steps: Record<JournalState, JournalState[]> = {
-    accepted: [],
-    starting_acknowledged: ['starting_acknowledged'],
-    launching: ['starting_acknowledged', 'launching'],
-    started: ['starting_acknowledged', 'launching', 'started'],
-    running_acknowledged: ['starting_acknowledged', 'launching', 'started', 'running_acknowledged'],
-    completion_acknowledged: [
-      'starting_acknowledged',
-      'launching',
-      'started',
-      'running_acknowledged',
-      'completion_acknowledged',
-    ],
-    start_failed: ['starting_acknowledged', 'start_failed'],
-    recovery_required: ['starting_acknowledged', 'launching', 'recovery_required'],
-  };
-  for (const to of steps[state]) {
+  for (const to of PATH_TO[state]) {
     r = await journal.transition(o.offerId, to, {
       ...(to === 'started' ? { process: proc } : {}),
       ...(to === 'completion_acknowledged' ? { outcome } : {}),

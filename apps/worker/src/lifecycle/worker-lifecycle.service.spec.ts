@@ -2,6 +2,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import type { IngressAction } from '@ql/contracts';
 import { isUuidV7, parseRegistration } from '@ql/domain';
 import { createIdGenerator } from '@ql/contracts';
+import { testProbe } from '../../test-support/worker-harness';
 import { HostProbe } from '../config/capabilities';
 import { loadWorkerConfig } from '../config/worker-config';
 import { IngressCallError, IngressCallOptions } from '../ingress-client/worker-ingress-https.client';
@@ -80,14 +81,7 @@ class FakeIngress implements WorkerIngress {
   }
 }
 
-const probe: HostProbe = {
-  arch: () => 'arm64',
-  platform: () => 'linux',
-  totalMemoryBytes: () => 512 * 1024 * 1024,
-  freeDiskBytes: async () => 2048 * 1024 * 1024,
-  nodeVersion: () => '20.20.2',
-  python3VersionOutput: async () => 'Python 3.11.7',
-};
+const probe: HostProbe = { ...testProbe, arch: () => 'arm64' };
 
 /** Timers are fake: heartbeats and budgets fire when a test moves the clock, never on wall time. */
 const tick = (ms: number) => jest.advanceTimersByTimeAsync(ms);

@@ -1,7 +1,13 @@
 import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { ScheduledLoop } from '@ql/scheduling';
-import { IngressAction, MAX_HEARTBEAT_CANCELS, RegisterResponse, SessionResponse } from '@ql/contracts';
+import {
+  HeartbeatResponse,
+  IngressAction,
+  MAX_HEARTBEAT_CANCELS,
+  RegisterResponse,
+  SessionResponse,
+} from '@ql/contracts';
 import { ID_GENERATOR, IdGenerator, IllegalStateError, isUuidV7, parseRegistration } from '@ql/domain';
 import { HostProbe, detectCapabilities } from '../config/capabilities';
 import type { WorkerConfig } from '../config/worker-config';
@@ -11,11 +17,14 @@ import {
   IngressResponse,
 } from '../ingress-client/worker-ingress-https.client';
 import { WORKER_LOG, WorkerLog } from '../logging/worker-log';
+import { LeaseAction, LeaseCallOptions, LeaseChannel, isSessionFenced } from '../runs/lease-channel';
+import type { WorkerRuns } from '../runs/run-supervisor';
 import {
   HOST_PROBE,
   WORKER_CONFIG,
   WORKER_INGRESS_CLIENT,
   WORKER_PROTOCOL_VERSION,
+  WORKER_RUNS,
   WORKER_SOFTWARE_VERSION,
 } from '../worker.tokens';
 
@@ -69,12 +78,15 @@ interface SessionState {
 }
 
 /**
- * The headless worker's session lifecycle (R-WRK-1, -5, -6): register a fresh session, heartbeat on
- * one non-overlapping unref'd timer, drain then offline on stop, and end for good when fenced. The
- * constructor and module init do nothing; everything starts in `start()` (R-PROF-3).
+ * The headless worker's session lifecycle (R-WRK-1, -5, -6): take the journal, register a fresh
+ * session, heartbeat on one non-overlapping unref'd timer, handle the journal's records, then let the
+ * runs pull; drain, wait for local runs, then offline on stop; end for good when fenced. Every
+ * ingress call — session and lease calls alike — goes through one serialized chain, because each
+ * carries the session's expected version. The constructor and module init do nothing; everything
+ * starts in `start()` (R-PROF-3).
  */
 @Injectable()
-export class WorkerLifecycleService implements OnModuleDestroy {
+export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   private state: WorkerState = 'idle';
   private session: SessionState | undefined;
   /** The one heartbeat loop, made by `start()` (R-PROF-3: nothing is scheduled before). */
@@ -95,6 +107,8 @@ export class WorkerLifecycleService implements OnModuleDestroy {
     @Inject(HOST_PROBE) private readonly probe: HostProbe,
     /** Present only in the `worker` profile's module graph (`WorkerModule.forProfile('worker')`). */
     @Optional() private readonly scheduler?: SchedulerRegistry,
+    /** The runs to drive; without them the worker only keeps its session. */
+    @Optional() @Inject(WORKER_RUNS) private readonly runs?: WorkerRuns,
   ) {
     this.fencedSignal = new Promise((resolve) => (this.announceFenced = resolve));
   }
@@ -127,6 +141,7 @@ export class WorkerLifecycleService implements OnModuleDestroy {
         protocolVersion: WORKER_PROTOCOL_VERSION,
       };
       parseRegistration(body); // the control plane's own rules, so a local mistake fails here, clearly
+      await this.runs?.open(); // single ownership of the journal before any session exists (R-WRK-1)
       const sessionId = this.ids.uuidV7();
       const res = await this.ingress.call('register', sessionId, body, { signal: this.abort.signal });
       const session = readSessionResponse(res, this.config.workerId, sessionId);
@@ -152,12 +167,49 @@ export class WorkerLifecycleService implements OnModuleDestroy {
       });
       this.heartbeats = true;
       this.armHeartbeat();
+      await this.startRuns();
       return res;
     } catch (error) {
-      this.state = 'failed';
+      if (this.state !== 'fenced') this.state = 'failed';
+      this.stopHeartbeats();
+      await this.runs?.close();
       await this.ingress.close();
       throw error;
     }
+  }
+
+  /** The journal's records first (leftover groups killed, reports sent), then pulling (R-WRK-1). */
+  private async startRuns(): Promise<void> {
+    if (!this.runs) return;
+    if (await this.runs.recover(this)) {
+      this.runs.startPulling(this);
+      return;
+    }
+    this.log.error('worker not pulling: a journal record needs recovery; heartbeats go on', this.logIds());
+  }
+
+  /** `LeaseChannel`: one lease call in the session chain, with the session fence of its turn. */
+  leaseCall<A extends LeaseAction>(
+    action: A,
+    body: () => Record<string, unknown>,
+    options: LeaseCallOptions<A> = {},
+  ): Promise<IngressResponse<A>> {
+    const signal = options.signal ? AbortSignal.any([options.signal, this.abort.signal]) : this.abort.signal;
+    return this.inChain(action, async (s) => {
+      try {
+        const answer = await this.ingress.call(
+          action,
+          s.sessionId,
+          { generation: s.generation, expectedVersion: s.version, ...body() },
+          { signal },
+        );
+        options.onAnswer?.(answer);
+        return answer;
+      } catch (error) {
+        if (isSessionFenced(error)) this.fence(action, error);
+        throw error;
+      }
+    });
   }
 
   /**
@@ -171,6 +223,7 @@ export class WorkerLifecycleService implements OnModuleDestroy {
     budget.unref();
     let phase: WorkerStopError['phase'] = 'drain';
     try {
+      await this.runs?.stopPulling(); // the pull in flight is aborted; no new offer is taken
       await this.sessionCall('drain');
       this.log.info('worker draining', this.logIds());
       phase = 'local-runs';
@@ -183,15 +236,18 @@ export class WorkerLifecycleService implements OnModuleDestroy {
     } catch (error) {
       this.stopHeartbeats();
       if (this.state !== 'fenced') this.state = 'failed';
+      const killed = (await this.runs?.abandonAll('worker_stop_failed')) ?? 0;
       const why =
         this.abort.signal.reason instanceof StopBudgetExceeded
           ? `did not finish within the stop budget of ${budgetMs} ms`
           : error instanceof IngressCallError
             ? `failed: ${error.status || 'no status'} ${error.code}${error.reason ? ` (${error.reason})` : ''}`
             : `failed: ${error instanceof Error ? error.message : String(error)}`;
-      throw new WorkerStopError(phase, `stop ${why} during ${phase}`);
+      const runs = killed ? `; killed ${killed} local run${killed === 1 ? '' : 's'} still going` : '';
+      throw new WorkerStopError(phase, `stop ${why} during ${phase}${runs}`);
     } finally {
       clearTimeout(budget);
+      await this.runs?.close();
       await this.ingress.close();
     }
   }
@@ -203,11 +259,22 @@ export class WorkerLifecycleService implements OnModuleDestroy {
     }
     this.stopHeartbeats();
     if (!this.abort.signal.aborted) this.abort.abort();
+    await this.runs?.close();
     await this.ingress.close();
   }
 
-  /** Runs are not executed yet (executor/journal issues); nothing local to wait for. */
-  private async waitForLocalRuns(): Promise<void> {}
+  /** R-WRK-5: every local run ends and reports its completion, or the stop budget aborts the wait. */
+  private async waitForLocalRuns(): Promise<void> {
+    if (!this.runs || this.runs.localRuns === 0) return;
+    this.log.info('waiting for local runs', { ...this.logIds(), localRuns: this.runs.localRuns });
+    const signal = this.abort.signal;
+    await new Promise<void>((resolve, reject) => {
+      const aborted = () => reject(signal.reason);
+      if (signal.aborted) return aborted();
+      signal.addEventListener('abort', aborted, { once: true });
+      this.runs!.whenIdle().then(resolve, reject);
+    });
+  }
 
   /** One loop, re-armed after each beat completes: beats never overlap, and it never holds the process. */
   private armHeartbeat(): void {
@@ -229,8 +296,10 @@ export class WorkerLifecycleService implements OnModuleDestroy {
 
   private async heartbeat(): Promise<void> {
     try {
-      await this.sessionCall('heartbeat', () => ({ availableSlots: this.availableSlots() }));
+      const answer = await this.sessionCall('heartbeat', () => ({ availableSlots: this.availableSlots() }));
       this.log.debug('heartbeat', this.logIds());
+      const cancels = (answer as Partial<HeartbeatResponse>).cancelAttemptIds ?? [];
+      if (cancels.length) this.runs?.cancelAttempts(cancels);
     } catch (error) {
       // A fence is handled in sessionCall; anything else is transient until the lease says otherwise.
       if (!(error instanceof IngressCallError && error.fenced) && this.heartbeats) {
@@ -251,10 +320,8 @@ export class WorkerLifecycleService implements OnModuleDestroy {
   private sessionCall(
     action: 'heartbeat' | 'drain' | 'offline',
     extra: () => Record<string, number> = () => ({}),
-  ): Promise<void> {
-    const run = this.chain.then(async () => {
-      const s = this.session;
-      if (!s || this.state === 'fenced') throw new IllegalStateError(`${action} without a live session`);
+  ): Promise<SessionResponse> {
+    return this.inChain(action, async (s) => {
       try {
         const res = await this.ingress.call(
           action,
@@ -265,10 +332,20 @@ export class WorkerLifecycleService implements OnModuleDestroy {
         const next = readSessionResponse(res, this.config.workerId, s.sessionId);
         s.version = next.version;
         s.status = next.status;
+        return next;
       } catch (error) {
         if (error instanceof IngressCallError && error.fenced) this.fence(action, error);
         throw error;
       }
+    });
+  }
+
+  /** The one chain: each call starts after the previous one settled, with the live session then. */
+  private inChain<T>(action: string, call: (s: SessionState) => Promise<T>): Promise<T> {
+    const run = this.chain.then(() => {
+      const s = this.session;
+      if (!s || this.state === 'fenced') throw new IllegalStateError(`${action} without a live session`);
+      return call(s);
     });
     this.chain = run.catch(() => undefined);
     return run;
@@ -279,6 +356,8 @@ export class WorkerLifecycleService implements OnModuleDestroy {
     if (this.state === 'fenced') return;
     this.state = 'fenced';
     this.stopHeartbeats();
+    void this.runs?.stopPulling();
+    void this.runs?.abandonAll('session_fenced'); // their leases went with the session
     this.abort.abort();
     this.log.error('worker session fenced; stopping without re-registering', {
       ...this.logIds(),

@@ -1,0 +1,238 @@
+import {
+  ActivationContractError,
+  ExecutionOffer,
+  RunActivationResponse,
+  parseActivationResponse,
+} from '@ql/contracts';
+import {
+  LocalProcessExecutor,
+  LocalRun,
+  ProcessOutcome,
+  StartFailedError,
+} from '../executor/local-process.executor';
+import type { RecordedOutcome } from '../journal/journal-record';
+import type { WorkerJournal } from '../journal/worker-journal';
+import type { WorkerLog } from '../logging/worker-log';
+import { HeldLease, LeaseChannel, callInTerm, describeError, isLeaseFenced } from './lease-channel';
+import type { LeaseRenewer } from './lease-renewer';
+import { LogUploader } from './log-uploader';
+import { completionSummary, finishLostRecord } from './attempt-outcome';
+
+export interface AttemptDeps {
+  readonly channel: LeaseChannel;
+  readonly journal: WorkerJournal;
+  readonly executor: LocalProcessExecutor;
+  readonly renewer: LeaseRenewer;
+  readonly log: WorkerLog;
+  /** Aborted when the worker gives up on everything (stop budget, fence, module destroy). */
+  readonly signal: AbortSignal;
+  /** Pause before a lease call that got no answer is sent again (inside the lease term). */
+  readonly retryMs: number;
+}
+
+/** The lease is gone (refused, ended by the control plane, or its term passed): no more reports. */
+class LeaseLost extends Error {
+  constructor(readonly reason: string) {
+    super(`lease lost: ${reason}`);
+  }
+}
+
+/**
+ * One accepted offer, from the journal's `accepted` to `completion_acknowledged` (R-WRK-2, R-ACT-1,
+ * R-CMP-1): starting → launch → started → running → output as logs → exit → completion, each step
+ * journaled after the control plane acknowledged it. Cancel (renew or heartbeat answer) kills the
+ * exact process group and the run is reported `cancelled`; a lost lease kills it and reports nothing.
+ */
+export class AttemptRunner {
+  readonly lease: HeldLease;
+  private local: LocalRun | undefined;
+  private cancelWanted = false;
+  private lostReason: string | null = null;
+  private readonly uploader: LogUploader;
+  private readonly ids: Record<string, string>;
+
+  constructor(
+    private readonly deps: AttemptDeps,
+    readonly offer: ExecutionOffer,
+    leaseToken: string,
+  ) {
+    this.lease = {
+      offerId: offer.lease.offerId,
+      leaseToken,
+      leaseGeneration: offer.lease.leaseGeneration,
+      leaseVersion: offer.lease.version,
+      expiresAtMs: Date.parse(offer.lease.expiresAt),
+    };
+    this.ids = { offerId: this.lease.offerId, runId: offer.run.runId, attemptId: offer.run.attemptId };
+    this.uploader = new LogUploader(deps.channel, this.lease, this.term(), deps.log, this.ids);
+  }
+
+  get attemptId(): string {
+    return this.offer.run.attemptId;
+  }
+
+  /** Stop the run and report it `cancelled` (before launch: a start failure). */
+  cancel(): void {
+    if (this.cancelWanted) return;
+    this.cancelWanted = true;
+    this.deps.log.info('cancel requested; killing the run', this.ids);
+    this.local?.cancel();
+  }
+
+  /** The lease is gone or the worker gives up: kill the process group, report nothing more. */
+  abandon(reason: string): void {
+    this.lostReason ??= reason;
+    this.uploader.stop();
+    this.local?.cancel();
+  }
+
+  /** Settles when the attempt is over here (its process group gone); never rejects. */
+  async run(): Promise<void> {
+    try {
+      await this.deps.journal.accept({
+        offerId: this.lease.offerId,
+        runId: this.offer.run.runId,
+        attemptId: this.offer.run.attemptId,
+        leaseGeneration: this.lease.leaseGeneration,
+        leaseToken: this.lease.leaseToken,
+        specDigest: this.offer.execution.digest,
+      });
+    } catch (error) {
+      this.deps.log.error('could not journal the offer; releasing its lease', {
+        ...this.ids,
+        ...describeError(error),
+      });
+      await this.call('release', {}).catch(() => undefined);
+      return;
+    }
+    this.deps.renewer.hold(this.lease, {
+      cancelRequested: () => this.cancel(),
+      lost: (reason) => this.abandon(reason),
+    });
+    try {
+      await this.steps();
+    } catch (error) {
+      await this.failed(error);
+    } finally {
+      this.deps.renewer.release(this.lease.offerId);
+    }
+  }
+
+  private async steps(): Promise<void> {
+    const { journal, log } = this.deps;
+    const offerId = this.lease.offerId;
+    if ((await this.activation('starting', {})).status === 'already_terminal')
+      throw new LeaseLost('attempt_ended');
+    await journal.transition(offerId, 'starting_acknowledged');
+    if (this.cancelWanted) return this.startFailure('cancel_requested');
+    this.checkLease();
+    await journal.transition(offerId, 'launching');
+    const spec = this.offer.execution.spec;
+    let local: LocalRun;
+    try {
+      local = await this.deps.executor.launch({
+        offerId,
+        attemptId: this.attemptId,
+        runtime: spec.runtime,
+        command: spec.command,
+        env: spec.env,
+        timeoutMs: spec.timeoutMs,
+        onOutput: (chunk) => this.uploader.push(chunk),
+      });
+    } catch (error) {
+      return this.startFailure(error instanceof StartFailedError ? error.code : 'spawn_failed', error);
+    }
+    this.local = local;
+    if (this.cancelWanted || this.lostReason) local.cancel(); // arrived while it was spawning
+    await journal.transition(offerId, 'started', { process: local.process });
+    log.info('attempt started', { ...this.ids, pid: local.pid, runtime: spec.runtime });
+    const running = await this.activation('running', { executorHandle: `local-process:${local.pgid}` });
+    if (running.status === 'already_terminal') throw new LeaseLost('attempt_ended');
+    await journal.transition(offerId, 'running_acknowledged');
+    this.uploader.start();
+    const ended = await local.done;
+    const outcome = recordedOutcome(ended);
+    await journal.update(offerId, { exit: { code: ended.exitCode, signal: ended.signal }, outcome });
+    this.checkLease();
+    await this.uploader.flush();
+    this.checkLease();
+    await this.activation('completion', {
+      outcome: outcome.status,
+      exitCode: outcome.exitCode,
+      errorSummary: completionSummary(ended, spec.timeoutMs),
+    });
+    await journal.transition(offerId, 'completion_acknowledged');
+    log.info('attempt completed', {
+      ...this.ids,
+      outcome: outcome.status,
+      exitCode: outcome.exitCode,
+      logChunks: this.uploader.uploaded,
+    });
+  }
+
+  private async startFailure(errorCode: string, cause?: unknown): Promise<void> {
+    this.deps.log.warn('attempt could not start', {
+      ...this.ids,
+      errorCode,
+      ...(cause ? describeError(cause) : {}),
+    });
+    await this.activation('start-failure', { errorCode });
+    await this.deps.journal.transition(this.lease.offerId, 'start_failed');
+  }
+
+  private async failed(error: unknown): Promise<void> {
+    const lost =
+      error instanceof LeaseLost
+        ? error.reason
+        : isLeaseFenced(error)
+          ? (error.reason ?? error.code)
+          : this.lostReason;
+    this.abandon(lost ?? 'worker_gave_up');
+    const outcome = await this.local?.done;
+    if (lost !== null) {
+      this.deps.log.warn('attempt ended without a completion: its lease is gone', {
+        ...this.ids,
+        reason: lost,
+      });
+      await finishLostRecord(this.deps.journal, this.lease.offerId, outcome).catch((e: unknown) =>
+        this.deps.log.error('could not journal the lost lease', { ...this.ids, ...describeError(e) }),
+      );
+      return;
+    }
+    // Aborted or fenced: the journal keeps the record as it is; the next start handles it (R-WRK-2).
+    const level = this.deps.signal.aborted ? 'warn' : 'error';
+    this.deps.log[level]('attempt stopped before its completion was acknowledged', {
+      ...this.ids,
+      ...describeError(error),
+    });
+  }
+
+  private checkLease(): void {
+    if (this.lostReason) throw new LeaseLost(this.lostReason);
+  }
+
+  private async activation(
+    action: 'starting' | 'running' | 'start-failure' | 'completion',
+    extra: Record<string, unknown>,
+  ): Promise<RunActivationResponse> {
+    const answer = parseActivationResponse(JSON.stringify(await this.call(action, extra)));
+    if (answer.snapshot.attemptId !== this.attemptId)
+      throw new ActivationContractError('snapshot.attemptId:other_attempt');
+    return answer;
+  }
+
+  private call(
+    action: 'release' | 'starting' | 'running' | 'start-failure' | 'completion',
+    extra: Record<string, unknown>,
+  ) {
+    return callInTerm(this.deps.channel, action, this.lease, extra, this.term());
+  }
+
+  private term() {
+    return { retryMs: this.deps.retryMs, signal: this.deps.signal };
+  }
+}
+
+function recordedOutcome(ended: ProcessOutcome): RecordedOutcome {
+  return { status: ended.status, exitCode: ended.exitCode, errorCode: null };
+}

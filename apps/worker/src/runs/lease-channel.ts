@@ -1,0 +1,117 @@
+import type { IngressAction } from '@ql/contracts';
+import { IngressCallError, IngressResponse } from '../ingress-client/worker-ingress-https.client';
+
+/** Lease calls: everything the run orchestration sends, besides the session's own calls. */
+export type LeaseAction = Exclude<IngressAction, 'register' | 'heartbeat' | 'drain' | 'offline'>;
+
+/**
+ * The lifecycle's one serialized call chain, as the runs see it. Every lease call carries the
+ * session `generation` and `expectedVersion`, which the chain adds when the call's turn comes, so a
+ * heartbeat committing in between can never make it stale (a 409 would fence the worker itself).
+ */
+export interface LeaseChannel {
+  /**
+   * `body` is built when the call's turn comes (so it carries the lease version of the latest
+   * renewal); `onAnswer` runs in that same turn, before any later call is built.
+   */
+  leaseCall<A extends LeaseAction>(
+    action: A,
+    body: () => Record<string, unknown>,
+    options?: LeaseCallOptions<A>,
+  ): Promise<IngressResponse<A>>;
+}
+
+export interface LeaseCallOptions<A extends LeaseAction> {
+  readonly signal?: AbortSignal;
+  readonly onAnswer?: (answer: IngressResponse<A>) => void;
+}
+
+/** What the worker holds of one lease: its identity and the version its last answer carried. */
+export interface HeldLease {
+  readonly offerId: string;
+  readonly leaseToken: string;
+  readonly leaseGeneration: number;
+  leaseVersion: number;
+  /** Local clock time (ms) the lease term ends at, as the last answer said. */
+  expiresAtMs: number;
+}
+
+/** The lease part of a lease call's body (the chain adds the session fence). */
+export function leaseFence(lease: HeldLease): Record<string, unknown> {
+  return {
+    offerId: lease.offerId,
+    leaseToken: lease.leaseToken,
+    leaseGeneration: lease.leaseGeneration,
+    leaseVersion: lease.leaseVersion,
+  };
+}
+
+/** 409 `worker_lease_fenced`: this lease is over for good (the session may well be fine). */
+export function isLeaseFenced(error: unknown): error is IngressCallError {
+  return error instanceof IngressCallError && error.status === 409 && error.code === 'worker_lease_fenced';
+}
+
+/** 409 `worker_session_fenced`: the whole session is over; the lifecycle ends the worker. */
+export function isSessionFenced(error: unknown): error is IngressCallError {
+  return error instanceof IngressCallError && error.status === 409 && !isLeaseFenced(error);
+}
+
+/** No answer reached the worker (transport, timeout, 429, 503): the same call may be sent again. */
+export function isRetryable(error: unknown): boolean {
+  if (!(error instanceof IngressCallError)) return false;
+  if (error.status === 0) return NO_ANSWER.includes(error.code);
+  return error.status === 429 || error.status >= 500;
+}
+const NO_ANSWER = ['transport_error', 'timeout', 'credentials_unavailable', 'length_mismatch'];
+
+export interface TermOptions {
+  /** Pause before sending a call again that got no answer. */
+  readonly retryMs: number;
+  readonly signal: AbortSignal;
+  readonly now?: () => number;
+}
+
+/**
+ * One lease call; a call that got no answer is sent again, with the same content, only while the
+ * lease term lasts (R-WRK-4). Any other failure is the caller's to judge.
+ */
+export async function callInTerm<A extends LeaseAction>(
+  channel: LeaseChannel,
+  action: A,
+  lease: HeldLease,
+  extra: Record<string, unknown>,
+  options: TermOptions & Pick<LeaseCallOptions<A>, 'onAnswer'>,
+): Promise<IngressResponse<A>> {
+  const now = options.now ?? Date.now;
+  for (;;) {
+    try {
+      return await channel.leaseCall(action, () => ({ ...leaseFence(lease), ...extra }), options);
+    } catch (error) {
+      if (!isRetryable(error) || options.signal.aborted || now() + options.retryMs >= lease.expiresAtMs)
+        throw error;
+      await pause(options.retryMs, options.signal);
+    }
+  }
+}
+
+/** Resolves after `ms` (unref'd), or at once when `signal` aborts. */
+export function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    timer.unref();
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** A short, log-safe description of a failed call (never a body or token). */
+export function describeError(error: unknown): Record<string, string | number | undefined> {
+  if (error instanceof IngressCallError)
+    return { status: error.status, code: error.code, reason: error.reason };
+  return { error: error instanceof Error ? error.message : String(error) };
+}

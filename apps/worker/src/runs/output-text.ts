@@ -1,0 +1,47 @@
+import { StringDecoder } from 'node:string_decoder';
+import type { OutputChunk } from '../executor/output-limiter';
+
+/** The most UTF-8 bytes one `logs` chunk carries (RUN_LOG_LIMITS.chunkBytes on the control plane). */
+export const LOG_TEXT_MAX_BYTES = 60 * 1024;
+
+// Controls the wire refuses in log text (tab, LF and CR are kept); C1 and the two line separators too.
+// eslint-disable-next-line no-control-regex
+const REFUSED = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/**
+ * Turns a run's output chunks into wire-safe log texts: UTF-8 decoded per stream (a character cut
+ * between two chunks is joined again), invalid bytes and refused control characters become U+FFFD,
+ * and no text is empty or longer than `maxBytes` UTF-8 bytes.
+ */
+export class OutputText {
+  private readonly decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
+
+  constructor(private readonly maxBytes: number = LOG_TEXT_MAX_BYTES) {}
+
+  texts(chunk: OutputChunk): string[] {
+    const decoded = chunk.truncated
+      ? chunk.data.toString('utf8')
+      : this.decoders[chunk.stream].write(chunk.data);
+    return splitUtf8(decoded.replace(REFUSED, '\uFFFD'), this.maxBytes);
+  }
+}
+
+/** Pieces of at most `maxBytes` UTF-8 bytes each, never splitting a character; none is empty. */
+export function splitUtf8(text: string, maxBytes: number): string[] {
+  if (Buffer.byteLength(text, 'utf8') <= maxBytes) return text ? [text] : [];
+  const pieces: string[] = [];
+  let piece = '';
+  let bytes = 0;
+  for (const char of text) {
+    const size = Buffer.byteLength(char, 'utf8');
+    if (bytes + size > maxBytes) {
+      pieces.push(piece);
+      piece = '';
+      bytes = 0;
+    }
+    piece += char;
+    bytes += size;
+  }
+  if (piece) pieces.push(piece);
+  return pieces;
+}

@@ -1,0 +1,281 @@
+import { readdirSync } from 'node:fs';
+import { FakeControlPlane, fenced, lostAnswer } from '../../test-support/fake-control-plane';
+import { WorkerHarness } from '../../test-support/worker-harness';
+import { groupAlive } from '../host/process-table';
+import { WorkerStopError } from '../lifecycle/worker-lifecycle.service';
+
+let h: WorkerHarness;
+let plane: FakeControlPlane;
+const start = async (env: Record<string, string> = {}, leaseMs?: number, path?: string) => {
+  plane = new FakeControlPlane(leaseMs);
+  h = new WorkerHarness(plane, env, path);
+  await h.lifecycle.start();
+};
+afterEach(() => h?.dispose());
+
+/** The lease calls of the only lease, in order, as action names. */
+const steps = () =>
+  plane.calls
+    .filter((c) => c.body.offerId && c.action !== 'offers' && c.action !== 'renew')
+    .map((c) => c.action);
+const completed = (n = 1) =>
+  h.until(`${n} completion(s)`, () => plane.leaseList.filter((l) => l.completion).length >= n);
+const pgidOf = (offerId: string) =>
+  Number(
+    String(plane.of('running').find((c) => c.body.offerId === offerId)!.body.executorHandle).split(':')[1],
+  );
+const record = (offerId: string) => h.journal.get(offerId);
+
+describe('RunSupervisor: pull, activation, output, completion (R-WRK-2..3, R-ACT-1, R-CMP-1..2)', () => {
+  it('runs a pulled shell task: starting, running, its output as logs from seq 0, completion succeeded; the journal ends finished without the token', async () => {
+    await start();
+    plane.enqueue({ command: 'echo hello; echo oops >&2', env: { GREETING: 'hi' } });
+    await completed();
+    const [lease] = plane.leaseList;
+    expect(steps()).toEqual(['starting', 'running', ...lease!.logs.map(() => 'logs'), 'completion']);
+    expect(lease!.logs.map((l) => l.seq)).toEqual(lease!.logs.map((_, i) => i));
+    expect(lease!.logs.map((l) => l.text).join('')).toMatch(/hello\n/);
+    expect(lease!.logs.map((l) => l.text).join('')).toMatch(/oops\n/);
+    expect(lease!.completion).toEqual({ outcome: 'succeeded', exitCode: 0, errorSummary: null });
+    await h.until('completion acknowledged', () => h.messages().includes('attempt completed'));
+    expect(await record(lease!.offerId)).toMatchObject({
+      state: 'completion_acknowledged',
+      leaseToken: null,
+      outcome: { status: 'succeeded', exitCode: 0 },
+    });
+    // A fresh UUIDv7 offer id and a ≥ 256-bit base64url token; every call carried the session's current version.
+    const pull = plane.of('offers')[0]!.body;
+    expect(pull.leaseToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(plane.maxInflight).toBe(1);
+    expect(h.messages()).not.toContain('worker session fenced; stopping without re-registering');
+  });
+
+  it('a non-zero exit is completed failed with its exit code and a short summary', async () => {
+    await start();
+    plane.enqueue({ command: 'echo bad; exit 3' });
+    await completed();
+    expect(plane.leaseList[0]!.completion).toEqual({
+      outcome: 'failed',
+      exitCode: 3,
+      errorSummary: 'exited with code 3',
+    });
+  });
+
+  it('a runtime that is not installed is a start failure with its code, and the record ends start_failed', async () => {
+    await start({}, undefined, '/nonexistent');
+    plane.enqueue({ command: 'print(1)', runtime: 'python' });
+    await h.until('start failure', () => plane.leaseList[0]?.startFailure);
+    expect(plane.leaseList[0]!.startFailure).toBe('runtime_unavailable');
+    expect(steps()).toEqual(['starting', 'start-failure']);
+    const finished = await h.until('start_failed', async () => {
+      const r = await record(plane.leaseList[0]!.offerId);
+      return r?.state === 'start_failed' && r;
+    });
+    expect(finished.leaseToken).toBeNull();
+  });
+
+  it('pulls only with a free slot: one run at a time with one slot, and after an offer pulls again at once', async () => {
+    await start({ QL_WORKER_MAX_CONCURRENT_RUNS: '2', QL_WORKER_PULL_INTERVAL_MS: '400' });
+    let running = 0;
+    let most = 0;
+    const normal = (
+      c: Parameters<NonNullable<FakeControlPlane['reply']['starting']>>[0],
+      p: FakeControlPlane,
+    ) => p.accept(c);
+    plane.reply.starting = (c, p) => {
+      most = Math.max(most, ++running);
+      return normal(c, p);
+    };
+    plane.reply.completion = (c, p) => {
+      running--;
+      return normal(c, p);
+    };
+    for (let i = 0; i < 3; i++) plane.enqueue({ command: 'sleep 0.3' });
+    await completed(3);
+    expect(most).toBe(2);
+    const pulls = plane.of('offers');
+    // The first tick took two offers back to back (well inside the 400 ms interval), then stopped: no slot.
+    expect(pulls[1]!.at - pulls[0]!.at).toBeLessThan(200);
+    expect(plane.leaseList.map((l) => l.offerId)).toEqual([
+      ...new Set(plane.leaseList.map((l) => l.offerId)),
+    ]);
+  });
+
+  it('after an idle answer waits the pull interval before the next pull', async () => {
+    await start({ QL_WORKER_PULL_INTERVAL_MS: '300' });
+    await h.until('three pulls', () => plane.of('offers').length >= 3);
+    const [a, b, c] = plane.of('offers');
+    expect(b!.at - a!.at).toBeGreaterThanOrEqual(290);
+    expect(c!.at - b!.at).toBeGreaterThanOrEqual(290);
+  });
+
+  it('a lost offers answer is recovered by sending the same offer id and token again: one lease, one run', async () => {
+    await start();
+    plane.enqueue({ command: 'echo once' });
+    let lost = false;
+    plane.reply.offers = (c, p) => {
+      const answer = p.accept(c);
+      if (!lost && (answer as { status: string }).status === 'offered') {
+        lost = true;
+        throw lostAnswer(); // committed, but the answer never arrived
+      }
+      return answer;
+    };
+    await completed();
+    const pulls = plane.of('offers');
+    const first = pulls.findIndex((c) => plane.leases.has(c.body.offerId as string));
+    const fence = ({ offerId, leaseToken }: Record<string, unknown>) => ({ offerId, leaseToken });
+    expect(fence(pulls[first + 1]!.body)).toEqual(fence(pulls[first]!.body));
+    expect(plane.leaseList).toHaveLength(1);
+    expect(plane.of('starting')).toHaveLength(1);
+    // After the replay, the next pull is a new offer id and token.
+    await h.until('another pull', () => plane.of('offers').length > first + 2);
+    const after = plane.of('offers')[first + 2]!.body;
+    expect(after.offerId).not.toBe(pulls[first]!.body.offerId);
+    expect(after.leaseToken).not.toBe(pulls[first]!.body.leaseToken);
+  });
+
+  it('a log chunk that got no answer is sent again with the same seq and text', async () => {
+    await start();
+    plane.enqueue({ command: 'echo one; sleep 0.2; echo two' });
+    let failed = false;
+    plane.reply.logs = (c, p) => {
+      if (!failed) {
+        failed = true;
+        throw lostAnswer();
+      }
+      return p.accept(c);
+    };
+    await completed();
+    const sent = plane.of('logs').map((c) => [c.body.seq, c.body.text]);
+    expect(sent[0]).toEqual(sent[1]);
+    expect(plane.leaseList[0]!.logs.map((l) => l.text).join('')).toBe('one\ntwo\n');
+  });
+
+  it('output that is not valid UTF-8 or holds control characters is uploaded as wire-safe text', async () => {
+    await start();
+    plane.enqueue({ command: "printf 'a\\033[1mb\\377c\\tz\\n'" });
+    await completed();
+    expect(plane.leaseList[0]!.logs.map((l) => l.text).join('')).toBe('a\uFFFD[1mb\uFFFDc\tz\n');
+  });
+});
+
+describe('RunSupervisor: renewal and cancellation (R-WRK-4, R-RUN-5)', () => {
+  it('renews each held lease a third into its term on one loop; later calls carry the renewed version', async () => {
+    await start({}, 600);
+    plane.enqueue({ command: 'sleep 1; echo done' });
+    await completed();
+    const renewals = plane.of('renew');
+    expect(renewals.length).toBeGreaterThanOrEqual(3);
+    expect(renewals.map((c) => c.body.leaseVersion)).toEqual(renewals.map((_, i) => i));
+    expect(plane.of('completion')[0]!.body.leaseVersion).toBe(plane.leaseList[0]!.version);
+    expect(plane.maxInflight).toBe(1);
+    // Renewals stop with the run: the loop is gone once no lease is held.
+    await h.until('no renewal armed', () => h.runs.localRuns === 0);
+    const count = plane.of('renew').length;
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(plane.of('renew')).toHaveLength(count);
+  });
+
+  it.each([
+    ['the renew answer', 600, false],
+    ['the heartbeat answer', 60_000, true],
+  ])(
+    'a cancel request in %s kills the exact process group and reports cancelled',
+    async (_where, leaseMs, viaHeartbeat) => {
+      await start({}, leaseMs);
+      plane.heartbeatCancels = viaHeartbeat;
+      plane.enqueue({ command: 'sleep 30 & echo started; wait' });
+      const lease = await h.until('started', () => plane.leaseList.find((l) => l.logs.length > 0));
+      const pgid = pgidOf(lease.offerId);
+      expect(groupAlive(pgid)).toBe(true);
+      const renewals = plane.of('renew').length;
+      lease.cancelRequested = true;
+      await completed();
+      // Through the heartbeat, no renewal was needed (the lease term is a minute); through renew, one was.
+      expect(plane.of('renew').length > renewals).toBe(!viaHeartbeat);
+      expect(lease.completion).toMatchObject({ outcome: 'cancelled', exitCode: null });
+      expect(groupAlive(pgid)).toBe(false);
+    },
+  );
+
+  it('a renew refused with 409 (lease gone) kills the run and completes nothing', async () => {
+    await start({}, 600);
+    plane.enqueue({ command: 'sleep 30 & echo started; wait' });
+    const lease = await h.until('started', () => plane.leaseList.find((l) => l.logs.length > 0));
+    const pgid = pgidOf(lease.offerId);
+    plane.reply.renew = () => {
+      throw fenced('lease', 'lease_expired');
+    };
+    await h.until('run over', () => h.runs.localRuns === 0 && plane.of('renew').length > 0);
+    expect(groupAlive(pgid)).toBe(false);
+    expect(plane.of('completion')).toEqual([]);
+    expect(await record(lease.offerId)).toMatchObject({
+      state: 'completion_acknowledged',
+      leaseToken: null,
+      outcome: { errorCode: 'lease_lost' },
+    });
+    expect(h.lifecycle.currentState).toBe('online'); // a lost lease is not a fenced session
+  });
+
+  it('a renewal that gets no answer is retried only inside the term; past it the run is killed', async () => {
+    await start({}, 600);
+    plane.enqueue({ command: 'sleep 30 & echo started; wait' });
+    const lease = await h.until('started', () => plane.leaseList.find((l) => l.logs.length > 0));
+    plane.reply.renew = () => {
+      throw lostAnswer();
+    };
+    await h.until('run over', () => h.runs.localRuns === 0);
+    expect(groupAlive(pgidOf(lease.offerId))).toBe(false);
+    expect(plane.of('renew').every((c) => c.at < lease.expiresAt)).toBe(true);
+    expect(plane.of('renew').length).toBeGreaterThan(1);
+    expect(plane.of('completion')).toEqual([]);
+  });
+});
+
+describe('RunSupervisor: stop and fence (R-WRK-5, R-WRK-6)', () => {
+  it('stop() stops pulling, waits for the local run to complete, then goes offline', async () => {
+    await start({ QL_WORKER_MAX_CONCURRENT_RUNS: '2' }); // a free slot: only stop() keeps it from pulling
+    plane.enqueue({ command: 'sleep 0.5; echo finished' });
+    await h.until('running', () => plane.of('running').length === 1);
+    const pulls = plane.of('offers').length;
+    await h.lifecycle.stop();
+    const order = plane.calls
+      .map((c) => c.action)
+      .filter((a) => ['drain', 'completion', 'offline'].includes(a));
+    expect(order).toEqual(['drain', 'completion', 'offline']);
+    expect(plane.of('offers')).toHaveLength(pulls);
+    expect(h.lifecycle.currentState).toBe('stopped');
+  });
+
+  it('stop() past its budget kills the local runs and fails, saying why', async () => {
+    await start({ QL_WORKER_STOP_BUDGET_MS: '600' });
+    plane.enqueue({ command: 'sleep 30 & echo started; wait' });
+    const lease = await h.until('started', () => plane.leaseList.find((l) => l.logs.length > 0));
+    const error = await h.lifecycle.stop().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WorkerStopError);
+    expect((error as WorkerStopError).phase).toBe('local-runs');
+    expect((error as Error).message).toBe(
+      'stop did not finish within the stop budget of 600 ms during local-runs; killed 1 local run still going',
+    );
+    expect(groupAlive(pgidOf(lease.offerId))).toBe(false);
+    expect(plane.of('completion')).toEqual([]);
+  });
+
+  it('a fenced session stops pulling and kills its runs; nothing more is sent', async () => {
+    await start();
+    plane.enqueue({ command: 'sleep 30 & echo started; wait' });
+    const lease = await h.until('started', () => plane.leaseList.find((l) => l.logs.length > 0));
+    plane.reply.heartbeat = () => {
+      throw fenced('session', 'session_replaced');
+    };
+    await expect(h.lifecycle.whenFenced()).resolves.toMatchObject({ reason: 'session_replaced' });
+    await h.until('run over', () => h.runs.localRuns === 0);
+    expect(groupAlive(pgidOf(lease.offerId))).toBe(false);
+    const sent = plane.calls.length;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(plane.calls).toHaveLength(sent);
+    expect(plane.of('completion')).toEqual([]);
+    expect(readdirSync(h.config.journalDir)).toContain(`${lease.offerId}.json`);
+  });
+});

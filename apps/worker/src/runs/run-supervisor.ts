@@ -1,0 +1,182 @@
+import type { OnModuleDestroy } from '@nestjs/common';
+import type { SchedulerRegistry } from '@nestjs/schedule';
+import { IdGenerator, IllegalStateError } from '@ql/domain';
+import { ScheduledLoop } from '@ql/scheduling';
+import type { WorkerConfig } from '../config/worker-config';
+import { LocalProcessExecutor } from '../executor/local-process.executor';
+import { WorkerJournal } from '../journal/worker-journal';
+import type { WorkerLog } from '../logging/worker-log';
+import { AttemptRunner } from './attempt-runner';
+import { LeaseChannel, describeError, isSessionFenced } from './lease-channel';
+import { LeaseRenewer } from './lease-renewer';
+import { OfferPuller } from './offer-puller';
+import { recoverJournal } from './restart-recovery';
+
+/** Pause before a lease call that got no answer is sent again (inside its lease term). */
+export const LEASE_CALL_RETRY_MS = 500;
+
+/** What the lifecycle drives; `RunSupervisor` in the worker, absent where runs are not wanted. */
+export interface WorkerRuns {
+  /** Single ownership of the journal (R-WRK-1); before the session is registered. */
+  open(): Promise<void>;
+  /** The restart scan with its prescribed actions, before the first pull; false: do not pull. */
+  recover(channel: LeaseChannel): Promise<boolean>;
+  startPulling(channel: LeaseChannel): void;
+  /** No pull starts after this; the one in flight is aborted. */
+  stopPulling(): Promise<void>;
+  readonly localRuns: number;
+  /** Resolves once no run is held here any more (completions reported or given up). */
+  whenIdle(): Promise<void>;
+  /** R-RUN-5: cancel intents from a heartbeat answer. */
+  cancelAttempts(attemptIds: readonly string[]): void;
+  /** Kills every local run's process group, reports nothing more; resolves with how many. */
+  abandonAll(reason: string): Promise<number>;
+  /** Loops stopped, runs killed, journal released. */
+  close(): Promise<void>;
+}
+
+/**
+ * The headless worker's runs (R-WRK-1..5): the restart scan, one pull loop (one offer per tick, only
+ * with a free slot), an `AttemptRunner` per accepted offer, and the one renewal loop for all held
+ * leases. Every call goes through the lifecycle's serialized chain (`LeaseChannel`). The constructor
+ * builds nothing: loops, files and processes come from the lifecycle's `start()` (R-PROF-3).
+ */
+export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
+  private readonly runs = new Map<string, { runner: AttemptRunner; done: Promise<void> }>();
+  private pullLoop: ScheduledLoop | undefined;
+  private renewer: LeaseRenewer | undefined;
+  private puller: OfferPuller | undefined;
+  private pulling = false;
+  private readonly pullAbort = new AbortController();
+  /** Everything else: aborted when the worker gives up on its runs (fence, budget, close). */
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly config: WorkerConfig,
+    private readonly journal: WorkerJournal,
+    private readonly executor: LocalProcessExecutor,
+    private readonly log: WorkerLog,
+    private readonly ids: IdGenerator,
+    /** Present only in the `worker` profile's module graph, like the lifecycle's. */
+    private readonly scheduler: SchedulerRegistry | undefined,
+    /** Tests shorten the pause between retries of a call that got no answer. */
+    private readonly retryMs: number = LEASE_CALL_RETRY_MS,
+  ) {}
+
+  get localRuns(): number {
+    return this.runs.size;
+  }
+
+  open(): Promise<void> {
+    return this.journal.open();
+  }
+
+  async recover(channel: LeaseChannel): Promise<boolean> {
+    const result = await recoverJournal({
+      channel,
+      journal: this.journal,
+      log: this.log,
+      killGraceMs: this.config.killGraceMs,
+      retryMs: this.retryMs,
+      signal: this.abort.signal,
+    });
+    this.log.info('journal scanned', {
+      records: result.records,
+      pulling: result.recoveryRequired === null,
+      ...(result.recoveryRequired ?? {}),
+    });
+    return result.recoveryRequired === null;
+  }
+
+  startPulling(channel: LeaseChannel): void {
+    if (!this.scheduler) throw new IllegalStateError('runs start only in the worker profile');
+    this.renewer ??= new LeaseRenewer(channel, this.scheduler, this.log, this.abort.signal);
+    this.puller ??= new OfferPuller(channel, this.ids);
+    this.pulling = true;
+    this.pullLoop ??= new ScheduledLoop(
+      this.scheduler,
+      'worker-pull',
+      this.config.pullIntervalMs,
+      () => this.pullCycle(channel),
+      { warn: (m) => this.log.warn('pull loop', { detail: String(m) }) },
+    );
+    this.pullLoop.start();
+  }
+
+  async stopPulling(): Promise<void> {
+    this.pulling = false;
+    this.pullAbort.abort();
+    await this.pullLoop?.stop();
+  }
+
+  async whenIdle(): Promise<void> {
+    while (this.runs.size > 0) await Promise.all([...this.runs.values()].map((r) => r.done));
+  }
+
+  cancelAttempts(attemptIds: readonly string[]): void {
+    for (const { runner } of this.runs.values()) {
+      if (attemptIds.includes(runner.attemptId)) runner.cancel();
+    }
+  }
+
+  async abandonAll(reason: string): Promise<number> {
+    const held = [...this.runs.values()];
+    for (const { runner } of held) runner.abandon(reason);
+    if (held.length) this.log.warn('killing local runs', { count: held.length, reason });
+    await Promise.all(held.map((r) => r.done));
+    return held.length;
+  }
+
+  async close(): Promise<void> {
+    await this.stopPulling();
+    await this.abandonAll('worker_closing');
+    if (!this.abort.signal.aborted) this.abort.abort();
+    await this.renewer?.stop();
+    await this.journal.close();
+  }
+
+  onModuleDestroy(): Promise<void> {
+    return this.close();
+  }
+
+  /** One tick: pull while a slot is free and offers come; an `idle` answer ends the tick. */
+  private async pullCycle(channel: LeaseChannel): Promise<void> {
+    while (this.pulling && this.runs.size < this.config.maxConcurrentRuns) {
+      let pulled;
+      try {
+        pulled = await this.puller!.pull(this.pullAbort.signal);
+      } catch (error) {
+        if (this.pulling && !isSessionFenced(error)) {
+          this.log.warn('pull failed', {
+            replaying: this.puller!.replaying ?? undefined,
+            ...describeError(error),
+          });
+        }
+        return;
+      }
+      if (pulled === null) return;
+      this.log.info('offer accepted', {
+        offerId: pulled.offer.lease.offerId,
+        runId: pulled.offer.run.runId,
+        attemptId: pulled.offer.run.attemptId,
+        attemptNo: pulled.offer.run.attemptNo,
+      });
+      const runner = new AttemptRunner(
+        {
+          channel,
+          journal: this.journal,
+          executor: this.executor,
+          renewer: this.renewer!,
+          log: this.log,
+          signal: this.abort.signal,
+          retryMs: this.retryMs,
+        },
+        pulled.offer,
+        pulled.leaseToken,
+      );
+      const offerId = runner.lease.offerId;
+      const done = runner.run().finally(() => this.runs.delete(offerId));
+      this.runs.set(offerId, { runner, done });
+    }
+  }
+}
