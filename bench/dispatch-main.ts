@@ -11,6 +11,8 @@ import { createBenchDatabase } from './lib/postgres-admin';
 import { Align, fmtInt, fmtPct, machineInfo, markdownTable, textTable } from './lib/report';
 import { writeResults } from './lib/results';
 import { GraphilePeerResult, measureGraphilePeer } from './peer-graphile';
+import { WorkerDrainSample, workerProcessDrain } from './worker-drain';
+import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
 
 /** Issue 10: end-to-end runs/s at least graphile-worker's jobs/s; queue-to-offer p99 at most 50 ms. */
 export const E2E_TARGET = 1.0;
@@ -23,6 +25,8 @@ interface DialectResult {
   readonly edgeFloorMs: number;
   readonly triggersPerSecond: number;
   readonly drains: DrainSample[];
+  /** The same drains by real worker processes (their own run loop). */
+  readonly processDrains: WorkerDrainSample[];
   readonly latency: { fromCommitMs: number[]; fromTriggerMs: number[] };
 }
 
@@ -38,12 +42,20 @@ async function benchDialect(
   dialect: Dialect,
   pgUrl: string,
   sessionsLevels: readonly number[],
-  config: { runs: number; warmup: number; latencySamples: number; pullers: number; intervalMs: number },
+  config: {
+    runs: number;
+    warmup: number;
+    latencySamples: number;
+    pullers: number;
+    intervalMs: number;
+    workerProcesses: boolean;
+  },
   log: (line: string) => void,
 ): Promise<DialectResult> {
   const count = Math.max(...sessionsLevels, config.pullers);
   const ids = Array.from({ length: count }, (_, i) => `bench-w${i + 1}`);
-  const pki = await createBenchPki(ids);
+  const processIds = Array.from({ length: Math.max(...sessionsLevels) }, (_, i) => `proc-w${i + 1}`);
+  const pki = await createBenchPki([...ids, ...processIds]);
   const db = await createPlaneDatabase(dialect, pgUrl);
   const plane = await startPlaneProcess(db, pki, {
     QL_SESSION_LEASE_MS: '600000',
@@ -53,10 +65,10 @@ async function benchDialect(
   const sessions: BenchSession[] = [];
   try {
     for (const id of ids) sessions.push(await BenchSession.register(pki, plane, id));
-    const trigger = await noopTask(plane, `bench noop ${dialect}`);
-    const queue = async (n: number) => {
+    const { trigger } = await noopTask(plane, `bench noop ${dialect}`);
+    const queue = async (n: number, runOne = trigger) => {
       const t0 = performance.now();
-      for (let i = 0; i < n; i++) await trigger();
+      for (let i = 0; i < n; i++) await runOne();
       return n / ((performance.now() - t0) / 1000);
     };
     await queue(config.warmup);
@@ -77,7 +89,28 @@ async function benchDialect(
       config.intervalMs,
     );
     log(`dispatch ${dialect}: queue-to-offer p99 ${percentile(latency.fromCommitMs, 99)} ms`);
-    return { dialect, edgeFloorMs, triggersPerSecond: median(rates), drains, latency };
+    const processDrains: WorkerDrainSample[] = [];
+    if (config.workerProcesses) {
+      const queueTask = async (name: string, n: number) => {
+        const task = await noopTask(plane, name);
+        await queue(n, task.trigger);
+        return task.taskId;
+      };
+      for (const n of sessionsLevels) {
+        const sample = await workerProcessDrain(
+          plane,
+          pki,
+          db,
+          processIds.slice(0, n),
+          config.runs,
+          config.warmup,
+          queueTask,
+        );
+        log(`dispatch ${dialect}: ${n} worker processes ${sample.runsPerSecond.toFixed(1)} runs/s`);
+        processDrains.push(sample);
+      }
+    }
+    return { dialect, edgeFloorMs, triggersPerSecond: median(rates), drains, processDrains, latency };
   } finally {
     await Promise.all(sessions.map((s) => s.close()));
     await plane.stop();
@@ -126,6 +159,7 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
     latencySamples: Math.floor(envNumber('QL_BENCH_LATENCY_SAMPLES', 100, 1)),
     pullers: Math.floor(envNumber('QL_BENCH_LATENCY_PULLERS', 4, 1)),
     intervalMs: envNumber('QL_BENCH_PULL_INTERVAL_MS', 100, 1),
+    workerProcesses: process.env.QL_BENCH_WORKER_PROCESSES !== '0',
   };
   console.log(
     `dispatch bench: ${config.runs} no-op runs per level (after ${config.warmup}), sessions ${sessionsLevels.join(', ')}; ` +
@@ -157,6 +191,8 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
     'graphile jobs/s (PostgreSQL)',
     'ratio',
     'target',
+    'worker processes runs/s',
+    'processes / graphile',
     ...STEPS.map((s) => `${s} ms (share)`),
     'HTTP/TLS floor share',
   ];
@@ -164,6 +200,7 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
   const e2eRows = results.flatMap((r) =>
     r.drains.map((d) => {
       const peer = peers.get(d.sessions)?.jobsPerSecond;
+      const processes = r.processDrains.find((p) => p.workers === d.sessions);
       const total = STEPS.reduce((sum, s) => sum + d.stepMs[s], 0);
       return [
         r.dialect,
@@ -172,6 +209,8 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
         fmtInt(peer),
         peer ? fmtPct(d.runsPerSecond / peer) : '—',
         `≥ ${fmtPct(E2E_TARGET)}`,
+        processes ? processes.runsPerSecond.toFixed(1) : '—',
+        processes && peer ? fmtPct(processes.runsPerSecond / peer) : '—',
         ...STEPS.map((s) => `${d.stepMs[s].toFixed(2)} (${fmtPct(d.stepMs[s] / total)})`),
         fmtPct(Math.min(1, (CALLS_PER_RUN * r.edgeFloorMs) / total)),
       ];
@@ -234,10 +273,14 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
       'The control plane runs in its own process (`dist/apps/control-plane/src/main.js`); the worker ' +
         "sessions run in the bench process, each through the worker's own `WorkerIngressHttpsClient` " +
         '(mTLS, one keep-alive socket): offers → starting → spawn `sh -c true` in its own process group → ' +
-        "running → completion (the worker's run loop is not in this tree yet). " +
+        'running → completion, so that each step can be timed. ' +
         `${config.runs} queued no-op runs per level (after ${config.warmup} warm-up), timed from the first pull ` +
         'to the last committed completion. graphile-worker 0.16.6 drains the same number of no-op jobs ' +
-        '(after the same warm-up) at the same concurrency on the same PostgreSQL server, in this process.',
+        '(after the same warm-up) at the same concurrency on the same PostgreSQL server, in this process. ' +
+        '"worker processes": the same drain by as many real worker processes (`node ' +
+        `${WORKER_NODE_FLAGS.join(' ')} dist/apps/worker/src/main.js\`, their own run loop and executor, ` +
+        "one slot each, default pull interval), timed by the database from the warm-up's last `finished_at` " +
+        'to the last one.',
       '',
       'Steps are medians per run as the session saw them (wall time, HTTP/TLS included): claim = the ' +
         '`offers` call; activation = `starting` + `running`; spawn = fork/exec and exit of `sh -c true`; ' +

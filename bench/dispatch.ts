@@ -4,9 +4,8 @@
  * `WorkerIngressHttpsClient` (one mTLS keep-alive socket per session): offers → starting → spawn a
  * no-op `sh -c true` in its own process group → running → completion.
  *
- * The worker's own run loop (branch runloop) is not in this tree yet; when it lands, the sessions
- * here can be replaced by worker processes. Until then this is the same sequence of calls and checks
- * (every offer and activation answer is read by the contracts' strict parsers).
+ * The sessions make each step visible (the worker process does not time them);
+ * bench/worker-drain.ts measures the same drain by real worker processes.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -129,7 +128,7 @@ export class BenchSession {
   }
 }
 
-/** A no-op shell task; returns a function that triggers one run and answers its id and creation time. */
+/** A no-op shell task: its id, and a function that triggers one run and answers its id and creation time. */
 export async function noopTask(plane: PlaneProcess, name: string) {
   const task = await plane.admin<{ id: string }>('POST', '/api/v1/tasks', {
     name,
@@ -138,7 +137,8 @@ export async function noopTask(plane: PlaneProcess, name: string) {
     timeoutMs: 60_000,
   });
   if (task.status !== 201) throw new Error(`create task: ${task.status} ${JSON.stringify(task.body)}`);
-  return async (): Promise<{ runId: string; createdAtMs: number }> => {
+  const taskId = task.body.id;
+  const trigger = async (): Promise<{ runId: string; createdAtMs: number }> => {
     const res = await plane.admin<{ run: { id: string; createdAt: string } }>(
       'POST',
       `/api/v1/tasks/${task.body.id}/runs`,
@@ -147,6 +147,7 @@ export async function noopTask(plane: PlaneProcess, name: string) {
     if (res.status !== 201) throw new Error(`trigger: ${res.status} ${JSON.stringify(res.body)}`);
     return { runId: res.body.run.id, createdAtMs: Date.parse(res.body.run.createdAt) };
   };
+  return { taskId, trigger };
 }
 
 export interface DrainSample {
