@@ -96,6 +96,9 @@ async function benchDialect(
         await queue(n, task.trigger);
         return task.taskId;
       };
+      // The worker's own default unless set: after a run ends, the next pull waits for the pull tick.
+      const pullMs = process.env.QL_BENCH_WORKER_PULL_INTERVAL_MS;
+      const workerEnv: Record<string, string> = pullMs ? { QL_WORKER_PULL_INTERVAL_MS: pullMs } : {};
       for (const n of sessionsLevels) {
         const sample = await workerProcessDrain(
           plane,
@@ -105,6 +108,7 @@ async function benchDialect(
           config.runs,
           config.warmup,
           queueTask,
+          workerEnv,
         );
         log(`dispatch ${dialect}: ${n} worker processes ${sample.runsPerSecond.toFixed(1)} runs/s`);
         processDrains.push(sample);
@@ -154,8 +158,8 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
     .map((s) => s.trim()) as Dialect[];
   const pgUrl = process.env.QL_BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
   const config = {
-    runs: Math.floor(envNumber('QL_BENCH_E2E_RUNS', 300, 1)),
-    warmup: Math.floor(envNumber('QL_BENCH_E2E_WARMUP', 30, 1)),
+    runs: Math.floor(envNumber('QL_BENCH_E2E_RUNS', 150, 1)),
+    warmup: Math.floor(envNumber('QL_BENCH_E2E_WARMUP', 20, 1)),
     latencySamples: Math.floor(envNumber('QL_BENCH_LATENCY_SAMPLES', 100, 1)),
     pullers: Math.floor(envNumber('QL_BENCH_LATENCY_PULLERS', 4, 1)),
     intervalMs: envNumber('QL_BENCH_PULL_INTERVAL_MS', 100, 1),

@@ -63,13 +63,19 @@ export async function workerProcessDrain(
   runs: number,
   warmup: number,
   queue: (taskName: string, n: number) => Promise<string>,
+  workerEnv: Record<string, string> = {},
 ): Promise<WorkerDrainSample> {
   const taskId = await queue(`bench workers ${ids.length}`, warmup + runs);
   const reader = await runsReader(db);
   const workers: BenchProcess[] = [];
   try {
     for (const id of ids) {
-      workers.push(spawnNode([...WORKER_NODE_FLAGS, WORKER_MAIN], pki.workerEnv(id, plane.ready.ingressUrl)));
+      workers.push(
+        spawnNode([...WORKER_NODE_FLAGS, WORKER_MAIN], {
+          ...pki.workerEnv(id, plane.ready.ingressUrl),
+          ...workerEnv,
+        }),
+      );
     }
     const done = await pollUntil(
       `${warmup + runs} runs finished by ${ids.length} workers`,
