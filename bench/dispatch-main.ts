@@ -51,6 +51,7 @@ async function benchDialect(
     workerProcesses: boolean;
   },
   log: (line: string) => void,
+  notes: string[],
 ): Promise<DialectResult> {
   const count = Math.max(...sessionsLevels, config.pullers);
   const ids = Array.from({ length: count }, (_, i) => `bench-w${i + 1}`);
@@ -100,18 +101,25 @@ async function benchDialect(
       const pullMs = process.env.QL_BENCH_WORKER_PULL_INTERVAL_MS;
       const workerEnv: Record<string, string> = pullMs ? { QL_WORKER_PULL_INTERVAL_MS: pullMs } : {};
       for (const n of sessionsLevels) {
-        const sample = await workerProcessDrain(
-          plane,
-          pki,
-          db,
-          processIds.slice(0, n),
-          config.runs,
-          config.warmup,
-          queueTask,
-          workerEnv,
-        );
-        log(`dispatch ${dialect}: ${n} worker processes ${sample.runsPerSecond.toFixed(1)} runs/s`);
-        processDrains.push(sample);
+        try {
+          const sample = await workerProcessDrain(
+            plane,
+            pki,
+            db,
+            processIds.slice(0, n),
+            config.runs,
+            config.warmup,
+            queueTask,
+            workerEnv,
+          );
+          log(`dispatch ${dialect}: ${n} worker processes ${sample.runsPerSecond.toFixed(1)} runs/s`);
+          processDrains.push(sample);
+        } catch (error) {
+          // Keep what this dialect measured so far; say why this level has no figure.
+          notes.push(
+            `${dialect}, ${n} worker processes: no figure (${(error as Error).message.split('\n')[0]})`,
+          );
+        }
       }
     }
     return { dialect, edgeFloorMs, triggersPerSecond: median(rates), drains, processDrains, latency };
@@ -174,7 +182,7 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
   const results: DialectResult[] = [];
   for (const dialect of dialects) {
     try {
-      results.push(await benchDialect(dialect, pgUrl, sessionsLevels, config, (l) => console.log(l)));
+      results.push(await benchDialect(dialect, pgUrl, sessionsLevels, config, (l) => console.log(l), notes));
     } catch (error) {
       const note = `${dialect} rows skipped: ${(error as Error).message}`;
       console.log(note);

@@ -73,6 +73,8 @@ export async function workerProcessDrain(
       workers.push(
         spawnNode([...WORKER_NODE_FLAGS, WORKER_MAIN], {
           ...pki.workerEnv(id, plane.ready.ingressUrl),
+          // Throughput, not patience, is measured: a register slowed by a busy shared machine must not end the level.
+          QL_WORKER_REQUEST_TIMEOUT_MS: '30000',
           ...workerEnv,
         }),
       );
