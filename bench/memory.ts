@@ -5,6 +5,7 @@
  * costs. Every figure and its peer come from the same run.
  */
 import { performance } from 'node:perf_hooks';
+import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
 import {
   BenchPki,
   DIST,
@@ -22,6 +23,7 @@ export const FLAG_SETS: readonly (readonly string[])[] = [
   ['--optimize-for-size'],
   ['--jitless'],
   ['--lite-mode'],
+  WORKER_NODE_FLAGS,
   ['--lite-mode', '--max-semi-space-size=1'],
   ['--lite-mode', '--max-semi-space-size=1', '--optimize-for-size'],
   ['--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=64'],
@@ -106,7 +108,7 @@ async function workerMemory(idleSeconds: number, log: (l: string) => void) {
       return {
         idleCpuMs: p.worker.cpuMs() - cpuAtStart[i]!,
         registeredMs: registeredMs[i]!,
-        flags: p.flags.join(' ') || '(none)',
+        flags: (p.flags.join(' ') || '(none)') + (p.flags === WORKER_NODE_FLAGS ? ' (the launchers’)' : ''),
         workerMiB,
         bareSameFlagsMiB: p.bare.rssMiB(),
         ratio: workerMiB / bareNodeMiB,
