@@ -75,6 +75,7 @@ export async function workerProcessDrain(
           ...pki.workerEnv(id, plane.ready.ingressUrl),
           // Throughput, not patience, is measured: a register slowed by a busy shared machine must not end the level.
           QL_WORKER_REQUEST_TIMEOUT_MS: '30000',
+          QL_WORKER_STOP_BUDGET_MS: '40000',
           ...workerEnv,
         }),
       );
@@ -83,8 +84,13 @@ export async function workerProcessDrain(
       `${warmup + runs} runs finished by ${ids.length} workers`,
       async () => {
         for (const w of workers) {
-          if (w.child.exitCode !== null)
-            throw new Error(`a worker exited ${w.child.exitCode}:\n${w.output.join('\n')}`);
+          if (w.child.exitCode !== null) {
+            const last = w.output
+              .filter((l) => l.trim())
+              .at(-1)
+              ?.trim();
+            throw new Error(`a worker exited ${w.child.exitCode}: ${last}\n${w.output.join('\n')}`);
+          }
         }
         const now = await reader.finished(taskId);
         const terminal = Object.values(now.statuses).reduce((a, b) => a + b, 0);
