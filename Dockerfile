@@ -2,7 +2,7 @@
 # One image for the control plane (default command) and the headless worker:
 #   docker build -t qinglong-remote-worker:local .
 #   control plane: docker run … qinglong-remote-worker:local
-#   worker:        docker run -e QL_PROFILE=worker … qinglong-remote-worker:local node dist/apps/worker/src/main.js
+#   worker:        docker run -e QL_PROFILE=worker … qinglong-remote-worker:local node --lite-mode --no-expose-wasm dist/apps/worker/src/main.js
 # docker-compose.yml and deploy/kubernetes/ run it; docs/operations.md explains both.
 
 # Both stages must use the same image: the runtime stage reuses the native module built in `build`.

@@ -1,10 +1,16 @@
 /**
- * `npm run bench`: heartbeat compare-and-set commits per second through the registry repository, and
- * claim throughput (pull → committed lease), each figure beside its ceiling measured in the same run
- * (and graphile-worker as a peer for claims). See bench/README.md.
+ * `npm run bench`: heartbeat compare-and-set commits per second through the registry repository,
+ * claim throughput (pull → committed lease), idle memory and start-up of the worker and the control
+ * plane, and dispatch over the real wire (end-to-end runs/s, queue-to-offer latency), each figure
+ * beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
- *   QL_BENCH_SUITES          heartbeat,claim (default both)
+ *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch (default all); `npm run bench -- memory`
+ *                            (arguments) selects groups too
+ *   QL_BENCH_IDLE_SECONDS    memory: idle time before RSS is read (default 60)
+ *   QL_BENCH_SESSIONS        dispatch: worker sessions per level (default 1,4,16)
+ *   QL_BENCH_E2E_RUNS        dispatch: counted runs per level (default 150; QL_BENCH_E2E_WARMUP 20 before)
+ *   QL_BENCH_LATENCY_*       dispatch: SAMPLES (100) and PULLERS (4); QL_BENCH_PULL_INTERVAL_MS (100)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
  *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)
  *   QL_BENCH_PEER            claim: 1 (default) also runs graphile-worker on the same PostgreSQL
@@ -21,6 +27,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { claimMain } from './claim-main';
+import { dispatchMain } from './dispatch-main';
+import { memoryMain } from './memory-main';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
 import { envNumber, median } from './lib/measure';
@@ -238,9 +246,23 @@ async function heartbeatMain(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const suites = (process.env.QL_BENCH_SUITES || 'heartbeat,claim').split(',').map((x) => x.trim());
+  const suites = selectedSuites(process.argv.slice(2), process.env.QL_BENCH_SUITES);
   if (suites.includes('heartbeat')) await heartbeatMain();
   if (suites.includes('claim')) await claimMain(RESULTS_DIR, TARGET);
+  if (suites.includes('memory')) await memoryMain(RESULTS_DIR);
+  if (suites.includes('dispatch')) await dispatchMain(RESULTS_DIR);
+}
+
+const SUITES = ['heartbeat', 'claim', 'memory', 'dispatch'];
+
+/** Groups named as arguments (`npm run bench -- memory dispatch`), else QL_BENCH_SUITES, else all. */
+function selectedSuites(args: readonly string[], env: string | undefined): string[] {
+  const named = args.length ? args : (env || SUITES.join(',')).split(',');
+  const suites = named.map((x) => x.trim()).filter(Boolean);
+  const unknown = suites.filter((s) => !SUITES.includes(s));
+  if (unknown.length)
+    throw new Error(`unknown bench group(s) ${unknown.join(', ')}; known: ${SUITES.join(', ')}`);
+  return suites;
 }
 
 main().catch((error: unknown) => {

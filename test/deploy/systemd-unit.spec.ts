@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
+import { WORKER_NODE_FLAGS } from '../../apps/worker/src/node-flags';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { REPO_ROOT } from '../support/docker-emulation';
 
@@ -51,10 +52,9 @@ describe('systemd unit for a worker (deploy/systemd)', () => {
   });
 
   it('runs the built worker entry point with only worker settings, one certificate per instance, and stops within the unit timeout', () => {
-    const [node, script, ...rest] = one('ExecStart').split(/\s+/);
+    const [node, ...args] = one('ExecStart').split(/\s+/);
     expect(node).toMatch(/^\/.*\/node$/);
-    expect(rest).toEqual([]);
-    expect(script).toBe('dist/apps/worker/src/main.js');
+    expect(args).toEqual([...WORKER_NODE_FLAGS, 'dist/apps/worker/src/main.js']);
     expect(existsSync(join(REPO_ROOT, 'apps/worker/src/main.ts'))).toBe(true);
     const env = Object.fromEntries(
       service

@@ -3,10 +3,11 @@
  * process with its control plane and worker children — supervising its worker, leaving a running
  * instance alone, and stopping everything when the terminal closes.
  */
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ingressPath } from '@ql/contracts';
+import { WORKER_NODE_FLAGS } from '../../apps/worker/src/node-flags';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { LogLine } from '../support/child-process';
 import {
@@ -69,6 +70,13 @@ describe('the quickstart (npm start) with its control plane and worker processes
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('runs its worker under the V8 flags of ADR 0014', () => {
+    const pid = Number(quickstartLine(first, 'worker-1 started')[0]?.pid);
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    expect(argv.slice(1, 1 + WORKER_NODE_FLAGS.length)).toEqual([...WORKER_NODE_FLAGS]);
+    expect(argv.filter(Boolean).pop()).toMatch(/apps\/worker\/src\/main\.[jt]s$/);
+  });
+
   it('restarts a fenced worker after 1 s, says so with the exit code, and the new process registers a new session', async () => {
     const before = registrations(first)[0]!;
     const ready = first.lines.find((l) => l.msg === 'control plane ready') as LogLine & { ingress: string };
@@ -105,7 +113,15 @@ describe('the quickstart (npm start) with its control plane and worker processes
       },
       { pollMs: 100, deadlineMs: 60_000 },
     );
-    expect(row.session_id).toBe(registrations(first)[1]?.sessionId);
+    // The row commits before the new worker reads the answer and logs it: await its line too.
+    const registered = await first.until(
+      'the new worker\'s "worker registered" line',
+      async () => registrations(first)[1],
+      {
+        deadlineMs: 10_000,
+      },
+    );
+    expect(row.session_id).toBe(registered.sessionId);
     expect(quickstartLine(first, 'worker-1 started')).toHaveLength(2);
   });
 

@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { extname, join } from 'node:path';
+import { WORKER_NODE_FLAGS } from '../../worker/src/node-flags';
 import { WORKER_EXIT } from '../../worker/src/worker-exit';
 import type { ReadyMessage } from './main';
 import { RestartBackoff } from './restart-backoff';
@@ -43,7 +44,7 @@ function startWorker(from: ReadyMessage): void {
   if (stopping) return;
   const startedAt = Date.now();
   const pki = `${from.devPkiDir}/workers/${workerId}`;
-  const child = spawn(process.execPath, entry('../../worker/src/main'), {
+  const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ...entry('../../worker/src/main')], {
     stdio: 'inherit',
     detached: true,
     env: {
@@ -68,7 +69,11 @@ function startWorker(from: ReadyMessage): void {
       return;
     }
     const delayMs = backoff.delayAfter(Date.now() - startedAt);
-    log('warn', `${workerId} exited with ${how}; restarting it in ${delayMs / 1000} s`, { code, signal, delayMs });
+    log('warn', `${workerId} exited with ${how}; restarting it in ${delayMs / 1000} s`, {
+      code,
+      signal,
+      delayMs,
+    });
     restartTimer = setTimeout(() => startWorker(from), delayMs);
   });
 }

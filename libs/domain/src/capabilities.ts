@@ -1,4 +1,4 @@
-import { valid as validSemver } from 'semver';
+import validSemver from 'semver/functions/valid';
 import { canonicalJson, sha256Hex, utf8Length } from './canonical-json';
 import { ValidationError } from './errors';
 import {

@@ -1,4 +1,5 @@
-import { satisfies, validRange } from 'semver';
+import satisfies from 'semver/functions/satisfies';
+import validRange from 'semver/ranges/valid';
 import {
   CAPABILITY_LIMITS,
   Capabilities,

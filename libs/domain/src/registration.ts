@@ -1,4 +1,4 @@
-import { valid as validSemver } from 'semver';
+import validSemver from 'semver/functions/valid';
 import { CanonicalCapabilities, canonicalizeCapabilities } from './capabilities';
 import { canonicalJson, sha256Hex } from './canonical-json';
 import { ValidationError } from './errors';

@@ -1,0 +1,250 @@
+/**
+ * Process-level memory and start-up (issue 9): the idle worker's RSS beside a bare `node` process,
+ * under several V8 flag sets; the standalone control plane's idle RSS and time to `/readyz` beside a
+ * bare Fastify hello-world started the same way; and what each part of the worker's module graph
+ * costs. Every figure and its peer come from the same run.
+ */
+import { performance } from 'node:perf_hooks';
+import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
+import {
+  BenchPki,
+  DIST,
+  WORKER_MAIN,
+  createBenchPki,
+  createPlaneDatabase,
+  startPlaneProcess,
+} from './lib/plane';
+import { BenchProcess, pollUntil, spawnNode } from './lib/processes';
+
+/** V8 flag sets tried on the worker (each beside a bare `node` with the same flags). */
+export const FLAG_SETS: readonly (readonly string[])[] = [
+  [],
+  ['--max-semi-space-size=1'],
+  ['--optimize-for-size'],
+  ['--jitless'],
+  ['--lite-mode'],
+  WORKER_NODE_FLAGS,
+  ['--lite-mode', '--max-semi-space-size=1'],
+  ['--lite-mode', '--max-semi-space-size=1', '--optimize-for-size'],
+  ['--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=64'],
+];
+
+/** A process that does nothing and stays alive: the floor any Node process pays. */
+const BARE_NODE = ['-e', 'setInterval(() => {}, 1 << 30)'];
+
+export interface WorkerMemoryRow {
+  readonly flags: string;
+  readonly workerMiB: number;
+  /** A bare `node -e` with the same flags, alive for the same time. */
+  readonly bareSameFlagsMiB: number;
+  /** Worker RSS over the bare `node` without flags (the issue's ratio; target ≤ 1.5). */
+  readonly ratio: number;
+  /** CPU the worker used during the idle window (heartbeats), ms. */
+  readonly idleCpuMs: number;
+  /** From spawn to its "worker registered" log line (start-up, TLS, first round trip). */
+  readonly registeredMs: number;
+}
+
+export interface PlaneMemoryResult {
+  readonly planeMiB: number;
+  readonly planeReadyMs: number;
+  readonly fastifyMiB: number;
+  readonly fastifyReadyMs: number;
+}
+
+export interface ModuleCostRow {
+  readonly step: string;
+  readonly rssMiB: number;
+  readonly heapUsedMiB: number;
+}
+
+export interface MemoryResult {
+  readonly idleSeconds: number;
+  readonly bareNodeMiB: number;
+  readonly workers: WorkerMemoryRow[];
+  readonly plane: PlaneMemoryResult;
+  readonly moduleCost: ModuleCostRow[];
+  /** CommonJS packages the worker's module graph loads (Nest itself is ESM and not listed). */
+  readonly workerPackages: Record<string, number>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * One worker per flag set against one real control plane (SQLite), each beside a bare `node` with
+ * the same flags, plus one bare `node` without flags; all idle together for `idleSeconds` after the
+ * last worker registered, then every RSS is read at the same moment.
+ */
+async function workerMemory(idleSeconds: number, log: (l: string) => void) {
+  const ids = FLAG_SETS.map((_, i) => `mem-worker-${i + 1}`);
+  const pki = await createBenchPki(ids);
+  const db = await createPlaneDatabase('sqlite', '');
+  const procs: BenchProcess[] = [];
+  try {
+    const plane = await startPlaneProcess(db, pki);
+    procs.push(plane.process);
+    const reference = spawnNode(BARE_NODE, {});
+    procs.push(reference);
+    const pairs = FLAG_SETS.map((flags, i) => {
+      const worker = spawnNode([...flags, WORKER_MAIN], pki.workerEnv(ids[i]!, plane.ready.ingressUrl));
+      const bare = spawnNode([...flags, ...BARE_NODE], {});
+      procs.push(worker, bare);
+      return { flags, worker, bare };
+    });
+    const registeredMs: number[] = [];
+    for (const p of pairs) {
+      await p.worker.untilLine('worker registered', 60_000);
+      registeredMs.push(
+        Date.parse(String(p.worker.lines.find((l) => l.msg === 'worker registered')!.time)) -
+          p.worker.spawnedAtMs,
+      );
+    }
+    log(`memory: ${pairs.length} workers registered; idle ${idleSeconds} s`);
+    const cpuAtStart = pairs.map((p) => p.worker.cpuMs());
+    await sleep(idleSeconds * 1000);
+    const bareNodeMiB = reference.rssMiB();
+    const workers: WorkerMemoryRow[] = pairs.map((p, i) => {
+      const workerMiB = p.worker.rssMiB();
+      return {
+        idleCpuMs: p.worker.cpuMs() - cpuAtStart[i]!,
+        registeredMs: registeredMs[i]!,
+        flags: (p.flags.join(' ') || '(none)') + (p.flags === WORKER_NODE_FLAGS ? ' (the launchers’)' : ''),
+        workerMiB,
+        bareSameFlagsMiB: p.bare.rssMiB(),
+        ratio: workerMiB / bareNodeMiB,
+      };
+    });
+    return { bareNodeMiB, workers };
+  } finally {
+    await Promise.all(procs.map((p) => p.stop()));
+    await db.drop();
+    pki.remove();
+  }
+}
+
+/**
+ * The standalone control plane (SQLite) from spawn to `/readyz` 200, beside a Fastify hello-world
+ * with a `/readyz` route started the same way (its own process, polled the same way); then both idle
+ * together for `idleSeconds` and their RSS is read.
+ */
+async function planeMemory(idleSeconds: number, pki: BenchPki): Promise<PlaneMemoryResult> {
+  const db = await createPlaneDatabase('sqlite', '');
+  const fastifyCode = [
+    `const app = require(${JSON.stringify(require.resolve('fastify'))})();`,
+    `app.get('/readyz', async () => ({ status: 'ok' }));`,
+    `app.listen({ host: '127.0.0.1', port: 0 }).then(() => process.send(app.server.address().port));`,
+  ].join('\n');
+  const procs: BenchProcess[] = [];
+  try {
+    const plane = await startPlaneProcess(db, pki);
+    procs.push(plane.process);
+    const fastify = spawnNode(['-e', fastifyCode], {}, true);
+    procs.push(fastify);
+    const fastifyReadyMs = await readyzOf(fastify);
+    await sleep(idleSeconds * 1000);
+    return {
+      planeMiB: plane.process.rssMiB(),
+      planeReadyMs: plane.readyMs,
+      fastifyMiB: fastify.rssMiB(),
+      fastifyReadyMs,
+    };
+  } finally {
+    await Promise.all(procs.map((p) => p.stop()));
+    await db.drop();
+  }
+}
+
+/** Time from spawn until the hello-world's `/readyz` answers 200 (it prints its port on IPC). */
+async function readyzOf(proc: BenchProcess): Promise<number> {
+  const port = await new Promise<number>((resolve, reject) => {
+    proc.child.once('message', (m) => resolve(m as number));
+    void proc.exited.then((code) =>
+      reject(new Error(`hello-world exited ${code}: ${proc.output.join('\n')}`)),
+    );
+  });
+  const url = `http://127.0.0.1:${port}/readyz`;
+  await pollUntil(
+    'hello-world /readyz',
+    async () => ((await fetch(url)).status === 200 ? true : undefined),
+    30_000,
+  );
+  return performance.now() - proc.startedAt;
+}
+
+/** RSS of a fresh `node` after requiring `modules` in order (after a full GC and a short settle). */
+function moduleCostStep(
+  modules: readonly string[],
+): Promise<ModuleCostRow & { packages: Record<string, number> }> {
+  const code = `
+    ${modules.map((m) => `require(${JSON.stringify(m)});`).join('\n')}
+    global.gc();
+    setTimeout(() => {
+      const packages = {};
+      for (const file of Object.keys(require.cache)) {
+        const at = file.lastIndexOf('node_modules/');
+        if (at < 0) continue;
+        const parts = file.slice(at + 13).split('/');
+        const name = parts[0].startsWith('@') ? parts[0] + '/' + parts[1] : parts[0];
+        packages[name] = (packages[name] || 0) + 1;
+      }
+      const m = process.memoryUsage();
+      process.stdout.write(JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, packages }) + '\\n');
+      process.exit(0);
+    }, 300);`;
+  const proc = spawnNode(['--expose-gc', '-e', code], {});
+  return proc.exited.then(() => {
+    const line = proc.lines[0] as
+      { rss: number; heapUsed: number; packages: Record<string, number> } | undefined;
+    if (!line) throw new Error(`module cost step failed: ${proc.output.join('\n')}`);
+    return {
+      step: modules.length ? modules.map((m) => m.replace(`${DIST}/`, '')).join(' + ') : '(bare node)',
+      rssMiB: line.rss / 2 ** 20,
+      heapUsedMiB: line.heapUsed / 2 ** 20,
+      packages: line.packages,
+    };
+  });
+}
+
+/** Each layer of the worker's graph on its own, cumulatively: what Nest costs, what we add on top. */
+async function moduleCost() {
+  const worker = `${DIST}/apps/worker/src/worker.module.js`;
+  const steps: string[][] = [
+    [],
+    ['reflect-metadata', 'rxjs'],
+    ['reflect-metadata', '@nestjs/common'],
+    ['reflect-metadata', '@nestjs/core'],
+    ['reflect-metadata', '@nestjs/core', `${DIST}/libs/contracts/src/index.js`],
+    ['reflect-metadata', '@nestjs/core', '@nestjs/schedule'],
+    ['reflect-metadata', '@nestjs/core', `${DIST}/libs/domain/src/index.js`],
+    ['reflect-metadata', '@nestjs/core', worker],
+  ];
+  const rows: ModuleCostRow[] = [];
+  let workerPackages: Record<string, number> = {};
+  for (const step of steps) {
+    const { packages, ...row } = await moduleCostStep(step);
+    rows.push(row);
+    if (step.includes(worker)) workerPackages = packages;
+  }
+  return { rows, workerPackages };
+}
+
+export async function measureMemory(idleSeconds: number, log: (l: string) => void): Promise<MemoryResult> {
+  const { rows: moduleRows, workerPackages } = await moduleCost();
+  log('memory: module graph measured');
+  const pki = await createBenchPki([]);
+  try {
+    const plane = await planeMemory(idleSeconds, pki);
+    log('memory: control plane measured');
+    const workers = await workerMemory(idleSeconds, log);
+    return {
+      idleSeconds,
+      bareNodeMiB: workers.bareNodeMiB,
+      workers: workers.workers,
+      plane,
+      moduleCost: moduleRows,
+      workerPackages,
+    };
+  } finally {
+    pki.remove();
+  }
+}
