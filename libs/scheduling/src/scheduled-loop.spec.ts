@@ -50,6 +50,49 @@ describe('ScheduledLoop', () => {
     expect(done).toBe(after);
   });
 
+  it('runSoon: a waiting loop cycles at once; during a cycle, the next one follows it at once; never overlapping; ignored when stopped', async () => {
+    let cycles = 0;
+    let running = 0;
+    let overlapped = false;
+    let release: (() => void) | undefined;
+    const waiters: (() => void)[] = [];
+    const next = () => new Promise<void>((resolve) => waiters.push(resolve));
+    const loop = new ScheduledLoop(
+      registry,
+      'puller',
+      60_000, // never by the interval within this test
+      async () => {
+        running++;
+        overlapped ||= running > 1;
+        cycles++;
+        waiters.splice(0).forEach((w) => w());
+        await new Promise<void>((resolve) => (release = resolve));
+        running--;
+      },
+      quiet,
+    );
+    loop.start();
+    const first = next();
+    loop.runSoon();
+    await first;
+    expect(cycles).toBe(1);
+    // Asked again while that cycle runs: one more, right after it, not beside it.
+    loop.runSoon();
+    loop.runSoon();
+    const second = next();
+    release!();
+    await second;
+    expect({ cycles, overlapped }).toEqual({ cycles: 2, overlapped: false });
+    release!();
+    // Back to waiting the interval: armed, no cycle running.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(registry.getTimeouts()).toEqual(['puller']);
+    await loop.stop();
+    loop.runSoon();
+    expect(registry.getTimeouts()).toEqual([]);
+    expect(cycles).toBe(2);
+  });
+
   it('a failing cycle is logged and the loop goes on; stop waits for the cycle in flight', async () => {
     const warnings: unknown[] = [];
     let calls = 0;

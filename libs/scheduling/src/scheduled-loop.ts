@@ -15,6 +15,8 @@ export interface LoopLogger {
 export class ScheduledLoop {
   private running: Promise<void> | undefined;
   private stopped = true;
+  /** `runSoon()` was called while a cycle ran: the next one starts as soon as it ends. */
+  private soon = false;
 
   constructor(
     private readonly registry: SchedulerRegistry,
@@ -35,14 +37,31 @@ export class ScheduledLoop {
     this.arm();
   }
 
+  /**
+   * The next cycle now rather than after the interval (a worker's slot just freed): at once if the loop
+   * is waiting, right after the cycle in flight if one runs. Cycles still never overlap; a stopped
+   * loop ignores it.
+   */
+  runSoon(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.soon = true;
+      return;
+    }
+    this.disarm();
+    this.arm(0);
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.disarm();
     await this.running;
   }
 
-  private arm(): void {
+  private arm(delayMs: number = this.intervalMs): void {
     if (this.stopped) return;
+    const wait = this.soon ? 0 : delayMs;
+    this.soon = false;
     const timer = setTimeout(() => {
       this.disarm();
       this.running = this.cycle()
@@ -54,7 +73,7 @@ export class ScheduledLoop {
           this.running = undefined;
           this.arm();
         });
-    }, this.intervalMs);
+    }, wait);
     // The owner of the process decides its lifetime; a loop never keeps it alive.
     timer.unref();
     this.registry.addTimeout(this.name, timer);

@@ -188,7 +188,7 @@ export const WORKER_SETTINGS = [
     key: 'pullIntervalMs',
     env: 'QL_WORKER_PULL_INTERVAL_MS',
     default: '1000',
-    doc: 'pause before the next pull after an `idle` answer (or a failed pull); after an offer the worker pulls again at once while it has a free slot',
+    doc: 'pause before the next pull after an `idle` answer (or a failed pull); after an offer the worker pulls again at once while it has a free slot, and at once when a run ends',
     parse: int(50, 300_000),
   },
   {

@@ -144,6 +144,14 @@ describe('RunSupervisor: pull, activation, output, completion (R-WRK-2..3, R-ACT
     expect(c!.at - b!.at).toBeGreaterThanOrEqual(290);
   });
 
+  it('pulls at once when it starts and whenever a run ends, not one pull interval later', async () => {
+    await start({ QL_WORKER_PULL_INTERVAL_MS: '300000' });
+    for (let i = 0; i < 3; i++) plane.enqueue({ command: 'echo next' });
+    // One slot, an interval of five minutes: three runs complete only if each end asks for the next pull.
+    await completed(3);
+    expect(plane.leaseList).toHaveLength(3);
+  });
+
   it('a lost offers answer is recovered by sending the same offer id and token again: one lease, one run', async () => {
     await start();
     plane.enqueue({ command: 'echo once' });

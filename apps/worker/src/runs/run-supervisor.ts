@@ -37,7 +37,7 @@ export interface WorkerRuns {
 
 /**
  * The headless worker's runs (R-WRK-1..5): the restart scan, one pull loop (one offer per tick, only
- * with a free slot), an `AttemptRunner` per accepted offer, and the one renewal loop for all held
+ * with a free slot; a tick comes at once when a slot frees, else every pull interval), an `AttemptRunner` per accepted offer, and the one renewal loop for all held
  * leases. Every call goes through the lifecycle's serialized chain (`LeaseChannel`). The constructor
  * builds nothing: loops, files and processes come from the lifecycle's `start()` (R-PROF-3).
  */
@@ -101,6 +101,7 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
       { warn: (m) => this.log.warn('pull loop', { detail: String(m) }) },
     );
     this.pullLoop.start();
+    this.pullLoop.runSoon(); // the first pull right after the restart scan, not one interval later
   }
 
   async stopPulling(): Promise<void> {
@@ -175,7 +176,11 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
         pulled.leaseToken,
       );
       const offerId = runner.lease.offerId;
-      const done = runner.run().finally(() => this.runs.delete(offerId));
+      const done = runner.run().finally(() => {
+        this.runs.delete(offerId);
+        // A slot is free: pull now, not after the interval (one worker would drain ~1 run per interval).
+        if (this.pulling) this.pullLoop?.runSoon();
+      });
       this.runs.set(offerId, { runner, done });
     }
   }
