@@ -21,16 +21,20 @@ const orphanRun = (attemptId: string, command?: string): Promise<LocalRun> =>
 
 const REGISTER = resolve(__dirname, '../../test-support/swc-register.js');
 const EXECUTOR = resolve(__dirname, 'local-process.executor.ts');
+const REAPER = resolve(__dirname, 'group-reaper.ts');
 
 describe('killLeftoverGroup (R-WRK-2 restart)', () => {
-  it('kills the group of a worker process that was SIGKILLed mid-run', async () => {
+  it('kills the group of a worker process that was SIGKILLed mid-run and whose reaper was gone too', async () => {
     const attemptId = ids.uuidV7();
     // The worker prints its run's process once the run has started its grandchild, then gets killed.
+    // Its reaper cannot start (as if the OOM killer had taken it with the worker): the group outlives it.
     const script = `
       const { LocalProcessExecutor } = require(${JSON.stringify(EXECUTOR)});
+      const { GroupReaper } = require(${JSON.stringify(REAPER)});
       let run, output = false;
       const report = () => run && output && console.log(JSON.stringify(run.process));
-      new LocalProcessExecutor({ workRoot: ${JSON.stringify(root)}, killGraceMs: 300, outputCapBytes: 4096 })
+      new LocalProcessExecutor({ workRoot: ${JSON.stringify(root)}, killGraceMs: 300, outputCapBytes: 4096 },
+        new GroupReaper('/nonexistent/sh'))
         .launch({ offerId: ${JSON.stringify(ids.uuidV7())}, attemptId: ${JSON.stringify(attemptId)},
           runtime: 'shell', command: 'sleep 30 & echo started; wait', env: {}, timeoutMs: 60000,
           onOutput: () => { output = true; report(); } })

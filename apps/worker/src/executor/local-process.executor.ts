@@ -4,6 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CompletionStatus, RecordedProcess } from '../journal/journal-record';
 import { currentBootId, groupAlive, signalGroup, waitGroupGone } from '../host/process-table';
+import { GroupReaper } from './group-reaper';
 import { OutputChunk, OutputLimiter } from './output-limiter';
 
 /** Every process a run starts carries this variable: how a restarted worker recognises its leftovers. */
@@ -76,7 +77,15 @@ function commandLine(runtime: TaskRuntime, command: string, workDir: string) {
  * creates nothing.
  */
 export class LocalProcessExecutor {
-  constructor(private readonly options: LocalProcessExecutorOptions) {}
+  /** Kills the run groups if the worker dies without doing it; started with the first run. */
+  private readonly reaper: GroupReaper;
+
+  constructor(
+    private readonly options: LocalProcessExecutorOptions,
+    reaper?: GroupReaper,
+  ) {
+    this.reaper = reaper ?? new GroupReaper();
+  }
 
   /** Resolves once the process exists (its pid and group known); rejects with StartFailedError. */
   async launch(request: LaunchRequest): Promise<LocalRun> {
@@ -120,7 +129,11 @@ export class LocalProcessExecutor {
         ),
       );
     });
-    return new LocalRun(child, workDir, request, this.options);
+    const run = new LocalRun(child, workDir, request, this.options);
+    this.reaper.track(run.pgid);
+    const untrack = () => this.reaper.untrack(run.pgid);
+    run.done.then(untrack, untrack);
+    return run;
   }
 }
 
