@@ -1,16 +1,15 @@
 // Size: the activation flow over the real mTLS ingress (starting, running, logs, completion, replays,
 // fences, unknown fields) on one running app per dialect.
-import {
-  IngressAction,
-  RunActivationResponse,
-  ingressPath,
-  parseActivationResponse,
-} from '@ql/contracts';
+import { IngressAction, RunActivationResponse, ingressPath, parseActivationResponse } from '@ql/contracts';
 import { LeaseSweeperService } from '../../apps/control-plane/src/leases/lease-sweeper.service';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, registerBody } from '../support/fixtures';
-import { LeaseHolder as Holder, IngressSession as Session, leaseFence } from '../support/lease-holder';
-import { pullOffer as pullLeaseOffer } from '../support/lease-pull';
+import {
+  LeaseHolder as Holder,
+  IngressSession as Session,
+  leaseFence,
+  pullOffer as pullLeaseOffer,
+} from '../support/lease-holder';
 import {
   Dialect,
   HttpResult,

@@ -5,8 +5,7 @@
 import { IngressAction, ingressPath, parseActivationResponse } from '@ql/contracts';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { newSessionId, registerBody } from '../support/fixtures';
-import { IngressSession, LeaseHolder, leaseFence } from '../support/lease-holder';
-import { pullOffer } from '../support/lease-pull';
+import { IngressSession, LeaseHolder, leaseFence, pullNewRun, pullOffer } from '../support/lease-holder';
 import {
   Dialect,
   HttpResult,
@@ -73,18 +72,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('fenced lease calls change nothin
   };
   const pull = (s: IngressSession) => pullOffer(t, s);
   /** A run of a new task pulled by `s`. */
-  const holdNewRun = async (s: IngressSession): Promise<LeaseHolder> => {
-    const task = await t.admin('POST', '/api/v1/tasks', {
-      name: `fences ${dialect} ${++names}`,
-      command: 'echo hello',
-      runtime: 'shell',
-    });
-    expect(task.status).toBe(201);
-    expect((await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {})).status).toBe(
-      201,
-    );
-    return pull(s);
-  };
+  const holdNewRun = (s: IngressSession) => pullNewRun(t, s, `fences ${dialect} ${++names}`);
   /** Moves the holder's attempt to `stage`; the lease version its next call must carry. */
   const advance = async (s: IngressSession, h: LeaseHolder, stage: Stage): Promise<number> => {
     let version = 0;

@@ -28,11 +28,8 @@ export const leaseFence = (s: IngressSession, h: LeaseHolder, leaseVersion = 0) 
   leaseVersion,
 });
 
-/** A new shell task's run, triggered over the admin API and pulled by `s`: its holder. */
-export async function pullNewRun(t: TestPlane, s: IngressSession, name: string): Promise<LeaseHolder> {
-  const task = await t.admin('POST', '/api/v1/tasks', { name, command: 'echo hello', runtime: 'shell' });
-  const run = await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
-  if (run.status !== 201) throw new Error(`trigger answered ${run.status}: ${run.raw}`);
+/** One pull by `s` under a new offer id and token: the offer it got and that token (an idle answer throws). */
+export async function pullOffer(t: TestPlane, s: IngressSession): Promise<LeaseHolder> {
   const token = randomBytes(32).toString('base64url');
   const res = await t.ingress(s.creds, ingressPath(s.workerId, s.sessionId, 'offers'), {
     generation: s.generation,
@@ -41,8 +38,17 @@ export async function pullNewRun(t: TestPlane, s: IngressSession, name: string):
     leaseToken: token,
   });
   const offer = parseOfferResponse(res.raw);
-  if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.raw}`);
+  if (offer.status !== 'offered') throw new Error(`expected an offer, got ${res.status} ${res.raw}`);
   return { offer, token };
+}
+
+/** A new shell task's run, triggered over the admin API and pulled by `s`: its holder. */
+export async function pullNewRun(t: TestPlane, s: IngressSession, name: string): Promise<LeaseHolder> {
+  const task = await t.admin('POST', '/api/v1/tasks', { name, command: 'echo hello', runtime: 'shell' });
+  if (task.status !== 201) throw new Error(`task create answered ${task.status}: ${task.raw}`);
+  const run = await t.admin('POST', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
+  if (run.status !== 201) throw new Error(`trigger answered ${run.status}: ${run.raw}`);
+  return pullOffer(t, s);
 }
 
 /** The held run through `starting` and `running`: the lease version its next call carries. */
