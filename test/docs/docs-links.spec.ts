@@ -17,8 +17,12 @@ describe('documentation links', () => {
   it.each(files.map((f) => [relative(ROOT, f), f]))('%s links only inside the repository', (_name, file) => {
     const text = readFileSync(file, 'utf8');
     expect(text).not.toMatch(/\.\.\/shared|shared\/docs|seeds\//);
+    // Autolinks and reference definitions to the web are links too.
+    expect(text).not.toMatch(/<https?:\/\/|^\s*\[[^\]]+\]:\s*https?:/im);
     for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
-      if (/^(https?:|mailto:|#)/.test(target!)) continue;
+      // Nothing outside the repository, not even a web page: the docs must stand alone.
+      expect({ target, external: /^[a-z][a-z0-9+.-]*:/i.test(target!) }).toEqual({ target, external: false });
+      if (target!.startsWith('#')) continue;
       const path = resolve(dirname(file), target!.split('#')[0]!);
       expect({ target, inside: !relative(ROOT, path).startsWith('..') }).toEqual({ target, inside: true });
       expect({ target, exists: existsSync(path) }).toEqual({ target, exists: true });
