@@ -1,3 +1,5 @@
+// Size: starting, running, start-failure, completion and the deadline sweep share one fenced transaction
+// (lease → run → worker, lease-fence.ts) and one acknowledgement record; split, that rule would spread.
 import {
   ActivationRepository,
   ActivationResult,

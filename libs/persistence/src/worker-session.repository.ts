@@ -1,3 +1,5 @@
+// Size: register and the fenced session calls share one compare-and-set (SESSION_FENCE_SQL) and its miss
+// explanation; the admin worker views (list, detail, drain, delete) read and write the same rows.
 import {
   AuditEntry,
   ConflictError,

@@ -1,3 +1,5 @@
+// Size: the worker's one serialized call chain (register, heartbeat loop, drain, offline, fenced, stop
+// budget) and the strict readers of its answers; every ingress call of the worker goes through it.
 import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { ScheduledLoop } from '@ql/scheduling';
