@@ -115,5 +115,20 @@ describe.each<Dialect>(['sqlite', 'postgres'])('/metrics (%s)', (dialect) => {
     expect(names).not.toContain('worker-a');
     expect(names).not.toContain(sessionId);
     expect(names).not.toContain((run.body as { run: { id: string } }).run.id);
+
+    // The offered lease runs out unrenewed (its expiry moved two minutes back, past any run lease):
+    // the next sweep ends it once and the run goes back to the queue.
+    await t.plane.core.db.run(
+      dialect === 'sqlite'
+        ? `UPDATE run_leases SET expires_at = expires_at - 120000 WHERE state = 'active'`
+        : `UPDATE run_leases SET expires_at = expires_at - interval '120 seconds' WHERE state = 'active'`,
+    );
+    await t.plane.ingress.get(LeaseSweeperService).sweepOnce();
+    const swept = await scrape();
+    expect(delta(after, swept, 'ql_lease_expiries_total')).toBe(1);
+    expect(delta(after, swept, 'ql_sweeper_actions_total{action="requeued"}')).toBe(1);
+    expect(delta(after, swept, 'ql_sweeper_cycle_duration_seconds_count')).toBe(1);
+    expect(swept.get('ql_runs_queue_depth{status="queued"}')).toBe(1);
+    expect(swept.get('ql_runs_queue_depth{status="dispatching"}')).toBe(0);
   });
 });
