@@ -128,9 +128,10 @@ describe('worker module without start() (R-PROF-3)', () => {
     expect(await addedOnceSettled(beforeImport)).toEqual(none);
     expect(createdByImport).toEqual([]);
 
-    // Both graphs: the plain module (no scheduling at all) and the worker profile's (ScheduleModule
-    // in it) add nothing until start().
-    for (const graph of [WorkerModule, WorkerModule.forProfile('worker')]) {
+    // Every graph: the plain module and another profile's (no scheduling at all) and the worker
+    // profile's (ScheduleModule in it) add nothing until start().
+    const workerGraph = WorkerModule.forProfile('worker');
+    for (const graph of [WorkerModule, WorkerModule.forProfile('standalone'), workerGraph]) {
       const beforeContext = count();
       let app!: Awaited<ReturnType<typeof NestFactory.createApplicationContext>>;
       const createdByContext = await createdDuring(async () => {
@@ -156,8 +157,11 @@ describe('worker module without start() (R-PROF-3)', () => {
           }
         })();
         expect(registry === null ? 'absent' : registry.getTimeouts()).toEqual(
-          graph === WorkerModule ? 'absent' : [],
+          graph === workerGraph ? [] : 'absent',
         );
+        // Outside the worker profile the lifecycle has no scheduler and cannot start.
+        if (graph !== workerGraph)
+          await expect(app.get(WorkerLifecycleService).start()).rejects.toThrow(/QL_PROFILE=worker/);
       } finally {
         await app.close();
       }
