@@ -49,6 +49,11 @@ const env = (name: string) => compose.services[name]!.environment ?? {};
 const jobScript = (compose.services[jobs[0] ?? '']?.command ?? []).join(' ');
 const optionValues = (option: string) =>
   [...jobScript.matchAll(new RegExp(`--${option} (\\S+)`, 'g'))].map((m) => m[1]);
+/**
+ * A replica or worker start is seconds on an idle machine; a cluster-control replica took 22 s to say
+ * ready at a load of 16 on 2 cores, past the child-process default of 20 s.
+ */
+const START_MS = 90_000;
 const ingressTarget = (url: string) => {
   const { hostname, port } = new URL(url);
   return { service: hostname, port };
@@ -285,8 +290,10 @@ describe('the compose services as real processes (compiled image layout, Postgre
 
     const replicas = controlPlanes.map((name) => ({ name, p: start(name) }));
     for (const { name, p } of replicas) {
-      const ready = await p.until(`${name} ready`, async () =>
-        p.lines.find((l) => l.msg === 'control plane ready'),
+      const ready = await p.until(
+        `${name} ready`,
+        async () => p.lines.find((l) => l.msg === 'control plane ready'),
+        { deadlineMs: START_MS },
       );
       addresses.set(name, { admin: String(ready.admin), ingress: String(ready.ingress) });
     }
@@ -319,7 +326,9 @@ describe('the compose services as real processes (compiled image layout, Postgre
     };
     const online = Object.fromEntries(workers.map((name) => [env(name).QL_WORKER_ID, 'online']));
     for (const { name, p } of running) {
-      await p.until(`${name} registered`, async () => p.lines.find((l) => l.msg === 'worker registered'));
+      await p.until(`${name} registered`, async () => p.lines.find((l) => l.msg === 'worker registered'), {
+        deadlineMs: START_MS,
+      });
       await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250 });
     }
     // Each worker registered with its own replica (its first origin); both replicas see both (one database).
@@ -345,5 +354,5 @@ describe('the compose services as real processes (compiled image layout, Postgre
     for (const { name, p } of replicas) {
       expect({ name, exit: await p.exited }).toEqual({ name, exit: { code: 0, signal: null } });
     }
-  }, 120_000);
+  }, 600_000); // four starts of up to START_MS each, and the rest
 });
