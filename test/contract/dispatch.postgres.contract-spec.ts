@@ -1,5 +1,6 @@
 import { postgresDispatchTarget } from '../support/dispatch-targets';
 import { describeClaimCost } from './claim-cost.contract';
+import { describeClaimOneStatementWindows } from './claim-one-statement-windows.contract';
 import { describeClaimPreferredPlacement } from './claim-preferred-placement.contract';
 import { describeClaimRaceAndFences } from './claim-race-and-fences.contract';
 import { describeDispatchContract } from './dispatch.contract';
@@ -10,4 +11,5 @@ describeDispatchContract(
   describeClaimRaceAndFences,
   describeClaimPreferredPlacement,
   describeClaimCost,
+  describeClaimOneStatementWindows,
 );
