@@ -12,7 +12,7 @@ const COST = {
   'empty queue (idle)': { sqlite: 4, postgres: 1 },
   'first claim: new capabilities, placement and revision': { sqlite: 10, postgres: 4 },
   'the queue head (steady state)': { sqlite: 8, postgres: 1 },
-  "another session with the same capabilities: its first claim": { sqlite: 8, postgres: 2 },
+  'another session with the same capabilities: its first claim': { sqlite: 8, postgres: 2 },
   'a new task whose placement is new to this replica': { sqlite: 9, postgres: 3 },
   'the same placement again': { sqlite: 8, postgres: 1 },
   'a released run (same attempt, next lease generation)': { sqlite: 8, postgres: 1 },

@@ -87,7 +87,10 @@ class PlacementKnowledge {
   params(): { match: string; holdable: string; nomatch: string } {
     if (!this.lists) {
       const of = (cls: PlacementClass) =>
-        [...this.classes].filter(([, c]) => c === cls).map(([digest]) => digest).join(',');
+        [...this.classes]
+          .filter(([, c]) => c === cls)
+          .map(([digest]) => digest)
+          .join(',');
       this.lists = { match: of('match'), holdable: of('holdable'), nomatch: of('nomatch') };
     }
     return this.lists;
