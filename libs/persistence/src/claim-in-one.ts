@@ -190,7 +190,8 @@ export class OneStatementClaim {
         skip: skip.join(','),
         holdMs: command.preferenceHoldMs,
       });
-      return row!;
+      // No row only when the worker row went away between two reads of the call: explained as a miss.
+      return row ?? ({ kind: 'explain' } as ClaimRow);
     } catch (error) {
       const code = (error as { code?: string }).code;
       // A concurrent call committed this offer id first: the same answer as a replay.
