@@ -80,7 +80,8 @@ BEGIN
     RETURN NEXT;
     RETURN;
   END IF;
-  IF NOT (v_r.id = ANY (string_to_array(p_free, ',')::uuid[]) OR v_pd = ANY (string_to_array(p_match, ','))
+  -- Free: decided "take" by the caller for this very queueing (id@queue_order; a requeue starts a new hold).
+  IF NOT ((v_r.id::text || '@' || v_r.queue_order) = ANY (string_to_array(p_free, ',')) OR v_pd = ANY (string_to_array(p_match, ','))
       OR (v_pd = ANY (string_to_array(p_holdable, ','))
           AND NOT (p_hold_ms > 0 AND v_now_ms < v_r.queue_order + p_hold_ms))) THEN
     -- An unknown placement, or an open preference hold: the caller decides and asks again.

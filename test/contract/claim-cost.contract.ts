@@ -16,6 +16,8 @@ const COST = {
   'a new task whose placement is new to this replica': { sqlite: 9, postgres: 3 },
   'the same placement again': { sqlite: 8, postgres: 1 },
   'a released run (same attempt, next lease generation)': { sqlite: 8, postgres: 1 },
+  'inside an open hold, nobody better: first seen': { sqlite: 10, postgres: 5 },
+  'inside an open hold, nobody better: again': { sqlite: 9, postgres: 3 },
   'a head the puller does not match, first seen': { sqlite: 5, postgres: 7 },
   'the same head again': { sqlite: 5, postgres: 6 },
 } as const;
@@ -59,6 +61,13 @@ export function describeClaimCost(suite: DispatchSuite): void {
       );
       expect(reclaimed.attempt).toMatchObject({ id: again.attempt.id, leaseGeneration: 2 });
       expect(reclaimed.lease.expiresAt - reclaimed.lease.claimedAt).toBe(RUN_LEASE);
+      // Inside the hold of a label nobody has: the candidates are read, nobody outscores, the run is taken.
+      const preferring = await f.task({
+        placement: { preferred: [{ key: 'pool', value: zone, weight: 10 }] },
+      });
+      await f.queue(preferring.id, 2);
+      offered(await cost('inside an open hold, nobody better: first seen', () => f.pull(worker)));
+      offered(await cost('inside an open hold, nobody better: again', () => f.pull(worker)));
       const other = await f.task({ placement: { required: { architectures: ['arm64'] } } });
       await f.queue(other.id, 1);
       for (const name of ['a head the puller does not match, first seen', 'the same head again'] as const)

@@ -159,7 +159,9 @@ export class OneStatementClaim {
           };
           const puller = { workerId: command.workerId, capabilities: capabilities! };
           const held = await heldRuns(this.db, puller, [run], toInt(row.now_ms), command.preferenceHoldMs);
-          (held.has(run.id) ? skip : free).push(run.id);
+          if (held.has(run.id)) skip.push(run.id);
+          else free.push(`${run.id}@${run.queuedAt}`); // this queueing only: a requeue starts a new hold
+
           break;
         }
       }
