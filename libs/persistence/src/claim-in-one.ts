@@ -161,7 +161,6 @@ export class OneStatementClaim {
           const held = await heldRuns(this.db, puller, [run], toInt(row.now_ms), command.preferenceHoldMs);
           if (held.has(run.id)) skip.push(run.id);
           else free.push(`${run.id}@${run.queuedAt}`); // this queueing only: a requeue starts a new hold
-
           break;
         }
       }
