@@ -9,8 +9,8 @@
  * round by round on the same database, which is reset to B queued runs before every sample:
  *   service   LeasesService.offers — the server side of `POST …/offers` without HTTP/TLS: strict body
  *             parse, token digest, the repository claim (session fence, replay lookup, capacity under
- *             the worker lock, candidate page, placement, SKIP LOCKED pick, CAS, attempt, lease, events)
- *             and the offer projection
+ *             the worker lock, candidate page, placement, SKIP LOCKED pick, CAS, attempt, lease, events;
+ *             on PostgreSQL one call of ql_claim in the steady state, ADR 0016) and the offer projection
  *   ceiling   the bare claim transaction written by hand and issued raw through the same driver: lock
  *             the worker row, take the first queued run (SKIP LOCKED), insert attempt and lease, move the
  *             run, append its two events — what any correct claim must write, nothing it may skip
@@ -74,7 +74,8 @@ export interface ClaimRow {
 
 export const LEASE_MS = 24 * 60 * 60 * 1000;
 const CAPACITY = 1024;
-const LEASE_TTL_CONFIG = { runLeaseMs: LEASE_MS } as ControlPlaneConfig;
+// The defaults the app runs with for what the claim reads (the preference hold: 5 s).
+const LEASE_TTL_CONFIG = { runLeaseMs: LEASE_MS, placementPreferenceHoldMs: 5000 } as ControlPlaneConfig;
 
 export interface BenchWorker {
   readonly workerId: string;

@@ -7,10 +7,11 @@ const DISPATCH_TABLES = ['workers', 'worker_sessions', 'runs', 'attempts', 'run_
 const AUDIT = { actor: 'test', action: 'test', target: 'test' };
 
 /**
- * A claim of the queue head whose placement needs no look at other workers: BEGIN, reserve the slot,
- * head, attempt, lease, run CAS, events, revision, COMMIT (warm caches). Unchanged by R-PLC-2.
+ * A claim of the queue head whose placement needs no look at other workers (warm caches). Unchanged
+ * by R-PLC-2. SQLite: BEGIN, reserve the slot, head, attempt, lease, run CAS, events, COMMIT.
+ * PostgreSQL: one call of ql_claim (ADR 0016).
  */
-const HEAD_CLAIM_STATEMENTS = 8;
+const HEAD_CLAIM_STATEMENTS = { sqlite: 8, postgres: 1 } as const;
 
 type Worker = Awaited<ReturnType<DispatchFixture['worker']>>;
 
@@ -209,6 +210,10 @@ export function describeClaimPreferredPlacement(suite: DispatchSuite): void {
       offered(await f.pull(plain)); // warms the capabilities and revision caches
       await f.queue(task.id, 1);
       offered(await f.pull(preferred));
+      // …and, on PostgreSQL, what this replica knows of the preferring task's placement for `plain`.
+      await f.queue(task.id, 1);
+      target.clock.advance(PREFERENCE_HOLD);
+      offered(await f.pull(plain));
       const cases: [string, () => Promise<unknown>, Worker][] = [
         ['no preferred rules', () => f.queue(plainTask.id, 1), plain],
         ['the puller has every preferred label', () => f.queue(task.id, 1), preferred],
@@ -227,7 +232,7 @@ export function describeClaimPreferredPlacement(suite: DispatchSuite): void {
         expect({ name, kind: result.kind, cost }).toEqual({
           name,
           kind: 'offered',
-          cost: HEAD_CLAIM_STATEMENTS,
+          cost: HEAD_CLAIM_STATEMENTS[f.db.dialect],
         });
       }
     });

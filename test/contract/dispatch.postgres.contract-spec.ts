@@ -1,4 +1,6 @@
 import { postgresDispatchTarget } from '../support/dispatch-targets';
+import { describeClaimCost } from './claim-cost.contract';
+import { describeClaimOneStatementWindows } from './claim-one-statement-windows.contract';
 import { describeClaimPreferredPlacement } from './claim-preferred-placement.contract';
 import { describeClaimRaceAndFences } from './claim-race-and-fences.contract';
 import { describeDispatchContract } from './dispatch.contract';
@@ -8,4 +10,6 @@ describeDispatchContract(
   postgresDispatchTarget,
   describeClaimRaceAndFences,
   describeClaimPreferredPlacement,
+  describeClaimCost,
+  describeClaimOneStatementWindows,
 );

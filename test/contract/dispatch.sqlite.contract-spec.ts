@@ -1,4 +1,5 @@
 import { sqliteDispatchTarget } from '../support/dispatch-targets';
+import { describeClaimCost } from './claim-cost.contract';
 import { describeClaimPreferredPlacement } from './claim-preferred-placement.contract';
 import { describeClaimRaceAndFences } from './claim-race-and-fences.contract';
 import { describeDispatchContract } from './dispatch.contract';
@@ -8,4 +9,5 @@ describeDispatchContract(
   sqliteDispatchTarget,
   describeClaimRaceAndFences,
   describeClaimPreferredPlacement,
+  describeClaimCost,
 );

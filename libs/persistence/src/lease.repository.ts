@@ -38,6 +38,7 @@ import {
   transitionRun,
 } from './run-sql';
 import { heldRuns } from './claim-preference';
+import { OneStatementClaim, claimedLease } from './claim-in-one';
 import {
   LEASE_COLUMNS,
   LeaseRow,
@@ -121,14 +122,23 @@ interface QueueRow {
  * pullers never wait on each other's candidates; SQLite's BEGIN IMMEDIATE serialises the same steps.
  */
 export class SqlLeaseRepository implements LeaseRepository {
+  private readonly oneStatement: OneStatementClaim | undefined;
+
   constructor(
     private readonly db: SqlDatabase,
     private readonly ids: IdGenerator,
-  ) {}
+  ) {
+    if (db.dialect === 'postgres') this.oneStatement = new OneStatementClaim(db, ids);
+  }
 
-  // Slot reserved on the locked worker row → candidate pages → pick (SKIP LOCKED) → CAS; one transaction.
-  // Anything but a committed claim rolls back, so an idle pull or a replay writes nothing.
+  // PostgreSQL: one call of ql_claim in the steady state (ADR 0016). Otherwise, and when that call
+  // leaves it to this path: slot reserved on the locked worker row → candidate pages → pick (SKIP
+  // LOCKED) → CAS; one transaction. Anything but a committed claim rolls back, so an idle pull or a
+  // replay writes nothing.
   async claim(command: ClaimCommand): Promise<ClaimResult> {
+    const answer = this.oneStatement ? await this.oneStatement.claim(command) : 'slow';
+    if (answer === 'explain') return this.explainClaim(command);
+    if (answer !== 'slow') return answer;
     try {
       return await this.db.transaction((tx) => this.claimIn(tx, command));
     } catch (error) {
@@ -340,23 +350,10 @@ export class SqlLeaseRepository implements LeaseRepository {
       revision: toInt(picked.revision),
       specDigest: picked.spec_digest,
     };
-    const lease: LeaseRecord = {
-      offerId: command.offerId,
-      attemptId: attempt.id,
-      runId: run.id,
-      workerId: command.workerId,
-      sessionId: command.sessionId,
-      sessionGeneration: command.fence.generation,
-      leaseGeneration: attempt.leaseGeneration,
-      version: 0,
-      state: 'active',
-      expiresAt: toMs(leaseRow.expires_at),
-      claimedAt: toMs(leaseRow.claimed_at),
-    };
     return {
       run: claimed,
       attempt,
-      lease,
+      lease: claimedLease(command, attempt, leaseRow),
       revision: await this.revision(tx, claimed),
     };
   }

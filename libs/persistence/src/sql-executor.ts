@@ -18,6 +18,8 @@ export type Dialect = 'sqlite' | 'postgres';
  *                      SQLite: the process clock, the same machine's clock)
  *   {now + :param}     the clock plus `:param` milliseconds
  *   {nowMs}            the clock as epoch milliseconds (an integer in both dialects)
+ *   {clockMs}          PostgreSQL: NULL (a SQL function reads `clock_timestamp()` itself), or the bound
+ *                      `:now` of a controllable clock; SQLite: `:now`
  *   {ms :param}        `:param` epoch milliseconds as a time value of the dialect
  *   {forUpdate}        a row lock on PostgreSQL; nothing on SQLite, where BEGIN IMMEDIATE already
  *                      holds the database's only write lock
@@ -70,6 +72,7 @@ export function expandMacros(sql: string, dialect: Dialect, clockParam = false):
     .replace(/\{ms :(\w+)\}/g, (_m, p: string) =>
       dialect === 'postgres' ? `to_timestamp(:${p}::float8 / 1000)` : `:${p}`,
     )
+    .replace(/\{clockMs\}/g, dialect === 'postgres' ? (clockParam ? ':now::int8' : 'NULL::int8') : ':now')
     .replace(/\{nowMs\}/g, dialect === 'postgres' ? pgNowMs : ':now')
     .replace(/\{now\}/g, dialect === 'postgres' ? pgNow : ':now')
     .replace(/\{forUpdate\}/g, dialect === 'postgres' ? 'FOR UPDATE' : '')
