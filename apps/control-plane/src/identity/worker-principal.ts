@@ -1,6 +1,6 @@
 // tsyringe (a dependency of @peculiar/x509) throws at load time without a Reflect metadata polyfill.
 import 'reflect-metadata';
-import { BasicConstraintsExtension, X509Certificate as ParsedCertificate } from '@peculiar/x509';
+import type * as PeculiarX509 from '@peculiar/x509';
 import { X509Certificate } from 'node:crypto';
 import { isWorkerId } from '@ql/domain';
 
@@ -43,11 +43,16 @@ export function principalFromCertificate(cert: X509Certificate, trustDomain: str
  */
 function declaresCa(cert: X509Certificate): boolean {
   try {
+    const { BasicConstraintsExtension, X509Certificate: ParsedCertificate } = peculiarX509();
     return new ParsedCertificate(cert.raw).getExtensions(BasicConstraintsExtension).some((e) => e.ca);
   } catch {
     return true;
   }
 }
+
+/** Loaded with the first client certificate, not at start: an idle control plane does without it (ADR 0020). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const peculiarX509 = () => require('@peculiar/x509') as typeof PeculiarX509;
 
 /** Node renders SANs as `DNS:a, URI:b`; values with special characters are JSON-quoted. */
 function uriSans(subjectAltName: string | undefined): string[] {
