@@ -115,7 +115,8 @@ async function workerMemory(idleSeconds: number, log: (l: string) => void) {
     });
     const registeredMs: number[] = [];
     for (const p of pairs) {
-      await p.worker.untilLine('worker registered', 60_000);
+      // Nine workers and nine bare nodes start together: on a shared, busy machine this takes a while.
+      await p.worker.untilLine('worker registered', 180_000);
       registeredMs.push(
         Date.parse(String(p.worker.lines.find((l) => l.msg === 'worker registered')!.time)) -
           p.worker.spawnedAtMs,
