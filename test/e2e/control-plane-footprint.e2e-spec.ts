@@ -7,20 +7,24 @@
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { ingressPath } from '@ql/contracts';
 import { loadConfig } from '../../apps/control-plane/src/config/config';
 import { ensureDevPki } from '../../apps/control-plane/src/pki';
-import { CONTROL_PLANE, EntryPoint, ROOT, tempDir } from '../support/entry-points';
+import { CONTROL_PLANE, EntryPoint, ROOT, postIngress, tempDir } from '../support/entry-points';
+import { newSessionId, registerBody } from '../support/fixtures';
 
 /** Packages a standalone control plane must not load before it is used for them. */
 const NOT_AT_IDLE = ['pg', '@peculiar/x509', 'libphonenumber-js', 'validator'];
 
 describe('the standalone control plane at idle (ADR 0020)', () => {
   let dir: string;
+  let pkiDir: string;
   let plane: EntryPoint;
+  const ready = () => plane.lines.find((l) => l.msg === 'control plane ready')!;
 
   beforeAll(async () => {
     dir = tempDir('ql-footprint-');
-    const pkiDir = join(dir, 'pki');
+    pkiDir = join(dir, 'pki');
     await ensureDevPki(pkiDir, { trustDomain: loadConfig({}).trustDomain, workers: ['worker-1'] });
     plane = new EntryPoint(CONTROL_PLANE, {
       QL_ADMIN_PORT: '0',
@@ -62,11 +66,24 @@ describe('the standalone control plane at idle (ADR 0020)', () => {
   });
 
   it('builds its OpenAPI document on the first request for it', async () => {
-    const admin = String(plane.lines.find((l) => l.msg === 'control plane ready')!.admin);
+    const admin = String(ready().admin);
     const res = await fetch(`${admin}/openapi.json`);
     expect(res.status).toBe(200);
     const document = (await res.json()) as { openapi: string; paths: Record<string, unknown> };
     expect(document.openapi).toBe('3.1.0');
     expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/openapi.json', '/docs']));
+  });
+
+  it('checks a worker certificate without loading a certificate library', async () => {
+    const worker = join(pkiDir, 'workers', 'worker-1');
+    const tls = { ca: join(pkiDir, 'ca.crt'), cert: `${worker}.crt`, key: `${worker}.key` };
+    const res = await postIngress(
+      String(ready().ingress),
+      tls,
+      ingressPath('worker-1', newSessionId(), 'register'),
+      registerBody(),
+    );
+    expect(res.status).toBe(200);
+    expect((await loadedPackages()).filter((p) => NOT_AT_IDLE.includes(p))).toEqual([]);
   });
 });
