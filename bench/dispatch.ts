@@ -104,6 +104,16 @@ export class BenchSession {
     return { activation: t1 - t0 + (t3 - t2), spawn: t2 - t1 + (t4 - t3), completion: t5 - t4 };
   }
 
+  /** One fenced heartbeat of this session; its answer's version is the next one expected. */
+  async heartbeat(): Promise<void> {
+    const res = await this.client.call('heartbeat', this.sessionId, {
+      generation: this.generation,
+      expectedVersion: this.version,
+      availableSlots: 1,
+    });
+    this.version = res.version;
+  }
+
   /**
    * The floor of one ingress call on this socket: a heartbeat with a body the edge refuses (400
    * before any database work; bad input changes nothing). HTTP, TLS, routing, guard and parsing.

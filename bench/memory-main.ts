@@ -19,7 +19,12 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     `memory bench: idle ${idleSeconds} s, ${FLAG_SETS.length} worker flag sets; node ${machine.node}, ` +
       `${machine.cpuCount} CPUs, load ${machine.loadAvgAtStart}`,
   );
-  const result = await measureMemory(idleSeconds, (line) => console.log(line));
+  const load = {
+    sessions: Math.floor(envNumber('QL_BENCH_LOAD_SESSIONS', 32, 1)),
+    seconds: envNumber('QL_BENCH_LOAD_SECONDS', 5, 1),
+    rounds: Math.floor(envNumber('QL_BENCH_LOAD_ROUNDS', 3, 1)),
+  };
+  const result = await measureMemory(idleSeconds, load, (line) => console.log(line));
 
   const workerHeader = [
     'V8 flags',
@@ -28,8 +33,10 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     'worker / bare node',
     'target',
     'result',
+    'spawn → registered ms',
+    'idle CPU ms',
   ];
-  const workerAlign: Align[] = ['left', 'right', 'right', 'right', 'right', 'left'];
+  const workerAlign: Align[] = ['left', 'right', 'right', 'right', 'right', 'left', 'right', 'right'];
   const workerRows = result.workers.map((w) => [
     w.flags,
     mib(w.workerMiB),
@@ -41,17 +48,37 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     w.idleCpuMs.toFixed(0),
   ]);
   const p = result.plane;
-  const planeHeader = ['process', `RSS after ${idleSeconds} s MiB`, 'spawn → /readyz 200 ms', 'target'];
-  const planeAlign: Align[] = ['left', 'right', 'right', 'left'];
-  const planeRows = [
-    [
-      'control plane (standalone, SQLite)',
-      mib(p.planeMiB),
-      p.planeReadyMs.toFixed(0),
-      `RSS ≤ ${PLANE_RSS_TARGET_MIB} MiB: ${p.planeMiB <= PLANE_RSS_TARGET_MIB ? 'pass' : 'FAIL'}`,
-    ],
-    ['Fastify hello-world (ceiling)', mib(p.fastifyMiB), p.fastifyReadyMs.toFixed(0), ''],
+  const planeHeader = [
+    'process',
+    `RSS after ${idleSeconds} s idle MiB`,
+    'target',
+    'result',
+    'spawn → /readyz 200 ms',
+    'heartbeats/s under load',
+    'CPU ms / 1,000 heartbeats',
+    'RSS after load MiB',
   ];
+  const planeAlign: Align[] = ['left', 'right', 'right', 'left', 'right', 'right', 'right', 'right'];
+  const planeRows = [
+    ...p.planes.map((row) => [
+      `control plane (standalone, SQLite), ${row.flags}${row.launchers ? ' (the launchers’)' : ''}`,
+      mib(row.idleMiB),
+      `≤ ${PLANE_RSS_TARGET_MIB} MiB`,
+      row.idleMiB <= PLANE_RSS_TARGET_MIB ? 'pass' : 'FAIL',
+      row.readyMs.toFixed(0),
+      row.heartbeatsPerSecond.toFixed(0),
+      row.cpuMsPer1k.toFixed(0),
+      mib(row.afterLoadMiB),
+    ]),
+    ['Fastify hello-world (peer)', mib(p.fastifyMiB), '', '', p.fastifyReadyMs.toFixed(0), '', '', ''],
+  ];
+  const [launchers, bare] = [p.planes.find((r) => r.launchers)!, p.planes.find((r) => !r.launchers)!];
+  const planeLine =
+    `the launchers' flags, beside none: idle RSS ${(launchers.idleMiB / bare.idleMiB).toFixed(2)} ×, ` +
+    `heartbeats/s ${(launchers.heartbeatsPerSecond / bare.heartbeatsPerSecond).toFixed(2)} ×, ` +
+    `CPU per heartbeat ${(launchers.cpuMsPer1k / bare.cpuMsPer1k).toFixed(2)} ×; ` +
+    `idle RSS / target ${(launchers.idleMiB / PLANE_RSS_TARGET_MIB).toFixed(2)}, / Fastify hello-world ` +
+    `${(launchers.idleMiB / p.fastifyMiB).toFixed(2)} ×`;
   const moduleHeader = ['required (cumulative, fresh node, after gc)', 'RSS MiB', 'heap used MiB'];
   const moduleAlign: Align[] = ['left', 'right', 'right'];
   const moduleRows = result.moduleCost.map((m) => [m.step, mib(m.rssMiB), mib(m.heapUsedMiB)]);
@@ -67,6 +94,7 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
   console.log(bareLine);
   console.log('');
   console.log(textTable(planeHeader, planeRows, planeAlign));
+  console.log(planeLine);
   console.log('');
   console.log(textTable(moduleHeader, moduleRows, moduleAlign));
   console.log(packagesLine);
@@ -89,10 +117,15 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     '',
     '## Standalone control plane: idle RSS and start-up',
     '',
-    'Both started as their own process and polled on `GET /readyz` every 5 ms from spawn (build excluded); ' +
-      `then idle together for ${idleSeconds} s.`,
+    'One control plane per V8 flag set and the hello-world, each its own process, polled on `GET /readyz` ' +
+      `every 5 ms from spawn (build excluded); then idle together for ${idleSeconds} s and their RSS read. ` +
+      `Then each plane in turn (${p.loadRounds} rounds, order rotated) carries ${p.loadSessions} worker sessions ` +
+      `heartbeating over mTLS in closed loops for ${p.loadSeconds} s (fenced heartbeats, the bench's client in ` +
+      'this process); medians of the rounds.',
     '',
     markdownTable(planeHeader, planeRows, planeAlign),
+    '',
+    planeLine,
     '',
     '## What the worker loads',
     '',

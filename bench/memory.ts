@@ -6,9 +6,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
+import { CONTROL_PLANE_NODE_FLAGS } from '../apps/control-plane/src/node-flags';
+import { BenchSession } from './dispatch';
+import { median } from './lib/measure';
 import {
+  BenchDatabase,
   BenchPki,
   DIST,
+  PlaneProcess,
   WORKER_MAIN,
   createBenchPki,
   createPlaneDatabase,
@@ -45,11 +50,28 @@ export interface WorkerMemoryRow {
   readonly registeredMs: number;
 }
 
+/** One control plane (standalone, SQLite) under one V8 flag set: idle, then under heartbeat load. */
+export interface PlaneFlagsRow {
+  readonly flags: string;
+  /** Whether these are the flags every launcher uses (apps/control-plane/src/node-flags.ts). */
+  readonly launchers: boolean;
+  readonly idleMiB: number;
+  readonly readyMs: number;
+  /** Median over the rounds of fenced heartbeats/s over mTLS (`loadSessions` closed loops). */
+  readonly heartbeatsPerSecond: number;
+  /** Median over the rounds of the plane's CPU (user + system) per 1,000 heartbeats, ms. */
+  readonly cpuMsPer1k: number;
+  /** RSS right after the last load window. */
+  readonly afterLoadMiB: number;
+}
+
 export interface PlaneMemoryResult {
-  readonly planeMiB: number;
-  readonly planeReadyMs: number;
+  readonly planes: PlaneFlagsRow[];
   readonly fastifyMiB: number;
   readonly fastifyReadyMs: number;
+  readonly loadSessions: number;
+  readonly loadSeconds: number;
+  readonly loadRounds: number;
 }
 
 export interface ModuleCostRow {
@@ -93,7 +115,8 @@ async function workerMemory(idleSeconds: number, log: (l: string) => void) {
     });
     const registeredMs: number[] = [];
     for (const p of pairs) {
-      await p.worker.untilLine('worker registered', 60_000);
+      // Nine workers and nine bare nodes start together: on a shared, busy machine this takes a while.
+      await p.worker.untilLine('worker registered', 180_000);
       registeredMs.push(
         Date.parse(String(p.worker.lines.find((l) => l.msg === 'worker registered')!.time)) -
           p.worker.spawnedAtMs,
@@ -122,36 +145,106 @@ async function workerMemory(idleSeconds: number, log: (l: string) => void) {
   }
 }
 
+/** V8 flag sets the control plane is measured under: the launchers' and none. */
+export const PLANE_FLAG_SETS: readonly (readonly string[])[] = [CONTROL_PLANE_NODE_FLAGS, []];
+
+export interface PlaneLoad {
+  readonly sessions: number;
+  readonly seconds: number;
+  readonly rounds: number;
+}
+
+/** Worker ids the load phase registers on every plane (each plane has its own database). */
+export const loadWorkerIds = (load: PlaneLoad) =>
+  Array.from({ length: load.sessions }, (_, i) => `mem-load-${i + 1}`);
+
 /**
- * The standalone control plane (SQLite) from spawn to `/readyz` 200, beside a Fastify hello-world
- * with a `/readyz` route started the same way (its own process, polled the same way); then both idle
- * together for `idleSeconds` and their RSS is read.
+ * The standalone control plane (SQLite), once per flag set, each from spawn to `/readyz` 200, beside a
+ * Fastify hello-world with a `/readyz` route started the same way (its own process, polled the same
+ * way); all idle together for `idleSeconds`, then their RSS is read. Then each plane in turn, rounds
+ * alternated, carries `load.sessions` worker sessions heartbeating over mTLS in closed loops for
+ * `load.seconds`: heartbeats/s and the plane's CPU per heartbeat are what the flags cost under load.
  */
-async function planeMemory(idleSeconds: number, pki: BenchPki): Promise<PlaneMemoryResult> {
-  const db = await createPlaneDatabase('sqlite', '');
+async function planeMemory(idleSeconds: number, pki: BenchPki, load: PlaneLoad): Promise<PlaneMemoryResult> {
   const fastifyCode = [
     `const app = require(${JSON.stringify(require.resolve('fastify'))})();`,
     `app.get('/readyz', async () => ({ status: 'ok' }));`,
     `app.listen({ host: '127.0.0.1', port: 0 }).then(() => process.send(app.server.address().port));`,
   ].join('\n');
+  const dbs: BenchDatabase[] = [];
   const procs: BenchProcess[] = [];
+  const sessions: BenchSession[][] = [];
   try {
-    const plane = await startPlaneProcess(db, pki);
-    procs.push(plane.process);
+    const planes: PlaneProcess[] = [];
+    for (const flags of PLANE_FLAG_SETS) {
+      const db = await createPlaneDatabase('sqlite', '');
+      dbs.push(db);
+      const plane = await startPlaneProcess(db, pki, UNLIMITED_INGRESS, flags);
+      procs.push(plane.process);
+      planes.push(plane);
+    }
     const fastify = spawnNode(['-e', fastifyCode], {}, true);
     procs.push(fastify);
     const fastifyReadyMs = await readyzOf(fastify);
     await sleep(idleSeconds * 1000);
+    const idleMiB = planes.map((p) => p.process.rssMiB());
+    const fastifyMiB = fastify.rssMiB();
+    for (const plane of planes) {
+      const own: BenchSession[] = [];
+      sessions.push(own);
+      for (const id of loadWorkerIds(load)) own.push(await BenchSession.register(pki, plane, id));
+    }
+    const samples = planes.map(() => ({ perSecond: [] as number[], cpuMsPer1k: [] as number[] }));
+    for (let round = 0; round < load.rounds; round++) {
+      for (let k = 0; k < planes.length; k++) {
+        const i = (k + round) % planes.length;
+        const sample = await heartbeatWindow(sessions[i]!, planes[i]!.process, load.seconds);
+        samples[i]!.perSecond.push(sample.perSecond);
+        samples[i]!.cpuMsPer1k.push(sample.cpuMsPer1k);
+      }
+    }
     return {
-      planeMiB: plane.process.rssMiB(),
-      planeReadyMs: plane.readyMs,
-      fastifyMiB: fastify.rssMiB(),
+      planes: planes.map((plane, i) => ({
+        flags: PLANE_FLAG_SETS[i]!.join(' ') || '(none)',
+        launchers: PLANE_FLAG_SETS[i] === CONTROL_PLANE_NODE_FLAGS,
+        idleMiB: idleMiB[i]!,
+        readyMs: plane.readyMs,
+        heartbeatsPerSecond: median(samples[i]!.perSecond),
+        cpuMsPer1k: median(samples[i]!.cpuMsPer1k),
+        afterLoadMiB: plane.process.rssMiB(),
+      })),
+      fastifyMiB,
       fastifyReadyMs,
+      loadSessions: load.sessions,
+      loadSeconds: load.seconds,
+      loadRounds: load.rounds,
     };
   } finally {
+    await Promise.all(sessions.flat().map((s) => s.close()));
     await Promise.all(procs.map((p) => p.stop()));
-    await db.drop();
+    await Promise.all(dbs.map((db) => db.drop()));
   }
+}
+
+/** The bench's heartbeats must not meet the ingress rate limit. */
+const UNLIMITED_INGRESS = { QL_INGRESS_RATE_PER_SECOND: '100000', QL_INGRESS_RATE_BURST: '100000' };
+
+/** Every session heartbeats in its own closed loop for `seconds`; rate and the plane's CPU per 1,000. */
+async function heartbeatWindow(sessions: readonly BenchSession[], plane: BenchProcess, seconds: number) {
+  let count = 0;
+  const cpuAtStart = plane.cpuMs();
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  await Promise.all(
+    sessions.map(async (session) => {
+      while (performance.now() < end) {
+        await session.heartbeat();
+        count++;
+      }
+    }),
+  );
+  const elapsedSeconds = (performance.now() - t0) / 1000;
+  return { perSecond: count / elapsedSeconds, cpuMsPer1k: ((plane.cpuMs() - cpuAtStart) / count) * 1000 };
 }
 
 /** Time from spawn until the hello-world's `/readyz` answers 200 (it prints its port on IPC). */
@@ -228,12 +321,16 @@ async function moduleCost() {
   return { rows, workerPackages };
 }
 
-export async function measureMemory(idleSeconds: number, log: (l: string) => void): Promise<MemoryResult> {
+export async function measureMemory(
+  idleSeconds: number,
+  load: PlaneLoad,
+  log: (l: string) => void,
+): Promise<MemoryResult> {
   const { rows: moduleRows, workerPackages } = await moduleCost();
   log('memory: module graph measured');
-  const pki = await createBenchPki([]);
+  const pki = await createBenchPki(loadWorkerIds(load));
   try {
-    const plane = await planeMemory(idleSeconds, pki);
+    const plane = await planeMemory(idleSeconds, pki, load);
     log('memory: control plane measured');
     const workers = await workerMemory(idleSeconds, log);
     return {

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
 import { DevPkiPaths, ensureDevPki } from '../../apps/control-plane/src/pki';
 import type { ReadyMessage } from '../../apps/control-plane/src/main';
 import type { WorkerTlsCredentials } from '../../apps/worker/src/ingress-client/worker-ingress-https.client';
@@ -116,12 +117,12 @@ export interface PlaneProcess {
   stop(): Promise<void>;
 }
 
-/** Starts the control plane in its own process and waits until `/readyz` answers 200. */
+/** Starts the control plane in its own process (the launchers' V8 flags unless told) and waits until `/readyz` answers 200. */
 export async function startPlaneProcess(
   db: BenchDatabase,
   pki: BenchPki,
   extra: Record<string, string> = {},
-  nodeFlags: readonly string[] = [],
+  nodeFlags: readonly string[] = CONTROL_PLANE_NODE_FLAGS,
 ): Promise<PlaneProcess> {
   const proc = spawnNode([...nodeFlags, CONTROL_PLANE_MAIN], planeEnv(db, pki, extra), true);
   const ready = await new Promise<ReadyMessage>((resolveReady, reject) => {

@@ -12,6 +12,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { SETTINGS, loadConfig } from '../../apps/control-plane/src/config/config';
 import { HealthController } from '../../apps/control-plane/src/health/health.controller';
 import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
+import { CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
 import { WORKER_NODE_FLAGS } from '../../apps/worker/src/node-flags';
 import { REPO_ROOT } from '../support/docker-emulation';
 
@@ -85,12 +86,14 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
   });
 
   it('every container runs an entry point of the build through the image ENTRYPOINT, with only known settings', () => {
-    for (const { c } of containers) {
+    for (const { c, workload } of containers) {
       expect({ name: c.name, command: c.command }).toEqual({ name: c.name, command: undefined }); // keeps tini
       const [node, ...args] = c.args as string[];
       expect(node).toBe('node');
-      // A worker runs under the V8 flags of ADR 0014, exactly; the control plane under none.
-      const flags = profile(c) === 'worker' ? WORKER_NODE_FLAGS : [];
+      // A worker runs under the V8 flags of ADR 0014, exactly; the control plane under those of ADR 0020
+      // (the migrate Job is a one-shot CLI command: none).
+      const flags =
+        profile(c) === 'worker' ? WORKER_NODE_FLAGS : workload.kind === 'Job' ? [] : CONTROL_PLANE_NODE_FLAGS;
       expect({ name: c.name, flags: args.slice(0, flags.length) }).toEqual({ name: c.name, flags });
       const script = args[flags.length];
       expect(existsSync(join(REPO_ROOT, script!.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);

@@ -3,31 +3,19 @@
  * worker costs what the bench measured whichever way it is started. The Kubernetes manifest and the
  * systemd unit are checked in their own specs, the quickstart in its e2e test.
  */
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { WORKER_NODE_FLAGS } from '../../apps/worker/src/node-flags';
 import { REPO_ROOT } from '../support/docker-emulation';
+import { expectQuietNodeFlags } from '../support/node-flags';
 
 const WORKER_MAIN = 'dist/apps/worker/src/main.js';
 const read = (file: string) => readFileSync(join(REPO_ROOT, file), 'utf8');
 
 describe('the V8 flags of the worker (ADR 0014) on every launcher', () => {
-  it('are V8 flags only, none of them refused on the command line', () => {
-    expect(WORKER_NODE_FLAGS.length).toBeGreaterThan(0);
-    for (const flag of WORKER_NODE_FLAGS) expect(flag).toMatch(/^--[a-z][a-z0-9-]*(=\d+)?$/);
-  });
-
-  it('this node accepts them without a word on stderr (V8 warns about lite mode and WebAssembly otherwise)', () => {
-    const run = spawnSync(process.execPath, [...WORKER_NODE_FLAGS, '-e', 'process.stdout.write("ok")'], {
-      encoding: 'utf8',
-    });
-    expect({ status: run.status, stdout: run.stdout, stderr: run.stderr }).toEqual({
-      status: 0,
-      stdout: 'ok',
-      stderr: '',
-    });
+  it('are V8 flags only, none of them refused on the command line, and this node accepts them without a word on stderr (V8 warns about lite mode and WebAssembly otherwise)', () => {
+    expectQuietNodeFlags(WORKER_NODE_FLAGS);
   });
 
   it('npm run start:worker runs node with them', () => {

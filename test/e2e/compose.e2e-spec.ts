@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { SETTINGS, loadConfig } from '../../apps/control-plane/src/config/config';
 import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
 import { LoggedProcess } from '../support/child-process';
 import { TestPostgresDatabase, createPostgresDatabase } from '../support/databases';
 import {
@@ -76,6 +77,7 @@ describe('docker-compose.yml and the Dockerfile, as written', () => {
     expect(instructions(finalStage, 'ENV')).toContain('NODE_ENV=production');
     expect(execForm(instructions(finalStage, 'CMD').pop()!)).toEqual([
       'node',
+      ...CONTROL_PLANE_NODE_FLAGS,
       'dist/apps/control-plane/src/main.js',
     ]);
     // The context leaves out local state and keys, and nothing a COPY needs (plain-path patterns).

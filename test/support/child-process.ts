@@ -44,6 +44,10 @@ export class LoggedProcess {
     createInterface({ input: this.child.stderr! }).on('line', (line) => this.stderr.push(line));
   }
 
+  get pid(): number {
+    return this.child.pid!;
+  }
+
   get running(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
   }

@@ -10,14 +10,15 @@ import { ControlPlaneCore } from './core/core';
 export { SWAGGER_UI_PATH };
 
 /**
- * Builds the document from both listeners' applications before they listen, hands it to
- * `/openapi.json` and serves Swagger UI on the admin listener. Swagger UI's routes are Fastify
- * routes outside Nest's pipeline: no API key guard, and 404s still go through the admin filter.
+ * Hands `/openapi.json` the builder of the document (both listeners' applications; built on the first
+ * request for it, ADR 0020) and serves Swagger UI on the admin listener, from the same document.
+ * Swagger UI's routes are Fastify routes outside Nest's pipeline: no API key guard, and 404s still go
+ * through the admin filter.
  */
 export function serveApiDocs(admin: NestFastifyApplication, ingress: INestApplication): void {
-  const document = buildOpenApiDocument(admin, ingress);
-  admin.get(OpenApiDocument).set(document);
-  SwaggerModule.setup(SWAGGER_UI_PATH, admin, document, {
+  const document = admin.get(OpenApiDocument);
+  document.buildWith(() => buildOpenApiDocument(admin, ingress));
+  SwaggerModule.setup(SWAGGER_UI_PATH, admin, () => document.get(), {
     raw: false,
     customSiteTitle: 'QingLong control plane API',
   });

@@ -9,18 +9,27 @@ import { INGRESS_SECURITY, INGRESS_TAG } from '../http/ingress-docs';
 /** Where the admin listener serves Swagger UI (public, like `/openapi.json`). */
 export const SWAGGER_UI_PATH = 'docs';
 
-/** The document `/openapi.json` serves; set once both listeners' applications exist (api-docs.ts). */
+/**
+ * The document `/openapi.json` and Swagger UI serve. It is built on first use, not at start (ADR
+ * 0020): scanning both applications' controllers and DTOs costs memory an idle control plane need
+ * not hold. Given its builder once both listeners' applications exist (api-docs.ts).
+ */
 @Injectable()
 export class OpenApiDocument {
+  private build: (() => OpenAPIObject) | undefined;
   private document: OpenAPIObject | undefined;
 
-  set(document: OpenAPIObject): void {
-    this.document = document;
+  buildWith(build: () => OpenAPIObject): void {
+    this.build = build;
+    this.document = undefined;
   }
 
   get(): OpenAPIObject {
-    if (!this.document)
-      throw new UnavailableError('openapi_not_built', 'the OpenAPI document is not built yet');
+    if (!this.document) {
+      if (!this.build)
+        throw new UnavailableError('openapi_not_built', 'the OpenAPI document is not built yet');
+      this.document = this.build();
+    }
     return this.document;
   }
 }

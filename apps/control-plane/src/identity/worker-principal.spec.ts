@@ -1,6 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { PemPair, WorkerCertOptions, createCa, createWorkerCert } from '../pki';
-import { principalFromCertificate } from './worker-principal';
+import { BasicConstraintsExtension, X509Certificate as ParsedCertificate } from '@peculiar/x509';
+import { basicConstraintsCa, principalFromCertificate } from './worker-principal';
 
 const TRUST_DOMAIN = 'ql.test';
 
@@ -33,5 +34,20 @@ describe('principalFromCertificate', () => {
     ['an Extended Key Usage without clientAuth', { clientAuth: false }],
   ])('refuses a certificate with %s', async (_name, options) => {
     expect(principalFromCertificate(await cert(options), TRUST_DOMAIN)).toBeNull();
+  });
+
+  it('reads basicConstraints cA from the DER as @peculiar/x509 does, and throws on a truncated one', async () => {
+    const certs = [
+      new X509Certificate(ca.certPem),
+      await cert(),
+      await cert({ isCa: true }),
+      await cert({ isCa: true, keyCertSign: false }),
+    ];
+    const peculiar = (c: X509Certificate) =>
+      new ParsedCertificate(c.raw).getExtensions(BasicConstraintsExtension).some((e) => e.ca);
+    expect(certs.map((c) => basicConstraintsCa(c.raw))).toEqual([true, false, true, true]);
+    expect(certs.map((c) => basicConstraintsCa(c.raw))).toEqual(certs.map(peculiar));
+    const raw = (await cert()).raw;
+    expect(() => basicConstraintsCa(raw.subarray(0, raw.length - 40))).toThrow(/DER/);
   });
 });

@@ -1,6 +1,6 @@
 // tsyringe (a dependency of @peculiar/x509) throws at load time without a Reflect metadata polyfill.
 import 'reflect-metadata';
-import * as x509 from '@peculiar/x509';
+import type * as X509 from '@peculiar/x509';
 import {
   X509Certificate as NodeX509Certificate,
   createPrivateKey,
@@ -14,7 +14,20 @@ type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
 
 const provider = webcrypto;
-x509.cryptoProvider.set(provider);
+let loaded: typeof X509 | undefined;
+
+/**
+ * @peculiar/x509 is loaded when a certificate is made, not when this module is: a start on a PKI that
+ * already exists (every start after the first) does without it (ADR 0020).
+ */
+function loadX509(): typeof X509 {
+  if (!loaded) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    loaded = require('@peculiar/x509') as typeof X509;
+    loaded.cryptoProvider.set(provider);
+  }
+  return loaded;
+}
 
 const EC_ALGORITHM: webcrypto.EcKeyGenParams & webcrypto.EcKeyImportParams = {
   name: 'ECDSA',
@@ -75,6 +88,7 @@ export function spiffeWorkerUri(trustDomain: string, workerId: string): string {
 }
 
 export async function createCa(opts: { commonName?: string; validDays?: number } = {}): Promise<PemPair> {
+  const x509 = loadX509();
   const keys = await generateKeyPair();
   const { notBefore, notAfter } = validity(opts.validDays ?? CA_VALID_DAYS);
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -97,7 +111,8 @@ export async function createServerCert(
   ca: PemPair,
   opts: { dnsNames: string[]; ipAddresses: string[]; commonName?: string; validDays?: number },
 ): Promise<PemPair> {
-  const names: x509.JsonGeneralName[] = [
+  const x509 = loadX509();
+  const names: X509.JsonGeneralName[] = [
     ...opts.dnsNames.map((value) => ({ type: 'dns' as const, value })),
     ...opts.ipAddresses.map((value) => ({ type: 'ip' as const, value })),
   ];
@@ -113,6 +128,7 @@ export async function createServerCert(
 }
 
 export async function createWorkerCert(ca: PemPair, opts: WorkerCertOptions): Promise<PemPair> {
+  const x509 = loadX509();
   assertWorkerId(opts.workerId);
   assertTrustDomain(opts.trustDomain);
   const defaults = validity(opts.validDays ?? LEAF_VALID_DAYS, opts.notBefore);
@@ -203,10 +219,11 @@ interface LeafSpec {
   keyCertSign?: boolean;
   /** [] => no EKU extension. */
   extendedKeyUsages: string[];
-  subjectAltNames: x509.JsonGeneralName[];
+  subjectAltNames: X509.JsonGeneralName[];
 }
 
 async function issueLeaf(ca: PemPair, spec: LeafSpec): Promise<PemPair> {
+  const x509 = loadX509();
   const caCert = new x509.X509Certificate(ca.certPem);
   const caKey = await importKeyPem(ca.keyPem);
   const keys = await generateKeyPair();
@@ -216,7 +233,7 @@ async function issueLeaf(ca: PemPair, spec: LeafSpec): Promise<PemPair> {
     (spec.keyCertSign ?? spec.isCa)
       ? x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign
       : x509.KeyUsageFlags.digitalSignature;
-  const extensions: x509.Extension[] = [
+  const extensions: X509.Extension[] = [
     new x509.BasicConstraintsExtension(spec.isCa, undefined, true),
     new x509.KeyUsagesExtension(keyUsage, true),
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
@@ -263,6 +280,7 @@ async function generateKeyPair(): Promise<CryptoKeyPair> {
 }
 
 async function exportKeyPem(key: CryptoKey): Promise<string> {
+  const x509 = loadX509();
   const der = await provider.subtle.exportKey('pkcs8', key);
   return `${x509.PemConverter.encode(der, 'PRIVATE KEY')}\n`;
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 import { Clock } from '@ql/domain';
 import { POSTGRES_MIGRATIONS } from '../../../../migrations';
@@ -33,6 +33,13 @@ interface Compiled extends CompiledSql {
   readonly name: string;
 }
 
+/**
+ * `pg` is loaded when a PostgreSQL database is opened, not when this module is: the standalone
+ * (SQLite) control plane never pays for it (ADR 0020).
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const loadPg = () => require('pg') as typeof import('pg');
+
 /** PostgreSQL through `pg`: a pool, named prepared statements, and database time inside the SQL. */
 export class PostgresDatabase implements SqlDatabase {
   readonly dialect = 'postgres' as const;
@@ -47,7 +54,7 @@ export class PostgresDatabase implements SqlDatabase {
 
   static async open(options: PostgresOptions, migrate = true): Promise<PostgresDatabase> {
     if (migrate) await migratePostgres(options.url);
-    const pool = new Pool({
+    const pool = new (loadPg().Pool)({
       connectionString: options.url,
       max: options.poolSize ?? 10,
       application_name: options.applicationName ?? 'ql-control-plane',
@@ -150,7 +157,7 @@ export class PostgresDatabase implements SqlDatabase {
 
 /** Applies pending migrations through TypeORM under a session advisory lock. */
 export async function migratePostgres(url: string): Promise<void> {
-  const lock = new Pool({ connectionString: url, max: 1 });
+  const lock = new (loadPg().Pool)({ connectionString: url, max: 1 });
   const client = await lock.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);

@@ -12,7 +12,7 @@ import {
   Min,
   ValidateIf,
   ValidateNested,
-} from 'class-validator';
+} from './class-validator';
 import { IsText, IsTextItems, IsTextMap, TextMapRules, TextRules } from './text-rules';
 
 /**

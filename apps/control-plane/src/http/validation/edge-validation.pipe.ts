@@ -1,5 +1,5 @@
 import { ArgumentMetadata, Injectable, PipeTransform, Type } from '@nestjs/common';
-import { ValidationError as FieldError, ValidatorOptions, validateSync } from 'class-validator';
+import { ValidationError as FieldError, ValidatorOptions, validateSync } from './class-validator';
 import { ValidationError } from '@ql/domain';
 import { dtoFields } from './dto-fields';
 

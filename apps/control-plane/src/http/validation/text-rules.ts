@@ -1,4 +1,4 @@
-import { ValidateBy, ValidationOptions } from 'class-validator';
+import { ValidateBy, ValidationOptions } from './class-validator';
 import { ValidationError, readString } from '@ql/domain';
 
 /** What one text value must be: the domain's string rules (type, control characters, length, pattern). */
