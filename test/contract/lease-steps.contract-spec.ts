@@ -1,0 +1,234 @@
+// ADR 0017: renew, starting, running, start failure and completion cost one statement on PostgreSQL
+// when applied (`ql_lease_step`), and what that function writes is what the explaining path (the
+// transaction SQLite still runs) writes: the same scenarios on both dialects leave the same rows.
+import { LeaseFenceCommand, leaseTokenDigest } from '@ql/domain';
+import { PostgresDatabase, SqlActivationRepository, SqlDatabase } from '@ql/persistence';
+import { createPostgresDatabase } from '../support/databases';
+import { DispatchTarget, postgresDispatchTarget, sqliteDispatchTarget } from '../support/dispatch-targets';
+import { newSessionId, snapshot } from '../support/fixtures';
+import { DispatchFixture, RUN_LEASE, SESSION_LEASE, newToken, offered } from './dispatch.contract';
+
+type Worker = Awaited<ReturnType<DispatchFixture['worker']>>;
+
+/** Statements `call` sent to `db` (BEGIN and COMMIT count), and its result. */
+async function counted<T>(db: SqlDatabase, call: () => Promise<T>): Promise<[number, T]> {
+  const before = db.statements.value;
+  const result = await call();
+  return [db.statements.value - before, result];
+}
+
+/** A dialect's fixture, activation repository and the statements each step cost. */
+class Steps {
+  readonly acts: SqlActivationRepository;
+  readonly costs: Record<string, number[]> = {};
+  private n = 0;
+
+  constructor(
+    readonly f: DispatchFixture,
+    readonly target?: DispatchTarget,
+  ) {
+    this.acts = new SqlActivationRepository(f.db);
+  }
+
+  private async step<T>(name: string, call: () => Promise<T>): Promise<T> {
+    const [cost, result] = await counted(this.f.db, call);
+    (this.costs[name] ??= []).push(cost);
+    return result;
+  }
+
+  async claimed(task: Record<string, unknown>, worker?: Worker) {
+    const t = await this.f.task({ timeoutMs: 60_000, ...task });
+    const [run] = await this.f.queue(t.id, 1);
+    const w = worker ?? (await this.f.worker(`w-${++this.n}`));
+    return { run: run!, worker: w, ...(await this.pulled(w)) };
+  }
+
+  async pulled(w: Worker) {
+    const token = newToken();
+    const offer = offered(await this.f.pull(w, this.f.ids.uuidV7(), token));
+    const fence: LeaseFenceCommand = (({ leaseMs: _leaseMs, ...rest }) => rest)(
+      this.f.leaseCommand(w, offer, token),
+    );
+    return { token, offer, fence };
+  }
+
+  renew(fence: LeaseFenceCommand) {
+    return this.step('renew', () => this.f.leases.renew({ ...fence, leaseMs: RUN_LEASE }));
+  }
+  starting(fence: LeaseFenceCommand) {
+    return this.step('starting', () => this.acts.starting(fence));
+  }
+  running(fence: LeaseFenceCommand, executorHandle = 'pid:42') {
+    return this.step('running', () => this.acts.running({ ...fence, executorHandle }));
+  }
+  startFailure(fence: LeaseFenceCommand, errorCode = 'spawn_failed') {
+    return this.step('start_failure', () => this.acts.startFailure({ ...fence, errorCode }));
+  }
+  complete(fence: LeaseFenceCommand, outcome: 'succeeded' | 'failed' | 'timed_out', exitCode: number | null) {
+    const errorSummary = outcome === 'succeeded' ? null : `exit "${exitCode}"`;
+    return this.step('completion', () => this.acts.complete({ ...fence, outcome, exitCode, errorSummary }));
+  }
+
+  /** Every row the steps wrote, ids replaced by their order of appearance, so two databases compare. */
+  async rows(): Promise<unknown> {
+    const { db } = this.f;
+    const tables = {
+      runs: `SELECT id, status, version, event_seq, attempt_count, current_attempt_id, cancel_requested,
+        next_attempt_at, updated_at, finished_at FROM runs ORDER BY created_at, id`,
+      attempts: `SELECT a.id, a.run_id, a.attempt_no, a.status, a.version, a.session_id, a.exit_code,
+        a.lease_generation, a.updated_at, a.finished_at, a.deadline_at, a.started_at, a.executor_handle,
+        a.error_code, a.error_summary, a.callback_seq, a.ack_starting, a.ack_running, a.ack_final
+        FROM attempts a JOIN runs r ON r.id = a.run_id ORDER BY r.created_at, a.attempt_no`,
+      run_leases: `SELECT l.offer_id, l.attempt_id, l.lease_generation, l.version, l.state, l.expires_at,
+        l.ended_at FROM run_leases l JOIN runs r ON r.id = l.run_id ORDER BY r.created_at, l.claimed_at`,
+      run_events: `SELECT e.run_id, e.seq, e.type, e.attempt_id, e.at, e.detail FROM run_events e
+        JOIN runs r ON r.id = e.run_id ORDER BY r.created_at, e.seq`,
+      workers: `SELECT worker_id, active_leases FROM workers ORDER BY worker_id`,
+    };
+    const ids = new Map<string, string>();
+    const norm = (value: unknown): unknown => {
+      if (value instanceof Date) return value.getTime();
+      if (typeof value === 'boolean') return value ? 1 : 0;
+      if (typeof value === 'string' && /^[0-9a-f-]{36}$/.test(value)) {
+        if (!ids.has(value)) ids.set(value, `id${ids.size}`);
+        return ids.get(value);
+      }
+      return typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+    };
+    const out: Record<string, unknown> = {};
+    for (const [table, sql] of Object.entries(tables)) {
+      const rows = await db.many<Record<string, unknown>>(sql);
+      out[table] = rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, norm(v)])));
+    }
+    return out;
+  }
+}
+
+/** Each step once or more, on the paths a run takes: success, retries, start failures, cancel, restart. */
+async function scenarios(s: Steps, clock: { advance(ms: number): void }) {
+  const answers: unknown[] = [];
+  const keep = (a: { status: string; snapshot: object; cancelRequested: boolean }) => {
+    const { runId: _r, attemptId: _a, ...snap } = a.snapshot as Record<string, unknown>;
+    answers.push({ status: a.status, cancelRequested: a.cancelRequested, snap });
+  };
+
+  // One tick per run: rows are compared in the order their runs were created.
+  const claimed = (task: Record<string, unknown>) => {
+    clock.advance(1);
+    return s.claimed(task);
+  };
+  const ok = await claimed({});
+  keep(await s.starting(ok.fence));
+  const renewed = await s.renew(ok.fence);
+  expect(renewed).toMatchObject({ lease: { version: 1 }, cancelRequested: false });
+  keep(await s.running({ ...ok.fence, leaseVersion: 1 }));
+  clock.advance(250);
+  keep(await s.complete({ ...ok.fence, leaseVersion: 1 }, 'succeeded', 0));
+
+  // Failures retry with the policy's backoff (initial × multiplier^(n − 2)) until it is used up.
+  const policy = { retry: { maxAttempts: 3, initialBackoffMs: 1_000, multiplier: 3, maxBackoffMs: 2_500 } };
+  const retried = await claimed(policy);
+  let attempt = retried;
+  for (let n = 1; n <= 3; n++) {
+    keep(await s.starting(attempt.fence));
+    keep(await s.running(attempt.fence, `pid:${n}`));
+    clock.advance(100);
+    keep(await s.complete(attempt.fence, n === 2 ? 'timed_out' : 'failed', n === 3 ? null : -n));
+    if (n < 3) {
+      clock.advance(3_000);
+      await s.f.leases.sweep(64);
+      attempt = { ...retried, ...(await s.pulled(retried.worker)) };
+    }
+  }
+
+  const spawnFails = await claimed(policy);
+  keep(await s.starting(spawnFails.fence));
+  keep(await s.startFailure(spawnFails.fence));
+
+  const late = await claimed({ timeoutMs: 1_000 });
+  keep(await s.starting(late.fence));
+  clock.advance(1_000);
+  keep(await s.startFailure(late.fence, 'exec_failed'));
+
+  const cancelled = await claimed(policy);
+  keep(await s.starting(cancelled.fence));
+  const audit = { actor: 't', action: 'cancel', target: cancelled.run.id };
+  await s.f.runs.requestCancel(cancelled.run.id, audit);
+  expect(await s.renew(cancelled.fence)).toMatchObject({ cancelRequested: true });
+  keep(await s.running({ ...cancelled.fence, leaseVersion: 1 }));
+  keep(await s.complete({ ...cancelled.fence, leaseVersion: 1 }, 'failed', 1));
+
+  // Restart recovery (ADR 0015): the worker's next session ends its predecessor's attempt.
+  const old = await claimed(policy);
+  keep(await s.starting(old.fence));
+  keep(await s.running(old.fence));
+  const replaced = await s.f.sessions.register({
+    workerId: old.worker.workerId,
+    sessionId: newSessionId(),
+    snapshot: snapshot({ maxConcurrentRuns: 4, availableSlots: 4 }),
+    leaseMs: SESSION_LEASE,
+  });
+  keep(
+    await s.complete(
+      {
+        ...old.fence,
+        sessionId: replaced.session.sessionId,
+        fence: { generation: replaced.session.generation, expectedVersion: replaced.session.version },
+        tokenDigest: leaseTokenDigest(old.token),
+      },
+      'succeeded',
+      0,
+    ),
+  );
+  return answers;
+}
+
+describe('lease steps in one statement on PostgreSQL (ADR 0017)', () => {
+  const targets = { sqlite: sqliteDispatchTarget(), postgres: postgresDispatchTarget() };
+  const steps: Partial<Record<keyof typeof targets, Steps>> = {};
+  let plain: { db: PostgresDatabase; drop: () => Promise<void> } | undefined;
+
+  beforeAll(async () => {
+    for (const [dialect, target] of Object.entries(targets))
+      steps[dialect as keyof typeof targets] = new Steps(new DispatchFixture(await target.open()), target);
+  });
+  afterAll(async () => {
+    await plain?.db.close();
+    await plain?.drop();
+    for (const target of Object.values(targets)) await target.dispose();
+  });
+
+  it('the same scenarios leave the same rows and answers on both dialects; PostgreSQL applies each step in one statement', async () => {
+    const answers = {
+      sqlite: await scenarios(steps.sqlite!, targets.sqlite.clock),
+      postgres: await scenarios(steps.postgres!, targets.postgres.clock),
+    };
+    expect(answers.postgres).toEqual(answers.sqlite);
+    expect(await steps.postgres!.rows()).toEqual(await steps.sqlite!.rows());
+    const pg = steps.postgres!.costs;
+    expect(Object.keys(pg).sort()).toEqual(['completion', 'renew', 'running', 'start_failure', 'starting']);
+    for (const [step, costs] of Object.entries(pg)) expect({ step, costs }).toEqual({ step, costs: costs.map(() => 1) });
+    // SQLite's renew is one statement too; its other steps keep their transaction.
+    expect(new Set(steps.sqlite!.costs.renew)).toEqual(new Set([1]));
+  });
+
+  it('on the database clock (no model clock), a step is one statement and times come from the server', async () => {
+    const database = await createPostgresDatabase();
+    const db = await PostgresDatabase.open({ url: database.url, poolSize: 2 }, false);
+    plain = { db, drop: () => database.drop() };
+    const s = new Steps(new DispatchFixture(db));
+    const c = await s.claimed({ timeoutMs: 5_000 });
+    const before = Date.now();
+    const started = await s.starting(c.fence);
+    const after = Date.now();
+    expect(started.snapshot.startedAt).toBeGreaterThanOrEqual(before - 1_000);
+    expect(started.snapshot.startedAt).toBeLessThanOrEqual(after + 1_000);
+    expect(started.snapshot.deadlineAt).toBe(started.snapshot.startedAt! + 5_000);
+    await s.renew(c.fence);
+    await s.running({ ...c.fence, leaseVersion: 1 });
+    const done = await s.complete({ ...c.fence, leaseVersion: 1 }, 'succeeded', 0);
+    expect(done.snapshot).toMatchObject({ runStatus: 'succeeded', attemptStatus: 'succeeded', leaseVersion: 2 });
+    expect(done.snapshot.finishedAt).toBeGreaterThanOrEqual(started.snapshot.startedAt!);
+    expect(s.costs).toEqual({ starting: [1], renew: [1], running: [1], completion: [1] });
+  });
+});
