@@ -1,9 +1,10 @@
 // ADR 0017: renew, starting, running, start failure and completion cost one statement on PostgreSQL
 // when applied (`ql_lease_step`), and what that function writes is what the explaining path (the
 // transaction SQLite still runs) writes: the same scenarios on both dialects leave the same rows.
-import { LeaseFenceCommand, leaseTokenDigest } from '@ql/domain';
+import { FencedError, LeaseFenceCommand, leaseTokenDigest } from '@ql/domain';
 import { PostgresDatabase, SqlActivationRepository, SqlDatabase } from '@ql/persistence';
 import { createPostgresDatabase } from '../support/databases';
+import { snapshotDatabase } from '../support/db-snapshot';
 import { DispatchTarget, postgresDispatchTarget, sqliteDispatchTarget } from '../support/dispatch-targets';
 import { newSessionId, snapshot } from '../support/fixtures';
 import { DispatchFixture, RUN_LEASE, SESSION_LEASE, newToken, offered } from './dispatch.contract';
@@ -183,6 +184,99 @@ async function scenarios(s: Steps, clock: { advance(ms: number): void }) {
   return answers;
 }
 
+type Claimed = Awaited<ReturnType<Steps['claimed']>>;
+type Refused = (s: Steps, c: Claimed, clock: { advance(ms: number): void }) => Promise<unknown>;
+
+/** Calls that must be refused, each on a freshly claimed run (some after `starting` or `running`). */
+const REFUSALS: Record<string, Refused> = {
+  'session version': (s, c) =>
+    s.starting({ ...c.fence, fence: { ...c.fence.fence, expectedVersion: c.fence.fence.expectedVersion + 1 } }),
+  'session generation': (s, c) =>
+    s.starting({ ...c.fence, fence: { ...c.fence.fence, generation: c.fence.fence.generation + 1 } }),
+  'session expired': (s, c, clock) => {
+    clock.advance(SESSION_LEASE);
+    return s.starting(c.fence);
+  },
+  'worker disabled': async (s, c) => {
+    await s.f.db.run('UPDATE workers SET disabled = :yes WHERE worker_id = :w', {
+      yes: true,
+      w: c.worker.workerId,
+    });
+    return s.starting(c.fence);
+  },
+  'other token': (s, c) => s.starting({ ...c.fence, tokenDigest: leaseTokenDigest(newToken()) }),
+  'other session, same token, not a final step': async (s, c) => {
+    await s.starting(c.fence);
+    const replaced = await s.f.sessions.register({
+      workerId: c.worker.workerId,
+      sessionId: newSessionId(),
+      snapshot: snapshot({ maxConcurrentRuns: 4, availableSlots: 4 }),
+      leaseMs: SESSION_LEASE,
+    });
+    const { sessionId, generation, version } = replaced.session;
+    return s.running({ ...c.fence, sessionId, fence: { generation, expectedVersion: version } });
+  },
+  'lease generation': (s, c) => s.starting({ ...c.fence, leaseGeneration: c.fence.leaseGeneration + 1 }),
+  'lease version ahead': (s, c) => s.starting({ ...c.fence, leaseVersion: c.fence.leaseVersion + 1 }),
+  'lease version two behind': async (s, c) => {
+    await s.renew(c.fence);
+    await s.renew({ ...c.fence, leaseVersion: 1 });
+    return s.starting(c.fence);
+  },
+  'lease expired': (s, c, clock) => {
+    clock.advance(RUN_LEASE);
+    return s.starting(c.fence);
+  },
+  'running before starting': (s, c) => s.running(c.fence),
+  'completion before running': async (s, c) => {
+    await s.starting(c.fence);
+    return s.complete(c.fence, 'succeeded', 0);
+  },
+  'running again with another handle': async (s, c) => {
+    await s.starting(c.fence);
+    await s.running(c.fence, 'pid:1');
+    return s.running(c.fence, 'pid:2');
+  },
+  'start failure after running': async (s, c) => {
+    await s.starting(c.fence);
+    await s.running(c.fence);
+    return s.startFailure(c.fence);
+  },
+  'renew, other token': (s, c) => s.renew({ ...c.fence, tokenDigest: leaseTokenDigest(newToken()) }),
+  'renew, lease expired': (s, c, clock) => {
+    clock.advance(RUN_LEASE);
+    return s.renew(c.fence);
+  },
+};
+
+const STEP_CALLS = new Set(['starting', 'running', 'startFailure', 'complete', 'renew']);
+
+/** The refusal's area and reason, and whether the refused call wrote anything. */
+async function refusal(s: Steps, refuse: Refused, clock: { advance(ms: number): void }) {
+  const c = await s.claimed({});
+  const before = { value: undefined as unknown };
+  const tables = ['runs', 'attempts', 'run_leases', 'run_events', 'workers'];
+  // The setup steps of a case run first; the snapshot is taken just before its last call.
+  const last = new Proxy(s, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function' || !STEP_CALLS.has(String(key))) return value;
+      return async (...args: unknown[]) => {
+        before.value = await snapshotDatabase(s.f.db, tables);
+        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+      };
+    },
+  });
+  const error = await refuse(last, c, clock).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  const wrote = JSON.stringify(await snapshotDatabase(s.f.db, tables)) !== JSON.stringify(before.value);
+  return error instanceof FencedError
+    ? { area: error.area, reason: error.reason, wrote }
+    : { error: String(error), wrote };
+}
+
 describe('lease steps in one statement on PostgreSQL (ADR 0017)', () => {
   const targets = { sqlite: sqliteDispatchTarget(), postgres: postgresDispatchTarget() };
   const steps: Partial<Record<keyof typeof targets, Steps>> = {};
@@ -210,6 +304,16 @@ describe('lease steps in one statement on PostgreSQL (ADR 0017)', () => {
     for (const [step, costs] of Object.entries(pg)) expect({ step, costs }).toEqual({ step, costs: costs.map(() => 1) });
     // SQLite's renew is one statement too; its other steps keep their transaction.
     expect(new Set(steps.sqlite!.costs.renew)).toEqual(new Set([1]));
+  });
+
+  it.each(Object.keys(REFUSALS))('refused as on SQLite, writing nothing: %s', async (name) => {
+    const seen: Record<string, unknown> = {};
+    for (const dialect of ['sqlite', 'postgres'] as const) {
+      await steps[dialect]!.f.db.run('UPDATE workers SET disabled = :no', { no: false });
+      seen[dialect] = await refusal(steps[dialect]!, REFUSALS[name]!, targets[dialect].clock);
+    }
+    expect(seen.sqlite).toMatchObject({ area: expect.any(String), wrote: false });
+    expect(seen.postgres).toEqual(seen.sqlite);
   });
 
   it('on the database clock (no model clock), a step is one statement and times come from the server', async () => {
