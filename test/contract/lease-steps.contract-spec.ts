@@ -316,6 +316,32 @@ describe('lease steps in one statement on PostgreSQL (ADR 0017)', () => {
     expect(seen.postgres).toEqual(seen.sqlite);
   });
 
+  it('a step whose statement a deadlock rolled back is applied by the retrying transaction', async () => {
+    const s = steps.postgres!;
+    const c = await s.claimed({});
+    const other = await targets.postgres.openSecond();
+    let step: Promise<unknown> | undefined;
+    await other.transaction(async (tx) => {
+      await tx.one('SELECT id FROM runs WHERE id = :id {forUpdate}', { id: c.run.id });
+      step = s.starting(c.fence); // takes the lease, then waits for the run row
+      // Bounded poll: the server has no event for "a backend started waiting on a lock" (the
+      // statement's text is long; pg_stat_activity keeps its start).
+      for (let i = 0; ; i++) {
+        const waiting = await other.one<{ n: string }>(
+          `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT (s.lease).%'`,
+        );
+        if (Number(waiting!.n) > 0) break;
+        if (i > 500) throw new Error('the step never waited for the run row');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      // Lease after run, against the step's order: the step's backend waited first, so it detects the
+      // deadlock and its statement is rolled back; this lock is granted then.
+      await tx.one('SELECT offer_id FROM run_leases WHERE offer_id = :o {forUpdate}', { o: c.fence.offerId });
+    });
+    expect(await step).toMatchObject({ status: 'applied', snapshot: { attemptStatus: 'starting' } });
+    expect(s.costs.starting!.at(-1)).toBeGreaterThan(1);
+  });
+
   it('on the database clock (no model clock), a step is one statement and times come from the server', async () => {
     const database = await createPostgresDatabase();
     const db = await PostgresDatabase.open({ url: database.url, poolSize: 2 }, false);

@@ -1,6 +1,7 @@
 import { LeaseFenceCommand, StepPayload } from '@ql/domain';
 import { LEASE_COLUMNS, LeaseRow, leaseParams } from './lease-fence';
 import { RUN_COLUMNS, RunRow } from './run-sql';
+import { isRetryable } from './postgres/postgres-database';
 import { SqlExecutor } from './sql-executor';
 
 /** The columns of `row`'s composite `field`, each selected under `prefix` (`(s.run).id AS r_id`). */
@@ -23,8 +24,8 @@ const statements = new Map<string, string>();
 
 /**
  * ADR 0017: a step applied by `ql_lease_step` (migration LeaseSteps) in one round trip and one commit,
- * or `null` when it was not applied there (refusal, replay, late callback): nothing was written then,
- * and the caller answers on its explaining path.
+ * or `null` when it was not applied there (refusal, replay, late callback, or rolled back by a deadlock):
+ * nothing was written then, and the caller answers on its explaining path.
  */
 export async function applyLeaseStep<A>(
   db: SqlExecutor,
@@ -51,6 +52,10 @@ export async function applyLeaseStep<A>(
     outcome: payload.step === 'completion' ? payload.outcome : null,
     exitCode: payload.step === 'completion' ? payload.exitCode : null,
     errorSummary: payload.step === 'completion' ? payload.errorSummary : null,
+  }).catch((error: unknown) => {
+    // A deadlock or serialization failure rolled the statement back: the transaction retries it.
+    if (isRetryable(error)) return undefined;
+    throw error;
   });
   if (!row) return null;
   return { lease: part<LeaseRow>(row, 'l_'), run: part<RunRow>(row, 'r_'), attempt: part<A>(row, 'a_') };
