@@ -5,12 +5,13 @@
  * beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
- *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch (default all); `npm run bench -- memory`
+ *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too
  *   QL_BENCH_IDLE_SECONDS    memory: idle time before RSS is read (default 60)
  *   QL_BENCH_SESSIONS        dispatch: worker sessions per level (default 1,4,16)
  *   QL_BENCH_E2E_RUNS        dispatch: counted runs per level (default 150; QL_BENCH_E2E_WARMUP 20 before)
  *   QL_BENCH_LATENCY_*       dispatch: SAMPLES (100) and PULLERS (4); QL_BENCH_PULL_INTERVAL_MS (100)
+ *   QL_BENCH_STEP_RUNS       steps: pre-claimed runs per sample (default 300); QL_BENCH_STEP_CONCURRENCY (1,8)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
  *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)
  *   QL_BENCH_PEER            claim: 1 (default) also runs graphile-worker on the same PostgreSQL
@@ -29,6 +30,7 @@ import { join, relative, resolve } from 'node:path';
 import { claimMain } from './claim-main';
 import { dispatchMain } from './dispatch-main';
 import { memoryMain } from './memory-main';
+import { stepsMain } from './steps';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
 import { envNumber, median } from './lib/measure';
@@ -251,9 +253,10 @@ async function main(): Promise<void> {
   if (suites.includes('claim')) await claimMain(RESULTS_DIR, TARGET);
   if (suites.includes('memory')) await memoryMain(RESULTS_DIR);
   if (suites.includes('dispatch')) await dispatchMain(RESULTS_DIR);
+  if (suites.includes('steps')) await stepsMain(RESULTS_DIR);
 }
 
-const SUITES = ['heartbeat', 'claim', 'memory', 'dispatch'];
+const SUITES = ['heartbeat', 'claim', 'memory', 'dispatch', 'steps'];
 
 /** Groups named as arguments (`npm run bench -- memory dispatch`), else QL_BENCH_SUITES, else all. */
 function selectedSuites(args: readonly string[], env: string | undefined): string[] {

@@ -5,6 +5,7 @@ import { ActivationAndLogs1764806400000 as PostgresActivation } from './postgres
 import { SessionLastCall1764892800000 as PostgresLastCall } from './postgres/1764892800000-session-last-call';
 import { AdminViews1764979200000 as PostgresAdminViews } from './postgres/1764979200000-admin-views';
 import { ClaimFunction1765065600000 as PostgresClaimFunction } from './postgres/1765065600000-claim-function';
+import { LeaseSteps1765152000000 as PostgresLeaseSteps } from './postgres/1765152000000-lease-steps';
 import { Initial1764547200000 as SqliteInitial } from './sqlite/1764547200000-initial';
 import { RevokedCertificates1764633600000 as SqliteRevoked } from './sqlite/1764633600000-revoked-certificates';
 import { RunsAndLeases1764720000000 as SqliteRuns } from './sqlite/1764720000000-runs-and-leases';
@@ -29,4 +30,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresLastCall,
   PostgresAdminViews,
   PostgresClaimFunction,
+  PostgresLeaseSteps,
 ];

@@ -35,8 +35,10 @@ import {
   leaseTermViolation,
   lockRun,
   readFencedLease,
+  stripDigest,
   toLease,
 } from './lease-fence';
+import { applyLeaseStep } from './lease-step.postgres';
 import { LogStore } from './run-log.store';
 import {
   ATTEMPT_COLUMNS,
@@ -122,8 +124,16 @@ export class SqlActivationRepository implements ActivationRepository {
   readLogs: ActivationRepository['readLogs'] = (runId, query) => this.logs.read(runId, query);
 
   // Lease lock → session fence → run lock; a refusal throws and rolls back, so it writes nothing.
+  // PostgreSQL applies an accepted step in one statement (ADR 0017); what it did not apply comes here.
   private async acknowledge(command: LeaseFenceCommand, payload: StepPayload): Promise<ActivationResult> {
     const digest = stepDigest(payload);
+    if (this.db.dialect === 'postgres') {
+      const applied = await applyLeaseStep<ActivationRow>(this.db, command, payload, digest, ACTIVATION_COLUMNS);
+      if (applied) {
+        const lease = stripDigest(toLease(applied.lease));
+        return answer('applied', lease, toRun(applied.run), toActivation(applied.attempt));
+      }
+    }
     return this.db.transaction(async (tx) => {
       // The final steps may come from the worker's successor session (restart recovery, ADR 0015).
       const ends = payload.step === 'start_failure' || payload.step === 'completion';

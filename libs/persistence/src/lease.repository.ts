@@ -85,12 +85,13 @@ const QUEUE_PAGE = `SELECT ${QUEUE_COLUMNS} FROM runs WHERE status = 'queued'`;
 const QUEUE_KEYSET = `AND (priority < :p OR (priority = :p AND (queue_order > :q OR (queue_order = :q AND id > :id))))`;
 const QUEUE_ORDER = `ORDER BY priority DESC, queue_order, id LIMIT :page`;
 
+// The run's cancel flag rides on the answer (ADR 0017): one statement, one commit on both dialects.
 const RENEW = `UPDATE run_leases SET version = version + 1, expires_at = {now + :leaseMs}
   WHERE offer_id = :offerId AND worker_id = :workerId AND session_id = :sessionId AND token_digest = :digest
     AND lease_generation = :leaseGeneration AND version = :leaseVersion AND state = 'active'
     AND expires_at > {now}
     AND EXISTS (SELECT 1 FROM workers WHERE ${SESSION_FENCE_SQL})
-  RETURNING ${LEASE_COLUMNS}`;
+  RETURNING ${LEASE_COLUMNS}, (SELECT cancel_requested FROM runs WHERE id = run_leases.run_id) AS cancel_requested`;
 
 const preferenceRun = (r: QueueRow) => ({
   id: r.id,
@@ -424,16 +425,18 @@ export class SqlLeaseRepository implements LeaseRepository {
     };
   }
 
-  // One CAS on the lease, guarded by the session fence in the same statement; then the cancel flag.
+  // One CAS on the lease, guarded by the session fence in the same statement, answering the cancel flag.
   async renew(command: LeaseCommand): Promise<{ lease: LeaseRecord; cancelRequested: boolean }> {
-    const row = await this.db.one<LeaseRow>(RENEW, {
+    const row = await this.db.one<LeaseRow & { cancel_requested: number | boolean | null }>(RENEW, {
       ...leaseParams(command),
       leaseMs: command.leaseMs,
       no: false,
     });
-    return this.renewAnswer(row ? toLease(row) : await this.renewMiss(command));
+    if (row) return { lease: stripDigest(toLease(row)), cancelRequested: isTrue(row.cancel_requested) };
+    return this.renewAnswer(await this.renewMiss(command));
   }
 
+  /** A renewal sent again after its answer was lost: the lease as it stands and the run's flag. */
   private async renewAnswer(lease: StoredLease): Promise<{ lease: LeaseRecord; cancelRequested: boolean }> {
     const run = await this.db.one<{ cancel_requested: number | boolean }>(
       'SELECT cancel_requested FROM runs WHERE id = :id',

@@ -25,6 +25,8 @@ export type Dialect = 'sqlite' | 'postgres';
  *                      holds the database's only write lock
  *   {skipLocked}       PostgreSQL `FOR UPDATE SKIP LOCKED` (rows another transaction holds are passed
  *                      over); nothing on SQLite
+ *   {pinnedNow}        a model's controllable clock when it has one, else NULL: a SQL function given
+ *                      it reads the database clock itself, after its locks (PostgreSQL only)
  */
 export interface SqlDatabase extends SqlExecutor {
   readonly dialect: Dialect;
@@ -73,6 +75,7 @@ export function expandMacros(sql: string, dialect: Dialect, clockParam = false):
       dialect === 'postgres' ? `to_timestamp(:${p}::float8 / 1000)` : `:${p}`,
     )
     .replace(/\{clockMs\}/g, dialect === 'postgres' ? (clockParam ? ':now::int8' : 'NULL::int8') : ':now')
+    .replace(/\{pinnedNow\}/g, dialect === 'sqlite' ? ':now' : clockParam ? pgNow : 'NULL::timestamptz')
     .replace(/\{nowMs\}/g, dialect === 'postgres' ? pgNowMs : ':now')
     .replace(/\{now\}/g, dialect === 'postgres' ? pgNow : ':now')
     .replace(/\{forUpdate\}/g, dialect === 'postgres' ? 'FOR UPDATE' : '')

@@ -29,6 +29,12 @@ const MIGRATION_LOCK_KEY = 0x716c6d67;
 const RETRYABLE = new Set(['40001', '40P01']); // serialization_failure, deadlock_detected
 const MAX_TX_ATTEMPTS = 5;
 
+/** A deadlock or serialization failure: the server rolled the work back, and it may be tried again. */
+export function isRetryable(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code !== undefined && RETRYABLE.has(code);
+}
+
 interface Compiled extends CompiledSql {
   readonly name: string;
 }
@@ -95,8 +101,7 @@ export class PostgresDatabase implements SqlDatabase {
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch(() => (broken = true));
-        const code = (error as { code?: string }).code;
-        if (!code || !RETRYABLE.has(code) || attempt >= MAX_TX_ATTEMPTS) throw asUnavailable(error);
+        if (!isRetryable(error) || attempt >= MAX_TX_ATTEMPTS) throw asUnavailable(error);
       } finally {
         client.off('error', lost);
         client.release(broken);
