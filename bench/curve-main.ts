@@ -38,7 +38,7 @@ export async function curveMain(resultsDir: string): Promise<void> {
   const claimWarmup = 100;
   const sweepPage = 64;
   const backlogs = list('QL_CURVE_BACKLOGS', '1000,100000,1000000');
-  const claims = Math.floor(envNumber('QL_CURVE_CLAIMS', 800, 10));
+  const claims = Math.floor(envNumber('QL_CURVE_CLAIMS', 600, 10));
   const smallest = Math.min(...backlogs);
   if (claims + claimWarmup > smallest || sweepPage > smallest)
     throw new Error(
@@ -51,9 +51,9 @@ export async function curveMain(resultsDir: string): Promise<void> {
     rounds: Math.floor(envNumber('QL_BENCH_ROUNDS', 3, 2)),
     claims,
     claimWarmup,
-    heartbeats: Math.floor(envNumber('QL_CURVE_HEARTBEATS', 2000, 10)),
+    heartbeats: Math.floor(envNumber('QL_CURVE_HEARTBEATS', 1500, 10)),
     heartbeatWarmup: 200,
-    sweepCycles: Math.floor(envNumber('QL_CURVE_SWEEP_CYCLES', 5, 1)),
+    sweepCycles: Math.floor(envNumber('QL_CURVE_SWEEP_CYCLES', 3, 1)),
     sweepPage,
     log: (line) => console.log(line),
   };
@@ -169,6 +169,7 @@ export async function curveMain(resultsDir: string): Promise<void> {
     'vs smallest backlog',
     'ms per idle cycle',
     'vs smallest backlog ',
+    'rows read per full cycle',
   ];
   const sweepTable = sweeps.map((s) => [
     s.dialect,
@@ -177,6 +178,7 @@ export async function curveMain(resultsDir: string): Promise<void> {
     `${(s.fullMs / firstSweep(s).fullMs).toFixed(2)} ×`,
     s.idleMs.toFixed(2),
     `${(s.idleMs / firstSweep(s).idleMs).toFixed(2)} ×`,
+    s.rowsPerFullCycle === undefined ? '—' : fmtInt(s.rowsPerFullCycle),
   ]);
   const right = (header: string[], left: number) =>
     header.map((_, i): Align => (i < left ? 'left' : 'right'));
@@ -184,12 +186,19 @@ export async function curveMain(resultsDir: string): Promise<void> {
   const summary = results.map((r) => verdict(r)).filter((x): x is string => x !== undefined);
   const plans = results.flatMap((r) => r.plans ?? []);
   const flagged = plans.filter((p) => p.flagged.length > 0);
+  const short = (p: (typeof plans)[number]) => `\`${p.statement.slice(0, 140)}…\``;
   const planLines = plans.length
-    ? flagged.length
-      ? flagged.map((p) => `- \`${p.statement.slice(0, 160)}\`: ${p.flagged.join('; ')}`)
-      : [
-          `- SQLite: none of the ${plans.length} statements the measured paths prepared scans a table or sorts.`,
-        ]
+    ? [
+        ...(flagged.length
+          ? flagged.map((p) => `- full scan or sort: ${short(p)}: ${p.flagged.join('; ')}`)
+          : [`- none of the ${plans.length} statements the measured paths prepared scans a table or sorts.`]),
+        ...plans
+          .filter((p) => p.ordered.length > 0)
+          .map(
+            (p) =>
+              `- ordered index scan (bounded by its LIMIT only while rows pass the filter): ${short(p)}: ${p.ordered.join('; ')}`,
+          ),
+      ]
     : [];
   const fixtureLine = results
     .map((r) => `${r.dialect}: ${r.fixtures.map((f) => `${f.what} ${f.seconds.toFixed(1)} s`).join(', ')}`)

@@ -117,6 +117,8 @@ export interface SweepRow {
   readonly idleMs: number;
   readonly fullSamples: number[];
   readonly idleSamples: number[];
+  /** PostgreSQL: rows read by one full cycle (median), the same counters as the cells'. */
+  readonly rowsPerFullCycle?: number;
 }
 
 export interface PlanCheck {
@@ -124,6 +126,11 @@ export interface PlanCheck {
   readonly plan: string[];
   /** Plan lines that scan a whole table or sort: none expected on the measured paths. */
   readonly flagged: string[];
+  /**
+   * Scans of an index in its order: bounded by the LIMIT only while the filter passes early (the
+   * queue head does; a filter most rows fail reads the whole index).
+   */
+  readonly ordered: string[];
 }
 
 export interface CurveResult {
@@ -153,6 +160,8 @@ interface Opened<T> {
 
 interface SweepCycle {
   cycle(): Promise<number>;
+  /** PostgreSQL: flushes the sweeper backend's table counters now. */
+  flush?(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -546,6 +555,7 @@ function readsNote(s: CurveSample): string {
  */
 async function measureSweeper(target: Target, config: CurveConfig, backlog: number): Promise<SweepRow> {
   const full: number[] = [];
+  const rows: number[] = [];
   const idle: number[] = [];
   const page = config.sweepPage;
   // One connection for all cycles at this backlog; an untimed idle cycle prepares its statements first.
@@ -564,9 +574,13 @@ async function measureSweeper(target: Target, config: CurveConfig, backlog: numb
         back: -60_000,
       });
       await target.settle();
+      const before = await target.counters?.();
       t = performance.now();
       const handled = await sweeper.cycle();
       full.push(performance.now() - t);
+      await sweeper.flush?.();
+      const after = await target.counters?.();
+      if (before && after) rows.push(diffReads(before, after, 1).rowsPerOp);
       if (handled !== page)
         throw new Error(`a full sweeper cycle handled ${handled} of ${page} expired leases`);
     }
@@ -581,6 +595,7 @@ async function measureSweeper(target: Target, config: CurveConfig, backlog: numb
     idleMs: median(idle),
     fullSamples: full,
     idleSamples: idle,
+    ...(rows.length ? { rowsPerFullCycle: median(rows) } : {}),
   };
   config.log(
     `${target.dialect} B=${backlog} sweeper: ${row.fullMs.toFixed(1)} ms per cycle of ${page} expired leases, ` +
@@ -636,6 +651,7 @@ async function runCurve(target: Target, config: CurveConfig, result: CurveResult
 // ---------------------------------------------------------------- dialects
 
 const FULL_SCAN = /^(SCAN \w+$|SCAN \w+ (?!USING)|USE TEMP B-TREE)/;
+const ORDERED_SCAN = /^SCAN \w+ USING (COVERING )?INDEX/;
 
 /** SQLite: one file, the repositories on SqliteDatabase's connection, the ceilings on their own. */
 export async function curveSqlite(path: string, config: CurveConfig): Promise<CurveResult> {
@@ -702,6 +718,7 @@ export async function curveSqlite(path: string, config: CurveConfig): Promise<Cu
           statement: statement.replace(/\s+/g, ' ').trim(),
           plan,
           flagged: plan.filter((l) => FULL_SCAN.test(l)),
+          ordered: plan.filter((l) => ORDERED_SCAN.test(l)),
         };
       }),
     close: () => db.close(),
@@ -769,7 +786,11 @@ export async function curvePostgres(
     sweeper: async (page) => {
       const db = await database(1);
       await db.ping(); // connected before the first timed cycle
-      return { cycle: sweepCycle(db, page), close: () => db.close() };
+      return {
+        cycle: sweepCycle(db, page),
+        flush: async () => void (await db.one('SELECT pg_stat_force_next_flush()')),
+        close: () => db.close(),
+      };
     },
     settle: async () => undefined,
     counters: async () => {

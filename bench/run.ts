@@ -8,7 +8,7 @@
  *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,curve (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too
  *   QL_CURVE_*               curve: WORKERS (100,1000,10000), BACKLOGS (1000,100000,1000000),
- *                            CONCURRENCY (8), CLAIMS (800), HEARTBEATS (2000), SWEEP_CYCLES (5)
+ *                            CONCURRENCY (8), CLAIMS (600), HEARTBEATS (1500), SWEEP_CYCLES (3)
  *   QL_BENCH_IDLE_SECONDS    memory: idle time before RSS is read (default 60)
  *   QL_BENCH_SESSIONS        dispatch: worker sessions per level (default 1,4,16)
  *   QL_BENCH_E2E_RUNS        dispatch: counted runs per level (default 150; QL_BENCH_E2E_WARMUP 20 before)
