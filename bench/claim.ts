@@ -75,7 +75,7 @@ export interface ClaimRow {
 export const LEASE_MS = 24 * 60 * 60 * 1000;
 const CAPACITY = 1024;
 // The defaults the app runs with for what the claim reads (the preference hold: 5 s).
-const LEASE_TTL_CONFIG = { runLeaseMs: LEASE_MS, placementPreferenceHoldMs: 5000 } as ControlPlaneConfig;
+export const LEASE_TTL_CONFIG = { runLeaseMs: LEASE_MS, placementPreferenceHoldMs: 5000 } as ControlPlaneConfig;
 
 export interface BenchWorker {
   readonly workerId: string;
@@ -92,10 +92,10 @@ interface Harness {
   close(): Promise<void>;
 }
 
-export function serviceOp(db: SqlDatabase, ids: IdGenerator): ClaimOp {
+export function serviceOp(db: SqlDatabase, ids: IdGenerator, config = LEASE_TTL_CONFIG): ClaimOp {
   // The service as the app runs it, metrics included (their cost is part of the figure).
   const metrics = new ControlPlaneMetrics(new SqlOperationalStatsRepository(db));
-  const service = new LeasesService(new SqlLeaseRepository(db, ids), LEASE_TTL_CONFIG, metrics);
+  const service = new LeasesService(new SqlLeaseRepository(db, ids), config, metrics);
   // Tokens are the worker's work, not the control plane's: made before the run, outside the figures.
   const tokens = Array.from({ length: 256 }, () => randomBytes(32).toString('base64url'));
   let next = 0;
@@ -175,7 +175,7 @@ const PG_CEILING = {
 } as const;
 
 /** The bare claim on PostgreSQL: named prepared statements on a pool of the same size. */
-function postgresCeiling(pool: Pool, ids: IdGenerator): ClaimOp {
+export function postgresCeiling(pool: Pool, ids: IdGenerator): ClaimOp {
   const q = (client: PoolClient, name: keyof typeof PG_CEILING, values: unknown[]) =>
     client.query({ name: `ceiling_${name}`, text: PG_CEILING[name], values });
   return async (w) => {
@@ -295,9 +295,9 @@ export async function reset(db: SqlDatabase): Promise<void> {
  * plus `settle` (SQLite: the WAL checkpoint the sample's writes make necessary, so that no variant
  * leaves its bill to the next one or hides it behind another connection's reader).
  */
-export async function sample(
-  op: ClaimOp,
-  workers: readonly BenchWorker[],
+export async function sample<W = BenchWorker>(
+  op: (w: W) => Promise<unknown>,
+  workers: readonly W[],
   claims: number,
   warmup: number,
   settle: () => Promise<void>,

@@ -103,14 +103,14 @@ export async function registerWorkers(
   return workers;
 }
 
-export function repositoryOp(repo: SqlWorkerSessionRepository) {
+export function repositoryOp(repo: SqlWorkerSessionRepository, slots = SLOTS) {
   return (w: Worker) => async () => {
     const session = await repo.heartbeat({
       workerId: w.workerId,
       sessionId: w.sessionId,
       fence: { generation: w.generation, expectedVersion: w.version },
       leaseMs: LEASE_MS,
-      availableSlots: SLOTS,
+      availableSlots: slots,
     });
     w.version = session.version;
   };

@@ -5,8 +5,10 @@
  * beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
- *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps (default all); `npm run bench -- memory`
+ *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too
+ *   QL_CURVE_*               curve: WORKERS (100,1000,10000), BACKLOGS (1000,100000,1000000),
+ *                            CONCURRENCY (8), CLAIMS (600), HEARTBEATS (1500), SWEEP_CYCLES (3)
  *   QL_BENCH_IDLE_SECONDS    memory: idle time before RSS is read (default 60)
  *   QL_BENCH_SESSIONS        dispatch: worker sessions per level (default 1,4,16)
  *   QL_BENCH_E2E_RUNS        dispatch: counted runs per level (default 150; QL_BENCH_E2E_WARMUP 20 before)
@@ -28,6 +30,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { claimMain } from './claim-main';
+import { curveMain } from './curve-main';
 import { dispatchMain } from './dispatch-main';
 import { memoryMain } from './memory-main';
 import { stepsMain } from './steps';
@@ -254,9 +257,10 @@ async function main(): Promise<void> {
   if (suites.includes('memory')) await memoryMain(RESULTS_DIR);
   if (suites.includes('dispatch')) await dispatchMain(RESULTS_DIR);
   if (suites.includes('steps')) await stepsMain(RESULTS_DIR);
+  if (suites.includes('curve')) await curveMain(RESULTS_DIR);
 }
 
-const SUITES = ['heartbeat', 'claim', 'memory', 'dispatch', 'steps'];
+const SUITES = ['heartbeat', 'claim', 'memory', 'dispatch', 'steps', 'curve'];
 
 /** Groups named as arguments (`npm run bench -- memory dispatch`), else QL_BENCH_SUITES, else all. */
 function selectedSuites(args: readonly string[], env: string | undefined): string[] {

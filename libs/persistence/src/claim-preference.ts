@@ -10,7 +10,7 @@ import {
 import { CANDIDATE_COLUMNS, CandidateRow, toCandidates } from './placement-candidates';
 import { SqlExecutor } from './sql-executor';
 
-/** Label patterns one candidate read looks for at most; a run whose labels fall past them is not held. */
+/** Labels one candidate read looks for at most; a run whose labels fall past them is not held. */
 export const MAX_PREFERRED_PATTERNS = 32;
 
 /** A run the puller matches, as the claim's page read it. */
@@ -22,23 +22,18 @@ export interface PreferenceRun {
 }
 
 /**
- * Live, online, enabled workers other than the puller with a free slot and, in their capabilities
- * document (canonical JSON), the text of one of the labels: a prefilter, the domain decides exactly.
- * The number of patterns is a power of two (padded), so only a handful of statement texts exist.
+ * Live, online, enabled workers other than the puller with a free slot and one of the labels, found
+ * through `worker_labels` (index `worker_labels_match (key, value, worker_id)`): only workers that have
+ * a label are read, however many registered workers lack them (ADR 0021). The domain decides exactly.
+ * The number of labels is a power of two (padded), so only a handful of statement texts exist.
  */
-function candidateSql(patterns: number): string {
-  const likes = Array.from({ length: patterns }, (_, i) => `w.capabilities_json LIKE :l${i} ESCAPE '!'`);
+export function candidateSql(labels: number): string {
+  const match = Array.from({ length: labels }, (_, i) => `(l.key = :k${i} AND l.value = :v${i})`);
   return `SELECT ${CANDIDATE_COLUMNS} FROM workers w
-    WHERE w.worker_id <> :workerId AND w.status = 'online' AND w.disabled = :no AND w.lease_expires_at > {now}
+    WHERE w.worker_id IN (SELECT l.worker_id FROM worker_labels l WHERE ${match.join(' OR ')})
+      AND w.worker_id <> :workerId AND w.status = 'online' AND w.disabled = :no AND w.lease_expires_at > {now}
       AND w.active_leases < w.max_concurrent_runs AND w.active_leases < w.available_slots
-      AND (${likes.join(' OR ')})
     ORDER BY w.worker_id LIMIT :page`;
-}
-
-/** `"key":"value"` as canonical JSON writes it, as a LIKE pattern (escape character `!`). */
-export function labelPattern(label: Pick<PreferredLabel, 'key' | 'value'>): string {
-  const text = `${JSON.stringify(label.key)}:${JSON.stringify(label.value)}`;
-  return `%${text.replace(/[!%_]/g, (c) => `!${c}`)}%`;
 }
 
 /**
@@ -56,17 +51,17 @@ export async function heldRuns(
 ): Promise<ReadonlySet<string>> {
   const open: PreferenceQuestion[] = [];
   const ids: string[] = [];
-  const patterns = new Set<string>();
+  const labels = new Map<string, Pick<PreferredLabel, 'key' | 'value'>>();
   for (const run of runs) {
     const question = { ...puller, spec: run.spec, queuedAt: run.queuedAt, now, holdMs };
     const missing = preferenceLookup(question);
     if (missing.length === 0) continue;
     open.push(question);
     ids.push(run.id);
-    for (const label of missing) patterns.add(labelPattern(label));
+    for (const label of missing) labels.set(JSON.stringify([label.key, label.value]), label);
   }
   if (open.length === 0) return new Set();
-  const list = [...patterns].slice(0, MAX_PREFERRED_PATTERNS);
+  const list = [...labels.values()].slice(0, MAX_PREFERRED_PATTERNS);
   let size = 1;
   while (size < list.length) size *= 2;
   const params: Record<string, string | number | boolean> = {
@@ -74,7 +69,11 @@ export async function heldRuns(
     no: false,
     page: CANDIDATE_PAGE,
   };
-  for (let i = 0; i < size; i++) params[`l${i}`] = list[Math.min(i, list.length - 1)]!;
+  for (let i = 0; i < size; i++) {
+    const label = list[Math.min(i, list.length - 1)]!;
+    params[`k${i}`] = label.key;
+    params[`v${i}`] = label.value;
+  }
   const rows = await tx.many<CandidateRow>(candidateSql(size), params);
   const candidates = await toCandidates(tx, rows);
   const held = new Set<string>();
