@@ -4,6 +4,7 @@ import { RunsAndLeases1764720000000 as PostgresRuns } from './postgres/176472000
 import { ActivationAndLogs1764806400000 as PostgresActivation } from './postgres/1764806400000-activation-and-logs';
 import { SessionLastCall1764892800000 as PostgresLastCall } from './postgres/1764892800000-session-last-call';
 import { AdminViews1764979200000 as PostgresAdminViews } from './postgres/1764979200000-admin-views';
+import { QueueSignals1765065600000 as PostgresQueueSignals } from './postgres/1765065600000-queue-signals';
 import { Initial1764547200000 as SqliteInitial } from './sqlite/1764547200000-initial';
 import { RevokedCertificates1764633600000 as SqliteRevoked } from './sqlite/1764633600000-revoked-certificates';
 import { RunsAndLeases1764720000000 as SqliteRuns } from './sqlite/1764720000000-runs-and-leases';
@@ -27,4 +28,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresActivation,
   PostgresLastCall,
   PostgresAdminViews,
+  PostgresQueueSignals,
 ];

@@ -1,4 +1,5 @@
-import { Body, Controller, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, HttpCode, Param, Post, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import { ApiExtraModels } from '@nestjs/swagger';
 import { INGRESS_SESSION_ROUTE } from '@ql/contracts';
 import { IngressOperation, IngressController } from '../http/ingress-docs';
@@ -28,12 +29,25 @@ export class LeaseIngressController {
   @HttpCode(200)
   @IngressOperation(
     'offers',
-    'Pull: claim at most one queued attempt this session can run, or replay the offer of the same offerId and token',
+    'Pull: claim at most one queued attempt this session can run, or replay the offer of the same offerId and token; with waitMs, a pull that finds nothing claimable is held until a run is queued for it or the wait ends (long poll)',
     OFFER_RESPONSE,
     FENCES,
   )
-  offers(@Principal() p: WorkerPrincipal, @Param('sessionId') s: string, @Body() body: PullRequestDto) {
-    return this.leases.offers(p, s, body);
+  async offers(
+    @Principal() p: WorkerPrincipal,
+    @Param('sessionId') s: string,
+    @Body() body: PullRequestDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    // The worker going away ends a held pull: nothing waits for a reader who left.
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.once('close', onClose);
+    try {
+      return await this.leases.offers(p, s, body, gone.signal);
+    } finally {
+      reply.raw.off('close', onClose);
+    }
   }
 
   @Post('renew')
