@@ -2,6 +2,7 @@ import { Body, Controller, HttpCode, Param, Post, Res, UseGuards } from '@nestjs
 import type { FastifyReply } from 'fastify';
 import { ApiExtraModels } from '@nestjs/swagger';
 import { INGRESS_SESSION_ROUTE } from '@ql/contracts';
+import { whileClientWaits } from '../http/client-gone';
 import { IngressOperation, IngressController } from '../http/ingress-docs';
 import { MtlsPrincipalGuard, Principal } from '../identity/mtls-principal.guard';
 import { WorkerPrincipal } from '../identity/worker-principal';
@@ -33,21 +34,13 @@ export class LeaseIngressController {
     OFFER_RESPONSE,
     FENCES,
   )
-  async offers(
+  offers(
     @Principal() p: WorkerPrincipal,
     @Param('sessionId') s: string,
     @Body() body: PullRequestDto,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    // The worker going away ends a held pull: nothing waits for a reader who left.
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    reply.raw.once('close', onClose);
-    try {
-      return await this.leases.offers(p, s, body, gone.signal);
-    } finally {
-      reply.raw.off('close', onClose);
-    }
+    return whileClientWaits(reply, (gone) => this.leases.offers(p, s, body, gone));
   }
 
   @Post('renew')
