@@ -85,7 +85,7 @@ export function describeOfferWaitContract(dialect: string, makeTarget: () => Dis
       const [run] = await writer.queue(task.id, 1);
       const result = await pull;
       expect(result).toMatchObject({ kind: 'offered', offer: { run: { id: run!.id } } });
-      expect(Date.now() - started).toBeLessThan(WAIT_MS);
+      expect(Date.now() - started).toBeLessThan(WAIT_MS / 2);
     });
 
     it('one queued run wakes one of many held pulls: one claim, not one per puller', async () => {
@@ -112,8 +112,11 @@ export function describeOfferWaitContract(dialect: string, makeTarget: () => Dis
       await waiters.whenWaiting(1);
       const second = longPoll().pull(command(able), WAIT_MS, never);
       await waiters.whenWaiting(2);
+      const started = Date.now();
       const [run] = await writer.queue(task.id, 1);
       expect(await second).toMatchObject({ kind: 'offered', offer: { run: { id: run!.id } } });
+      // Handed on, not found by the second pull's own last claim at the end of its wait.
+      expect(Date.now() - started).toBeLessThan(WAIT_MS / 2);
       waiters.close();
       expect(await first).toMatchObject({ kind: 'idle', reason: 'no_matching_run' });
     });
@@ -158,15 +161,17 @@ export function describeOfferWaitContract(dialect: string, makeTarget: () => Dis
       const started = Date.now();
       await writer.sessions.drainWorker(worker.workerId, { actor: 'test', action: 'test', target: 'test' });
       expect(await pull).toMatchObject({ kind: 'idle', reason: 'draining' });
-      expect(Date.now() - started).toBeLessThan(WAIT_MS);
+      expect(Date.now() - started).toBeLessThan(WAIT_MS / 2);
     });
 
     it("a replaced session's held pull ends fenced", async () => {
       const worker = await f.worker(workerId());
       const pull = longPoll().pull(command(worker), WAIT_MS, never);
       await waiters.whenWaiting(1);
+      const started = Date.now();
       await writer.worker(worker.workerId); // the same worker registers a new session
       await expectFence(pull, 'session', 'session_replaced');
+      expect(Date.now() - started).toBeLessThan(WAIT_MS / 2);
     });
 
     it('shutdown and a client that left end a held pull at once, idle; nothing is left waiting', async () => {
