@@ -309,10 +309,12 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
       '',
       `## Queue-to-offer latency at idle`,
       '',
-      `${config.pullers} sessions pull every ${config.intervalMs} ms (staggered, no long-poll yet); one run is ` +
-        `triggered at a time after a random idle pause, ${config.latencySamples} samples. Latency = the offer ` +
+      (config.pullWaitMs > 0
+        ? `${config.pullers} sessions each keep one long-poll pull held (\`waitMs\` ${config.pullWaitMs}, ADR 0019)`
+        : `${config.pullers} sessions pull every ${config.intervalMs} ms (staggered, polling: QL_BENCH_PULL_WAIT_MS=0)`) +
+        `; one run is triggered at a time after a random idle pause, ${config.latencySamples} samples. Latency = the offer ` +
         "received by a puller − the run's `createdAt` (database time of the trigger's insert, same host clock, " +
-        'ms resolution). Until long-poll offers exist (issue 10), the pull interval bounds this from below.',
+        'ms resolution). Beside it: one ingress call refused at the edge (above), the floor of any answer.',
       '',
       markdownTable(latencyHeader, latencyRows, latencyAlign),
       '',
