@@ -33,7 +33,10 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin-views migration over exist
   it('backfills worker_labels from the stored capabilities and attempts.session_id from the newest lease', async () => {
     const { ds, dispose } = await openMigrated(dialect);
     try {
-      await ds.undoLastMigration({ transaction: 'all' });
+      // Undo down to before admin-views (later migrations first), then redo them all below.
+      const list = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+      const adminViews = list.findIndex((m) => m.name.startsWith('AdminViews'));
+      for (let i = list.length - 1; i >= adminViews; i--) await ds.undoLastMigration({ transaction: 'all' });
       const p = (n: number) => (dialect === 'sqlite' ? '?' : `$${n}`);
       const time = dialect === 'sqlite' ? Date.now() : new Date().toISOString();
       const insert = (table: string, row: Record<string, unknown>) =>
