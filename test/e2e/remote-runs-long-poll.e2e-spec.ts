@@ -4,7 +4,7 @@
  * minute here, so polling could not explain it — and SIGTERM still drains and exits within its budget.
  */
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
-import { RemoteRunHarness, RunWorker } from '../support/remote-run-harness';
+import { RemoteRunHarness, RunWorker, eventually } from '../support/remote-run-harness';
 import { Dialect } from '../support/test-plane';
 
 // Real worker processes: a start takes seconds on a loaded machine.
@@ -26,6 +26,16 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a long-polling idle worker (%s)'
   });
   afterAll(async () => {
     await h?.close();
+  });
+
+  it('heartbeats go on while its pull is held: the pull has a socket of its own, outside the call chain', async () => {
+    const from = (await h.worker('worker-a'))!.version;
+    // 200 ms apart: ten take about two seconds, while one pull stays held for twenty.
+    await eventually('ten more heartbeats', async () => {
+      const now = await h.worker('worker-a');
+      return now && now.version >= from + 10 ? now : undefined;
+    });
+    expect(w.messages()).not.toContain('heartbeat failed');
   });
 
   it('takes a run triggered while it is idle at once, twice in a row', async () => {
