@@ -32,6 +32,7 @@ import {
   SqliteDatabase,
 } from '@ql/persistence';
 import { LeasesService } from '../apps/control-plane/src/leases/leases.service';
+import { OfferWaiters } from '../apps/control-plane/src/leases/offer-waiters';
 import { ControlPlaneMetrics } from '../apps/control-plane/src/metrics/control-plane-metrics';
 import type { ControlPlaneConfig } from '../apps/control-plane/src/config/config';
 import type { WorkerPrincipal } from '../apps/control-plane/src/identity/worker-principal';
@@ -95,7 +96,13 @@ interface Harness {
 export function serviceOp(db: SqlDatabase, ids: IdGenerator, config = LEASE_TTL_CONFIG): ClaimOp {
   // The service as the app runs it, metrics included (their cost is part of the figure).
   const metrics = new ControlPlaneMetrics(new SqlOperationalStatsRepository(db));
-  const service = new LeasesService(new SqlLeaseRepository(db, ids), config, metrics);
+  const service = new LeasesService(
+    new SqlLeaseRepository(db, ids),
+    new SqlWorkerSessionRepository(db, ids),
+    config,
+    metrics,
+    new OfferWaiters(),
+  );
   // Tokens are the worker's work, not the control plane's: made before the run, outside the figures.
   const tokens = Array.from({ length: 256 }, () => randomBytes(32).toString('base64url'));
   let next = 0;

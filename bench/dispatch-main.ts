@@ -48,6 +48,7 @@ async function benchDialect(
     latencySamples: number;
     pullers: number;
     intervalMs: number;
+    pullWaitMs: number;
     workerProcesses: boolean;
   },
   log: (line: string) => void,
@@ -88,6 +89,7 @@ async function benchDialect(
       trigger,
       config.latencySamples,
       config.intervalMs,
+      config.pullWaitMs,
     );
     log(`dispatch ${dialect}: queue-to-offer p99 ${percentile(latency.fromCommitMs, 99)} ms`);
     const processDrains: WorkerDrainSample[] = [];
@@ -171,6 +173,8 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
     latencySamples: Math.floor(envNumber('QL_BENCH_LATENCY_SAMPLES', 100, 1)),
     pullers: Math.floor(envNumber('QL_BENCH_LATENCY_PULLERS', 4, 1)),
     intervalMs: envNumber('QL_BENCH_PULL_INTERVAL_MS', 100, 1),
+    /** Long-poll pulls (ADR 0019); 0 measures the polling pullers of before. */
+    pullWaitMs: envNumber('QL_BENCH_PULL_WAIT_MS', 2_000, 0),
     workerProcesses: process.env.QL_BENCH_WORKER_PROCESSES !== '0',
   };
   console.log(
@@ -305,10 +309,12 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
       '',
       `## Queue-to-offer latency at idle`,
       '',
-      `${config.pullers} sessions pull every ${config.intervalMs} ms (staggered, no long-poll yet); one run is ` +
-        `triggered at a time after a random idle pause, ${config.latencySamples} samples. Latency = the offer ` +
+      (config.pullWaitMs > 0
+        ? `${config.pullers} sessions each keep one long-poll pull held (\`waitMs\` ${config.pullWaitMs}, ADR 0019)`
+        : `${config.pullers} sessions pull every ${config.intervalMs} ms (staggered, polling: QL_BENCH_PULL_WAIT_MS=0)`) +
+        `; one run is triggered at a time after a random idle pause, ${config.latencySamples} samples. Latency = the offer ` +
         "received by a puller − the run's `createdAt` (database time of the trigger's insert, same host clock, " +
-        'ms resolution). Until long-poll offers exist (issue 10), the pull interval bounds this from below.',
+        'ms resolution). Beside it: one ingress call refused at the edge (above), the floor of any answer.',
       '',
       markdownTable(latencyHeader, latencyRows, latencyAlign),
       '',

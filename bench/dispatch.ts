@@ -54,14 +54,21 @@ export class BenchSession {
   }
 
   /** One pull: the offer, or undefined when the answer is idle. */
-  async pull(): Promise<{ offer: ExecutionOffer; token: string } | undefined> {
+  /** `waitMs` > 0: a long poll (ADR 0019), held by the control plane until a run is queued for it. */
+  async pull(waitMs = 0): Promise<{ offer: ExecutionOffer; token: string } | undefined> {
     const token = randomBytes(32).toString('base64url');
-    const raw = await this.client.call('offers', this.sessionId, {
-      generation: this.generation,
-      expectedVersion: this.version,
-      offerId: newSessionId(),
-      leaseToken: token,
-    });
+    const raw = await this.client.call(
+      'offers',
+      this.sessionId,
+      {
+        generation: this.generation,
+        expectedVersion: this.version,
+        offerId: newSessionId(),
+        leaseToken: token,
+        ...(waitMs > 0 ? { waitMs } : {}),
+      },
+      waitMs > 0 ? { timeoutMs: waitMs + 10_000 } : {},
+    );
     const answer = parseOfferResponse(JSON.stringify(raw));
     return answer.status === 'offered' ? { offer: answer, token } : undefined;
   }
@@ -220,14 +227,16 @@ export interface LatencySample {
 }
 
 /**
- * Idle pullers polling `offers` every `intervalMs` (staggered); one run triggered at a time, with an
- * idle pause between; the puller that receives the offer records when, and runs it to completion.
+ * Idle pullers polling `offers` every `intervalMs` (staggered) — or, with `waitMs` > 0, each keeping
+ * one long-poll pull held (ADR 0019); one run triggered at a time, with an idle pause between; the
+ * puller that receives the offer records when, and runs it to completion.
  */
 export async function queueToOffer(
   sessions: readonly BenchSession[],
   trigger: () => Promise<{ runId: string; createdAtMs: number }>,
   samples: number,
   intervalMs: number,
+  waitMs = 0,
 ): Promise<LatencySample> {
   const offers = new OfferBoard();
   let stop = false;
@@ -235,12 +244,12 @@ export async function queueToOffer(
   const pullers = sessions.map(async (s, i) => {
     await sleep((intervalMs * i) / sessions.length);
     while (!stop) {
-      const held = await s.pull();
+      const held = await s.pull(waitMs);
       if (held) {
         offers.received(held.offer.run.runId, Date.now());
         await s.execute(held);
       }
-      await sleep(intervalMs);
+      if (waitMs === 0) await sleep(intervalMs);
     }
   });
   const fromCommitMs: number[] = [];

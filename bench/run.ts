@@ -12,7 +12,7 @@
  *   QL_BENCH_IDLE_SECONDS    memory: idle time before RSS is read (default 60)
  *   QL_BENCH_SESSIONS        dispatch: worker sessions per level (default 1,4,16)
  *   QL_BENCH_E2E_RUNS        dispatch: counted runs per level (default 150; QL_BENCH_E2E_WARMUP 20 before)
- *   QL_BENCH_LATENCY_*       dispatch: SAMPLES (100) and PULLERS (4); QL_BENCH_PULL_INTERVAL_MS (100)
+ *   QL_BENCH_LATENCY_*       dispatch: SAMPLES (100) and PULLERS (4); QL_BENCH_PULL_INTERVAL_MS (100); QL_BENCH_PULL_WAIT_MS (2000: long poll, 0: polling)
  *   QL_BENCH_STEP_RUNS       steps: pre-claimed runs per sample (default 300); QL_BENCH_STEP_CONCURRENCY (1,8)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
  *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)

@@ -35,6 +35,8 @@ describe('a started idle worker (R-PROF-3)', () => {
         NODE_OPTIONS: `--require ${join(ROOT, 'test', 'support', 'held-handles-probe.js')}`,
         QL_WORKER_HEARTBEAT_MS: String(HEARTBEAT_MS),
         QL_WORKER_PULL_INTERVAL_MS: String(PULL_MS),
+        // The polling picture (a long-poll pull is always in flight, with its deadline timer).
+        QL_WORKER_PULL_WAIT_MS: '0',
         QL_WORKER_LOG_LEVEL: 'info',
       },
     });

@@ -92,11 +92,15 @@ export async function startControlPlane(
         core.readiness.markStopping();
         // A waiting log tail answers now: the listeners' close waits for requests in flight.
         core.logWaiters.close();
+        core.offerWaiters.close(); // a held pull answers idle now (ADR 0019)
         await Promise.allSettled([ingress.close(), admin.close()]);
+        await core.queueSignals.close();
         await core.db.close();
       },
     };
   } catch (error) {
+    core.offerWaiters.close();
+    await core.queueSignals.close();
     await core.db.close();
     throw error;
   }

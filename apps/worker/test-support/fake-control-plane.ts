@@ -72,6 +72,28 @@ export class FakeControlPlane implements WorkerIngress {
   /** Queues a run of a task with this spec (defaults fill the rest). */
   enqueue(spec: Partial<TaskSpec>): void {
     this.queue.push(spec);
+    for (const wake of [...this.held]) wake();
+  }
+
+  /** Long-poll pulls held right now (ADR 0019). */
+  readonly held = new Set<() => void>();
+
+  /** As the control plane holds an `offers` call with `waitMs` while nothing is queued. */
+  private async hold(call: Call, signal: AbortSignal | undefined): Promise<void> {
+    const waitMs = Number(call.body.waitMs ?? 0);
+    if (!(waitMs > 0) || this.queue.length > 0 || this.status !== 'online') return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        this.held.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      signal?.addEventListener('abort', done, { once: true });
+      this.held.add(done);
+    });
+    if (signal?.aborted) throw new IngressCallError(call.action, 0, 'aborted', 'aborted');
   }
 
   /** A lease the control plane holds for a journal record of a previous process (restart tests). */
@@ -103,6 +125,7 @@ export class FakeControlPlane implements WorkerIngress {
     try {
       if (options.signal?.aborted) throw new IngressCallError(action, 0, 'aborted', 'aborted');
       await new Promise((resolve) => setImmediate(resolve)); // an answer is never synchronous
+      if (action === 'offers') await this.hold(call, options.signal);
       const override = this.reply[action];
       const answer = override ? override(call, this) : this.accept(call);
       if (!options.parse) return answer as never;
@@ -122,7 +145,9 @@ export class FakeControlPlane implements WorkerIngress {
   accept(call: Call): unknown {
     const b = call.body;
     if (call.action === 'register') return this.session(call, { outcome: 'created' });
-    if (b.expectedVersion !== this.version) throw fenced('session', 'version_mismatch');
+    // A held pull is served while the worker's own later calls moved the version on (ADR 0019).
+    const behind = call.action === 'offers' && Number(b.waitMs ?? 0) > 0 && Number(b.expectedVersion) < this.version;
+    if (b.expectedVersion !== this.version && !behind) throw fenced('session', 'version_mismatch');
     switch (call.action) {
       case 'heartbeat':
       case 'drain':

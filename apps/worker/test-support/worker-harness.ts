@@ -44,6 +44,7 @@ export class WorkerHarness {
       QL_WORKER_ID: 'worker-a',
       QL_WORKER_HEARTBEAT_MS: '50',
       QL_WORKER_PULL_INTERVAL_MS: '50',
+      QL_WORKER_PULL_WAIT_MS: '0', // polling, unless a test asks for the long poll
       QL_WORKER_REQUEST_TIMEOUT_MS: '100',
       QL_WORKER_STOP_BUDGET_MS: '5000',
       QL_WORKER_KILL_GRACE_MS: '200',

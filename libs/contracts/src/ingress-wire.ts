@@ -1,4 +1,12 @@
 /** Worker ingress wire (R-WIRE-1..3): paths, per-route limits, error bodies, shared by both sides. */
+import { OFFER_WAIT_MAX_MS } from '@ql/domain';
+
+/**
+ * `offers` long poll (ADR 0019): a pull may carry `waitMs` (0 … this); with nothing claimable the
+ * control plane holds it up to that long (capped by its `QL_OFFER_WAIT_MAX_MS`) and offers a run
+ * queued meanwhile. Absent or 0: the answer comes at once, as before.
+ */
+export const PULL_WAIT_MAX_MS = OFFER_WAIT_MAX_MS;
 export const INGRESS_PREFIX = '/api/v3/worker-ingress/workers';
 /** The Nest route of every session action (controllers add the action). */
 export const INGRESS_SESSION_ROUTE = `${INGRESS_PREFIX.slice(1)}/:workerId/sessions/:sessionId`;

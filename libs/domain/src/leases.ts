@@ -31,18 +31,27 @@ export interface LeaseRecord {
   readonly claimedAt: number;
 }
 
-export interface PullRequest extends SessionFence {
+/** The offer id and lease token every lease call carries, with the session fence. */
+export interface OfferFields extends SessionFence {
   readonly offerId: string;
   readonly leaseToken: string;
 }
 
+/** Longest a pull may ask to wait for a claimable run (long poll, ADR 0019), in ms. */
+export const OFFER_WAIT_MAX_MS = 20_000;
+
+export interface PullRequest extends OfferFields {
+  /** Long poll: with nothing claimable, wait up to this long for a run (0 or absent: answer at once). */
+  readonly waitMs?: number;
+}
+
 /** The lease fence renew and release carry (R-LSE-4). */
-export interface LeaseFence extends PullRequest {
+export interface LeaseFence extends OfferFields {
   readonly leaseGeneration: number;
   readonly leaseVersion: number;
 }
 
-function readOfferFields(raw: Record<string, unknown>): PullRequest {
+function readOfferFields(raw: Record<string, unknown>): OfferFields {
   const fence = parseSessionFence(raw);
   if (typeof raw.offerId !== 'string' || !isUuidV7(raw.offerId))
     throw new ValidationError('offerId', 'invalid_offer_id');
@@ -52,7 +61,11 @@ function readOfferFields(raw: Record<string, unknown>): PullRequest {
 }
 
 export function parsePullRequest(body: unknown): PullRequest {
-  return readOfferFields(readObject(body, '', ['generation', 'expectedVersion', 'offerId', 'leaseToken']));
+  const raw = readObject(body, '', ['generation', 'expectedVersion', 'offerId', 'leaseToken', 'waitMs']);
+  const fields = readOfferFields(raw);
+  return raw.waitMs === undefined
+    ? fields
+    : { ...fields, waitMs: readInt(raw.waitMs, 'waitMs', 0, OFFER_WAIT_MAX_MS) };
 }
 
 export function parseLeaseFence(body: unknown): LeaseFence {

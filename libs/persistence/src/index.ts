@@ -12,3 +12,5 @@ export * from './run.repository';
 export * from './lease.repository';
 export * from './stats.repository';
 export * from './activation.repository';
+export * from './queue-signals';
+export * from './postgres/postgres-signals';

@@ -4,6 +4,7 @@ import { SqlAuditRepository } from './audit.repository';
 import { SqlCertificateRevocationRepository } from './certificate-revocation.repository';
 import { PostgresDatabase } from './postgres/postgres-database';
 import { SqlDatabase } from './sql-executor';
+import { QueueSignals } from './queue-signals';
 import { SqliteDatabase } from './sqlite/sqlite-database';
 import { SqlWorkerSessionRepository } from './worker-session.repository';
 import { SqlTaskRepository } from './task.repository';
@@ -35,6 +36,12 @@ export async function openDatabase(
   return target.dialect === 'sqlite'
     ? SqliteDatabase.open({ path: target.path, busyRetries: target.busyRetries }, clock, migrate)
     : PostgresDatabase.open({ url: target.url, poolSize: target.poolSize }, migrate);
+}
+
+/** The database's queue signals (ADR 0019): the SQLite connection's own, or a PostgreSQL listener. */
+export function openQueueSignals(db: SqlDatabase): QueueSignals {
+  if (db instanceof SqliteDatabase || db instanceof PostgresDatabase) return db.signals();
+  return { subscribe: () => () => undefined, whenListening: async () => undefined, close: async () => undefined };
 }
 
 export interface Repositories {

@@ -38,6 +38,8 @@ export interface ControlPlaneConfig {
   readonly sessionLeaseMs: number;
   readonly runLeaseMs: number;
   readonly placementPreferenceHoldMs: number;
+  readonly offerWaitMaxMs: number;
+  readonly offerRecheckMs: number;
   readonly sweepIntervalMs: number;
   readonly sweepPageSize: number;
   readonly runDeadlineGraceMs: number;
@@ -177,6 +179,20 @@ export const SETTINGS = [
     default: '5000',
     doc: 'for this long after a run with preferred labels is queued, a puller leaves it to a live worker with a free slot and a higher preferred score; 0 turns holding off',
     parse: int(0, 60_000),
+  },
+  {
+    key: 'offerWaitMaxMs',
+    env: 'QL_OFFER_WAIT_MAX_MS',
+    default: '20000',
+    doc: 'longest a pull with nothing to claim is held (long poll; the pull asks for its `waitMs`, 0 … 20000, and gets at most this); 0 answers every pull at once',
+    parse: int(0, 20_000),
+  },
+  {
+    key: 'offerRecheckMs',
+    env: 'QL_OFFER_RECHECK_MS',
+    default: '1000',
+    doc: 'a held pull claims again at least this often even when no signal woke it (a safety net for a lost notification or an expired placement hold)',
+    parse: int(10, 60_000),
   },
   {
     key: 'sweepIntervalMs',

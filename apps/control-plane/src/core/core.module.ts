@@ -13,6 +13,7 @@ import {
 } from '@ql/domain';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { RunLogWaiters } from '../runs/run-log-waiters';
+import { OfferWaiters } from '../leases/offer-waiters';
 import { CONFIG, CORE, ControlPlaneCore } from './core';
 
 /** Hands the one shared core to a Nest application; both listeners import it with the same instance. */
@@ -35,6 +36,7 @@ export class CoreModule {
       { provide: ACTIVATION_REPOSITORY, useValue: core.repositories.activation },
       { provide: ControlPlaneMetrics, useValue: core.metrics },
       { provide: RunLogWaiters, useValue: core.logWaiters },
+      { provide: OfferWaiters, useValue: core.offerWaiters },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
   }

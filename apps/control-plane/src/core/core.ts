@@ -2,14 +2,17 @@ import { Clock, IdGenerator } from '@ql/domain';
 import {
   Repositories,
   SqlDatabase,
+  QueueSignals,
   createRepositories,
   openDatabase,
+  openQueueSignals,
   parseDatabaseUrl,
 } from '@ql/persistence';
 import { createIdGenerator, systemClock } from '@ql/contracts';
 import { ControlPlaneConfig } from '../config/config';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { RunLogWaiters } from '../runs/run-log-waiters';
+import { OfferWaiters } from '../leases/offer-waiters';
 
 /** Readiness as `/readyz` reports it (R-OPS-1). */
 export class Readiness {
@@ -51,6 +54,10 @@ export interface ControlPlaneCore {
   readonly metrics: ControlPlaneMetrics;
   /** Wakes this process's log tails when a chunk or an ending is written here (ADR 0013). */
   readonly logWaiters: RunLogWaiters;
+  /** The database's queue signals (SQLite triggers on this connection, or a PostgreSQL LISTEN). */
+  readonly queueSignals: QueueSignals;
+  /** The pulls held on this process, woken by those signals (long-poll offers, ADR 0019). */
+  readonly offerWaiters: OfferWaiters;
 }
 
 export const CORE = Symbol('ControlPlaneCore');
@@ -74,6 +81,7 @@ export async function openCore(
   const repositories = createRepositories(db, ids, { logCapBytes: config.runLogCapBytes });
   const metrics = new ControlPlaneMetrics(repositories.stats);
   const migrations = new MigrationGate(db);
+  const queueSignals = openQueueSignals(db);
   return {
     config,
     clock,
@@ -84,5 +92,7 @@ export async function openCore(
     migrations,
     metrics,
     logWaiters: new RunLogWaiters(),
+    queueSignals,
+    offerWaiters: new OfferWaiters(queueSignals),
   };
 }

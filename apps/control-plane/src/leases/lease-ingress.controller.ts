@@ -1,6 +1,8 @@
-import { Body, Controller, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, HttpCode, Param, Post, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import { ApiExtraModels } from '@nestjs/swagger';
 import { INGRESS_SESSION_ROUTE } from '@ql/contracts';
+import { whileClientWaits } from '../http/client-gone';
 import { IngressOperation, IngressController } from '../http/ingress-docs';
 import { MtlsPrincipalGuard, Principal } from '../identity/mtls-principal.guard';
 import { WorkerPrincipal } from '../identity/worker-principal';
@@ -28,12 +30,17 @@ export class LeaseIngressController {
   @HttpCode(200)
   @IngressOperation(
     'offers',
-    'Pull: claim at most one queued attempt this session can run, or replay the offer of the same offerId and token',
+    'Pull: claim at most one queued attempt this session can run, or replay the offer of the same offerId and token; with waitMs, a pull that finds nothing claimable is held until a run is queued for it or the wait ends (long poll)',
     OFFER_RESPONSE,
     FENCES,
   )
-  offers(@Principal() p: WorkerPrincipal, @Param('sessionId') s: string, @Body() body: PullRequestDto) {
-    return this.leases.offers(p, s, body);
+  offers(
+    @Principal() p: WorkerPrincipal,
+    @Param('sessionId') s: string,
+    @Body() body: PullRequestDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    return whileClientWaits(reply, (gone) => this.leases.offers(p, s, body, gone));
   }
 
   @Post('renew')

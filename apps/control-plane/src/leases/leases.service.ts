@@ -2,6 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   LEASE_REPOSITORY,
   LeaseRepository,
+  WORKER_SESSION_REPOSITORY,
+  WorkerSessionRepository,
   leaseTokenDigest,
   parsePullRequest,
   parseSessionId,
@@ -14,21 +16,37 @@ import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { LeaseFenceDto, PullRequestDto } from './dto/pull.dto';
 import { leaseFenceCommand } from './lease-fence-command';
 import { leaseProjection, projectOffer } from './offer-projection';
+import { OfferLongPoll } from './offer-long-poll';
+import { OfferWaiters } from './offer-waiters';
 
 /** Pull, renew and release for the calling worker's session (R-LSE-2..5). Tokens are digested here, never kept. */
 @Injectable()
 export class LeasesService {
   private readonly logger = new Logger('leases');
+  private readonly longPoll: OfferLongPoll;
 
   constructor(
     @Inject(LEASE_REPOSITORY) private readonly leases: LeaseRepository,
+    @Inject(WORKER_SESSION_REPOSITORY) sessions: WorkerSessionRepository,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
     private readonly metrics: ControlPlaneMetrics,
-  ) {}
+    waiters: OfferWaiters,
+  ) {
+    this.longPoll = new OfferLongPoll(leases, sessions, waiters, {
+      maxWaitMs: config.offerWaitMaxMs,
+      recheckMs: config.offerRecheckMs,
+    });
+  }
 
-  async offers(principal: WorkerPrincipal, sessionId: string, body: PullRequestDto): Promise<OfferResponse> {
+  /** `signal`: the client went away (a held pull stops waiting). */
+  async offers(
+    principal: WorkerPrincipal,
+    sessionId: string,
+    body: PullRequestDto,
+    signal: AbortSignal = new AbortController().signal,
+  ): Promise<OfferResponse> {
     const request = parsePullRequest(body);
-    const result = await this.leases.claim({
+    const command = {
       workerId: principal.workerId,
       sessionId: parseSessionId(sessionId),
       fence: { generation: request.generation, expectedVersion: request.expectedVersion },
@@ -36,7 +54,8 @@ export class LeasesService {
       tokenDigest: leaseTokenDigest(request.leaseToken),
       leaseMs: this.config.runLeaseMs,
       preferenceHoldMs: this.config.placementPreferenceHoldMs,
-    });
+    };
+    const result = await this.longPoll.pull(command, request.waitMs ?? 0, signal);
     if (result.kind === 'idle') {
       const { reason, activeLeases, capacity, scanned } = result;
       this.metrics.claim('idle', reason);

@@ -39,6 +39,7 @@ import {
 } from './dto/run-views.dto';
 import { TaskSpecDto } from './dto/task-spec.dto';
 import { TriggerRunDto } from './dto/trigger-run.dto';
+import { whileClientWaits } from '../http/client-gone';
 import { IDEMPOTENCY_KEY_PATTERN } from './resource-ids';
 import { LOG_POSITION_MAX, LOG_WAIT_MAX_SECONDS, RunsService } from './runs.service';
 import { REVISION_MAX, TasksService } from './tasks.service';
@@ -192,20 +193,12 @@ export class RunsController {
   )
   @ApiOkResponse({ type: LogPageDto })
   @AdminErrorResponses({ 404: 'no such run' })
-  async logs(
+  logs(
     @Param('runId') runId: string,
     @Query() query: unknown,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    // The client going away ends the wait: nothing keeps polling for a reader who left.
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    reply.raw.once('close', onClose);
-    try {
-      return await this.runs.logs(runId, query, gone.signal);
-    } finally {
-      reply.raw.off('close', onClose);
-    }
+    return whileClientWaits(reply, (gone) => this.runs.logs(runId, query, gone));
   }
 
   @Post(':runId/cancel')

@@ -15,6 +15,7 @@ describe('loadWorkerConfig', () => {
       maxConcurrentRuns: 1,
       heartbeatMs: 5000,
       pullIntervalMs: 1000,
+      pullWaitMs: 20000,
       requestTimeoutMs: 5000,
       stopBudgetMs: 10000,
       labels: {},

@@ -25,6 +25,7 @@ export interface WorkerConfig {
   readonly maxConcurrentRuns: number;
   readonly heartbeatMs: number;
   readonly pullIntervalMs: number;
+  readonly pullWaitMs: number;
   readonly requestTimeoutMs: number;
   readonly stopBudgetMs: number;
   readonly labels: Readonly<Record<string, string>>;
@@ -190,6 +191,13 @@ export const WORKER_SETTINGS = [
     default: '1000',
     doc: 'pause before the next pull after an `idle` answer (or a failed pull); after an offer the worker pulls again at once while it has a free slot, and at once when a run ends',
     parse: int(50, 300_000),
+  },
+  {
+    key: 'pullWaitMs',
+    env: 'QL_WORKER_PULL_WAIT_MS',
+    default: '20000',
+    doc: 'long poll: with a free slot the worker keeps one pull outstanding, on a socket of its own, that the control plane may hold this long (0 … 20000) until a run is queued for it; 0 polls every QL_WORKER_PULL_INTERVAL_MS instead',
+    parse: int(0, 20_000),
   },
   {
     key: 'requestTimeoutMs',

@@ -57,6 +57,11 @@ export interface IngressCallOptions {
    * it throws becomes `invalid_response`, and what it returns is the call's result.
    */
   readonly parse?: (bytes: Buffer) => unknown;
+  /**
+   * `pull`: the call goes on a second keep-alive socket of its own per origin, so a long-poll pull
+   * held by the control plane never queues the other calls behind it (ADR 0019).
+   */
+  readonly lane?: 'pull';
 }
 
 /** What each action answers on 200; actions not implemented by the worker yet answer `unknown`. */
@@ -145,7 +150,8 @@ export class WorkerIngressHttpsClient {
   private readonly timeoutMs: number;
   /** Fingerprint and context of the credentials the current agents were made with. */
   private credentialSet: { readonly fingerprint: string; readonly context: SecureContext } | undefined;
-  private readonly current = new Map<IngressOrigin, AgentEntry>();
+  /** Per origin and lane (the one socket of ordinary calls, the one of long-poll pulls). */
+  private readonly current = new Map<IngressOrigin, Map<string, AgentEntry>>();
   private readonly entries = new Set<AgentEntry>();
   /** Index of the origin the next call tries first: the one that last answered. */
   private preferred = 0;
@@ -233,7 +239,7 @@ export class WorkerIngressHttpsClient {
       const index = (first + i) % count;
       const target = this.targets[index]!;
       const remaining = Math.max(1, deadline - Date.now());
-      const entry = this.agentFor(target, context);
+      const entry = this.agentFor(target, context, options.lane ?? 'calls');
       entry.inflight++;
       try {
         const value = await this.send(action, options, {
@@ -308,7 +314,7 @@ export class WorkerIngressHttpsClient {
       );
     }
     this.credentialSet = { fingerprint, context: secureContext };
-    for (const previous of this.current.values()) {
+    for (const previous of [...this.current.values()].flatMap((lanes) => [...lanes.values()])) {
       previous.retired = true;
       // A call still running on the old credentials finishes first; the agent goes right after it.
       if (previous.inflight === 0) this.destroy(previous);
@@ -317,9 +323,11 @@ export class WorkerIngressHttpsClient {
     return secureContext;
   }
 
-  /** The one agent (one keep-alive socket) of an origin for the current credentials. */
-  private agentFor(target: IngressOrigin, secureContext: SecureContext): AgentEntry {
-    const existing = this.current.get(target);
+  /** The one agent (one keep-alive socket) of an origin and lane for the current credentials. */
+  private agentFor(target: IngressOrigin, secureContext: SecureContext, lane: string): AgentEntry {
+    const lanes = this.current.get(target) ?? new Map<string, AgentEntry>();
+    this.current.set(target, lanes);
+    const existing = lanes.get(lane);
     if (existing) return existing;
     const entry: AgentEntry = {
       agent: new Agent({
@@ -334,7 +342,7 @@ export class WorkerIngressHttpsClient {
       retired: false,
     };
     this.entries.add(entry);
-    this.current.set(target, entry);
+    lanes.set(lane, entry);
     return entry;
   }
 

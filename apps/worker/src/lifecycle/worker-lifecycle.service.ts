@@ -204,13 +204,17 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     options: LeaseCallOptions<A> = {},
   ): Promise<IngressResponse<A>> {
     const signal = options.signal ? AbortSignal.any([options.signal, this.abort.signal]) : this.abort.signal;
-    return this.inChain(action, async (s) => {
+    const send = async (s: SessionState) => {
       try {
         const answer = await this.ingress.call(
           action,
           s.sessionId,
           { generation: s.generation, expectedVersion: s.version, ...body() },
-          { signal, ...(options.parse ? { parse: options.parse } : {}) },
+          {
+            signal,
+            ...(options.parse ? { parse: options.parse } : {}),
+            ...(options.detached ? { lane: 'pull' as const, timeoutMs: options.detached.timeoutMs } : {}),
+          },
         );
         options.onAnswer?.(answer);
         return answer;
@@ -218,7 +222,10 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
         if (isSessionFenced(error)) this.fence(action, error);
         throw error;
       }
-    });
+    };
+    if (!options.detached) return this.inChain(action, send);
+    // A held pull: outside the chain, with the fence of now (ADR 0019).
+    return Promise.resolve().then(() => send(this.liveSession(action)));
   }
 
   /**
@@ -351,13 +358,15 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
 
   /** The one chain: each call starts after the previous one settled, with the live session then. */
   private inChain<T>(action: string, call: (s: SessionState) => Promise<T>): Promise<T> {
-    const run = this.chain.then(() => {
-      const s = this.session;
-      if (!s || this.state === 'fenced') throw new IllegalStateError(`${action} without a live session`);
-      return call(s);
-    });
+    const run = this.chain.then(() => call(this.liveSession(action)));
     this.chain = run.catch(() => undefined);
     return run;
+  }
+
+  private liveSession(action: string): SessionState {
+    const s = this.session;
+    if (!s || this.state === 'fenced') throw new IllegalStateError(`${action} without a live session`);
+    return s;
   }
 
   /** R-WRK-6: stop everything, never re-register; the owner exits non-zero. */

@@ -28,6 +28,14 @@ export interface LeaseCallOptions<A extends LeaseAction> {
   /** The contract's strict parser of the answer's bytes (see `IngressCallOptions.parse`). */
   readonly parse?: (bytes: Buffer) => unknown;
   readonly onAnswer?: (answer: IngressResponse<A>) => void;
+  /**
+   * A long-poll pull (ADR 0019): sent at once with the session fence of that moment, on its own
+   * socket and outside the chain, so the chain (heartbeats, renewals, completions) is never held
+   * while the control plane holds the pull. Only for `offers`: a claim does not move the session
+   * version, and the control plane serves a held pull whose version the worker's own later calls
+   * moved on. A session fence in its answer fences the worker as any call's does.
+   */
+  readonly detached?: { readonly timeoutMs: number };
 }
 
 /** What the worker holds of one lease: its identity and the version its last answer carried. */

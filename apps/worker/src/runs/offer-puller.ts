@@ -31,15 +31,20 @@ export class OfferPuller {
     return this.pending?.offerId ?? null;
   }
 
-  /** The offer this pull got, or null for `idle`; an answer breaking the contract throws. */
-  async pull(signal: AbortSignal): Promise<PulledOffer | null> {
+  /**
+   * The offer this pull got, or null for `idle`; an answer breaking the contract throws. With
+   * `waitMs` > 0 it is a long poll (ADR 0019): the control plane may hold it that long, so it goes
+   * outside the call chain on its own socket, with `timeoutMs` on top of the wait for the answer.
+   */
+  async pull(signal: AbortSignal, waitMs = 0, timeoutMs = 0): Promise<PulledOffer | null> {
     const p = (this.pending ??= { offerId: this.ids.uuidV7(), leaseToken: newLeaseToken() });
     let offer: OfferResponse;
     try {
       // Read from the answer's bytes by the contract's one strict parser (R-LSE-2).
-      offer = (await this.channel.leaseCall('offers', () => ({ ...p }), {
+      offer = (await this.channel.leaseCall('offers', () => (waitMs > 0 ? { ...p, waitMs } : { ...p }), {
         signal,
         parse: parseOfferResponse,
+        ...(waitMs > 0 ? { detached: { timeoutMs: waitMs + timeoutMs } } : {}),
       })) as OfferResponse;
     } catch (error) {
       if (!isRetryable(error)) this.pending = null; // a lost answer keeps the id and token for the replay

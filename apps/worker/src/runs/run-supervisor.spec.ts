@@ -354,3 +354,33 @@ describe('RunSupervisor: stop and fence (R-WRK-5, R-WRK-6)', () => {
     expect(readdirSync(h.config.journalDir)).toContain(`${lease.offerId}.json`);
   });
 });
+
+describe('RunSupervisor: long-poll pulls (ADR 0019)', () => {
+  const LONG_POLL = { QL_WORKER_PULL_WAIT_MS: '10000', QL_WORKER_PULL_INTERVAL_MS: '60000' };
+
+  it('keeps one held pull outstanding outside the call chain: heartbeats go on meanwhile, a run queued is taken at once', async () => {
+    await start(LONG_POLL);
+    await h.until('a pull held', () => plane.held.size === 1);
+    expect(plane.of('offers').at(-1)!.body.waitMs).toBe(10_000);
+    const beats = plane.of('heartbeat').length;
+    await h.until('two heartbeats while the pull is held', () => plane.of('heartbeat').length >= beats + 2);
+    expect(plane.held.size).toBe(1);
+    plane.enqueue({ command: 'echo quick' });
+    // The pull interval is a minute: only the held pull can have taken it this soon.
+    await completed();
+    // The slot busy, no pull went until the run ended; then one is held again.
+    await h.until('a pull held again', () => plane.held.size === 1);
+    expect(plane.of('offers')).toHaveLength(2);
+  });
+
+  it('stop() aborts the held pull at once and drains within its budget', async () => {
+    await start(LONG_POLL);
+    await h.until('a pull held', () => plane.held.size === 1);
+    const started = Date.now();
+    await h.lifecycle.stop();
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(plane.held.size).toBe(0);
+    expect(plane.of('drain')).toHaveLength(1);
+    expect(plane.of('offline')).toHaveLength(1);
+  });
+});

@@ -144,8 +144,13 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
   private async pullCycle(channel: LeaseChannel): Promise<void> {
     while (this.pulling && this.runs.size < this.config.maxConcurrentRuns) {
       let pulled;
+      const sent = Date.now();
       try {
-        pulled = await this.puller!.pull(this.pullAbort.signal);
+        pulled = await this.puller!.pull(
+          this.pullAbort.signal,
+          this.config.pullWaitMs,
+          this.config.requestTimeoutMs,
+        );
       } catch (error) {
         if (this.pulling && !isSessionFenced(error)) {
           this.log.warn('pull failed', {
@@ -155,7 +160,13 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
         }
         return;
       }
-      if (pulled === null) return;
+      if (pulled === null) {
+        // Long poll: the control plane held the pull (it honours waitMs), so the next one goes at once and
+        // one pull stays outstanding; an idle answered sooner (draining, full, a plane that caps the wait
+        // lower) waits for the next tick instead of spinning (ADR 0019).
+        if (this.config.pullWaitMs > 0 && Date.now() - sent >= this.config.pullIntervalMs) continue;
+        return;
+      }
       this.log.info('offer accepted', {
         offerId: pulled.offer.lease.offerId,
         runId: pulled.offer.run.runId,

@@ -13,6 +13,7 @@ import {
   compilePostgres,
 } from '../sql-executor';
 import { asUnavailable } from './connection-errors';
+import { PostgresQueueListener } from './postgres-signals';
 
 export interface PostgresOptions {
   readonly url: string;
@@ -55,8 +56,14 @@ export class PostgresDatabase implements SqlDatabase {
 
   private constructor(
     readonly pool: Pool,
+    private readonly url: string,
     private readonly clock?: Clock,
   ) {}
+
+  /** This replica's queue signals: one dedicated `LISTEN` connection, opened now (ADR 0019). */
+  signals(): PostgresQueueListener {
+    return new PostgresQueueListener(this.url).start();
+  }
 
   static async open(options: PostgresOptions, migrate = true): Promise<PostgresDatabase> {
     if (migrate) await migratePostgres(options.url);
@@ -69,7 +76,7 @@ export class PostgresDatabase implements SqlDatabase {
     });
     // A dropped idle connection must not crash the process; the next checkout reconnects.
     pool.on('error', () => undefined);
-    return new PostgresDatabase(pool, options.clock);
+    return new PostgresDatabase(pool, options.url, options.clock);
   }
 
   async one<T>(sql: string, params?: SqlParams): Promise<T | undefined> {

@@ -10,6 +10,7 @@ import {
   StatementCounter,
   compileSqlite,
 } from '../sql-executor';
+import { QueueSignalHub, QueueSignals, parseQueueSignal } from '../queue-signals';
 
 export interface SqliteOptions {
   readonly path: string;
@@ -37,6 +38,9 @@ export class SqliteDatabase implements SqlDatabase {
   private queue: Promise<void> = Promise.resolve();
   private busy = false;
   private migrated = false;
+  /** Queue signals the temp triggers raised inside the statement or transaction running now. */
+  private pendingSignals: string[] = [];
+  private readonly hub = new QueueSignalHub();
 
   private constructor(
     private readonly dataSource: DataSource,
@@ -63,7 +67,52 @@ export class SqliteDatabase implements SqlDatabase {
       .databaseConnection;
     const db = new SqliteDatabase(dataSource, native, clock, options.busyRetries ?? 40);
     if (migrate) await db.withBusyRetry(() => dataSource.runMigrations({ transaction: 'all' }));
+    db.installSignals();
     return db;
+  }
+
+  /**
+   * The in-process queue signals (ADR 0019): TEMP triggers on this connection call `ql_signal`, which
+   * only records the payload; it reaches the subscribers after the COMMIT (a rollback drops it). This
+   * process is the only writer of a standalone database, so every path that queues a run is seen.
+   */
+  signals(): QueueSignals {
+    return {
+      subscribe: (listener) => this.hub.subscribe(listener),
+      whenListening: async () => undefined,
+      close: async () => this.hub.clear(),
+    };
+  }
+
+  private installSignals(): void {
+    const tables = this.native
+      .prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('runs', 'workers')`)
+      .get() as { n: number };
+    if (tables.n < 2) return; // not migrated (a CLI): nobody waits on this connection
+    this.native.function('ql_signal', { deterministic: false }, (payload: unknown) => {
+      this.pendingSignals.push(String(payload));
+      return null;
+    });
+    this.native.exec(`
+      CREATE TEMP TRIGGER IF NOT EXISTS ql_runs_queued_insert AFTER INSERT ON main.runs
+        WHEN NEW.status = 'queued' BEGIN SELECT ql_signal('r:' || NEW.id); END;
+      CREATE TEMP TRIGGER IF NOT EXISTS ql_runs_queued_update AFTER UPDATE OF status ON main.runs
+        WHEN NEW.status = 'queued' AND OLD.status <> 'queued' BEGIN SELECT ql_signal('r:' || NEW.id); END;
+      CREATE TEMP TRIGGER IF NOT EXISTS ql_workers_session_changed AFTER UPDATE OF status, session_id, disabled
+        ON main.workers
+        WHEN OLD.status IS NOT NEW.status OR OLD.session_id IS NOT NEW.session_id OR OLD.disabled IS NOT NEW.disabled
+        BEGIN SELECT ql_signal('w:' || NEW.worker_id); END;`);
+  }
+
+  /** After a commit (or an autocommit statement): the recorded signals go out. */
+  private flushSignals(): void {
+    if (this.pendingSignals.length === 0 || this.native.inTransaction) return;
+    const payloads = this.pendingSignals;
+    this.pendingSignals = [];
+    for (const payload of payloads) {
+      const signal = parseQueueSignal(payload);
+      if (signal) this.hub.emit(signal);
+    }
   }
 
   async migrationsApplied(): Promise<boolean> {
@@ -103,9 +152,11 @@ export class SqliteDatabase implements SqlDatabase {
         const result = await fn(tx);
         this.native.exec('COMMIT');
         this.statements.add();
+        this.flushSignals();
         return result;
       } catch (error) {
         if (this.native.inTransaction) this.native.exec('ROLLBACK');
+        this.pendingSignals = [];
         throw error;
       }
     });
@@ -145,15 +196,27 @@ export class SqliteDatabase implements SqlDatabase {
 
   /** One autocommit statement; runs at once when no transaction holds the connection. */
   private async single<T>(fn: () => T): Promise<T> {
+    // An autocommit statement: its signals go out once it committed; one that failed wrote nothing.
+    const flushed = () => {
+      let result: T;
+      try {
+        result = fn();
+      } catch (error) {
+        this.pendingSignals = [];
+        throw error;
+      }
+      this.flushSignals();
+      return result;
+    };
     if (!this.busy) {
       try {
-        return fn();
+        return flushed();
       } catch (error) {
         if (!isBusy(error)) throw error;
       }
     }
     // A retry waits, and a transaction may open meanwhile: from here on take the queue.
-    return this.exclusive(() => this.withBusyRetry(fn));
+    return this.exclusive(() => this.withBusyRetry(flushed));
   }
 
   private async exclusive<T>(fn: () => Promise<T>): Promise<T> {

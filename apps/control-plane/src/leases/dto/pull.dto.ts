@@ -3,6 +3,8 @@ import {
   LEASE_TOKEN_MAX_LENGTH,
   LEASE_TOKEN_PATTERN,
   LeaseFence,
+  OFFER_WAIT_MAX_MS,
+  OfferFields,
   PullRequest,
   UUID_LENGTH,
   UUID_V7_PATTERN,
@@ -11,8 +13,8 @@ import {
 import { IntField, TextField } from '../../http/validation/dto-fields';
 import { SessionFenceDto } from '../../registry/dto/session-fence.dto';
 
-/** `offers` body (R-LSE-2): the session fence, the worker's offer id and its lease token. */
-export class PullRequestDto extends SessionFenceDto implements PullRequest {
+/** The session fence, the worker's offer id and its lease token: what every lease call carries. */
+export class OfferFieldsDto extends SessionFenceDto implements OfferFields {
   @TextField(
     { max: UUID_LENGTH, pattern: UUID_V7_PATTERN },
     { description: 'UUIDv7 the worker makes; the same id and token replay the offer' },
@@ -26,8 +28,19 @@ export class PullRequestDto extends SessionFenceDto implements PullRequest {
   leaseToken!: string;
 }
 
+/** `offers` body (R-LSE-2): the offer fields and how long to wait for a run (long poll, ADR 0019). */
+export class PullRequestDto extends OfferFieldsDto implements PullRequest {
+  @IntField(0, OFFER_WAIT_MAX_MS, {
+    presence: 'optional',
+    default: 0,
+    description:
+      'long poll: with no claimable run, hold the pull up to this many ms (capped by the control plane) and offer a run queued meanwhile; 0 or absent answers idle at once',
+  })
+  waitMs?: number;
+}
+
 /** `renew` and `release` body (R-LSE-4, R-LSE-5): the pull fence and the lease's own fence. */
-export class LeaseFenceDto extends PullRequestDto implements LeaseFence {
+export class LeaseFenceDto extends OfferFieldsDto implements LeaseFence {
   @IntField(1, GENERATION_MAX)
   leaseGeneration!: number;
 
