@@ -1,3 +1,5 @@
+// Size: the development PKI (CA, server and worker certificates, their files and checks) is one
+// unit an operator reads together; ADR 0020's lazy x509 loading added to it.
 // tsyringe (a dependency of @peculiar/x509) throws at load time without a Reflect metadata polyfill.
 import 'reflect-metadata';
 import type * as X509 from '@peculiar/x509';

@@ -13,6 +13,7 @@ import {
   compilePostgres,
 } from '../sql-executor';
 import { asUnavailable } from './connection-errors';
+import { loadPg } from './load-pg';
 import { PostgresQueueListener } from './postgres-signals';
 
 export interface PostgresOptions {
@@ -40,12 +41,6 @@ interface Compiled extends CompiledSql {
   readonly name: string;
 }
 
-/**
- * `pg` is loaded when a PostgreSQL database is opened, not when this module is: the standalone
- * (SQLite) control plane never pays for it (ADR 0020).
- */
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const loadPg = () => require('pg') as typeof import('pg');
 
 /** PostgreSQL through `pg`: a pool, named prepared statements, and database time inside the SQL. */
 export class PostgresDatabase implements SqlDatabase {

@@ -1,4 +1,5 @@
-import { Client } from 'pg';
+import type { Client } from 'pg';
+import { loadPg } from './load-pg';
 import {
   QUEUE_SIGNAL_CHANNEL,
   QueueSignalHub,
@@ -57,7 +58,7 @@ export class PostgresQueueListener implements QueueSignals {
 
   private async connect(): Promise<void> {
     if (this.closed) return;
-    const client = new Client({ connectionString: this.url, application_name: 'ql-queue-listener' });
+    const client = new (loadPg().Client)({ connectionString: this.url, application_name: 'ql-queue-listener' });
     let lost = false;
     const onLost = () => {
       if (lost) return;
