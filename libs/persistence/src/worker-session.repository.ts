@@ -104,7 +104,7 @@ const cancelsOf = (alias: string, aggregate: string) => `(SELECT ${aggregate} FR
     WHERE l.worker_id = ${alias}.worker_id AND l.session_id = ${alias}.session_id AND l.state = 'active'
       AND r.cancel_requested = :yes
     ORDER BY l.attempt_id LIMIT :cancelLimit) c)`;
-const HEARTBEAT_BATCH = {
+export const HEARTBEAT_BATCH_SQL = {
   postgres: `WITH u AS (
     UPDATE workers SET ${BATCH_SET}, lease_expires_at = {now} + b.b_lease * interval '1 millisecond'
     FROM (SELECT w AS b_worker, s AS b_session, g AS b_generation, v AS b_version, n AS b_slots,
@@ -258,7 +258,7 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
     for (const round of distinctWorkerRounds(commands)) {
       const calls = round.map((i) => commands[i]!);
       const rows = await this.db.many<SessionRow & { last_call: string; cancels: string | string[] }>(
-        HEARTBEAT_BATCH[this.db.dialect],
+        HEARTBEAT_BATCH_SQL[this.db.dialect],
         {
           batch: JSON.stringify(
             calls.map((c) => ({
