@@ -6,7 +6,9 @@
  *
  * Environment:
  *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch (default all); `npm run bench -- memory`
- *                            (arguments) selects groups too
+ *                            (arguments) selects groups too; heartbeat-mtls: only the mTLS part of heartbeat
+ *   QL_BENCH_MTLS_WORKERS    heartbeat over mTLS: workers, each its own certificate (default 256);
+ *                            QL_BENCH_MTLS_IN_FLIGHT heartbeats in flight (default 32)
  *   QL_BENCH_IDLE_SECONDS    memory: idle time before RSS is read (default 60)
  *   QL_BENCH_SESSIONS        dispatch: worker sessions per level (default 1,4,16)
  *   QL_BENCH_E2E_RUNS        dispatch: counted runs per level (default 150; QL_BENCH_E2E_WARMUP 20 before)
@@ -31,6 +33,7 @@ import { dispatchMain } from './dispatch-main';
 import { memoryMain } from './memory-main';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
+import { heartbeatMtlsMain } from './heartbeat-mtls-main';
 import { envNumber, median } from './lib/measure';
 import { createBenchDatabase, redactUrl } from './lib/postgres-admin';
 import { Align, fmtInt, fmtPct, machineInfo, markdownTable, memoryInfo, textTable } from './lib/report';
@@ -248,12 +251,13 @@ async function heartbeatMain(): Promise<void> {
 async function main(): Promise<void> {
   const suites = selectedSuites(process.argv.slice(2), process.env.QL_BENCH_SUITES);
   if (suites.includes('heartbeat')) await heartbeatMain();
+  if (suites.includes('heartbeat') || suites.includes('heartbeat-mtls')) await heartbeatMtlsMain(RESULTS_DIR);
   if (suites.includes('claim')) await claimMain(RESULTS_DIR, TARGET);
   if (suites.includes('memory')) await memoryMain(RESULTS_DIR);
   if (suites.includes('dispatch')) await dispatchMain(RESULTS_DIR);
 }
 
-const SUITES = ['heartbeat', 'claim', 'memory', 'dispatch'];
+const SUITES = ['heartbeat', 'heartbeat-mtls', 'claim', 'memory', 'dispatch'];
 
 /** Groups named as arguments (`npm run bench -- memory dispatch`), else QL_BENCH_SUITES, else all. */
 function selectedSuites(args: readonly string[], env: string | undefined): string[] {
