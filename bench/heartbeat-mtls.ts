@@ -231,7 +231,8 @@ function loopsFor(target: Target, inFlight: number): Loop[] {
 async function touchAll(loops: readonly Loop[]): Promise<void> {
   await Promise.all(
     loops.map(async (loop) => {
-      for (let i = 0; i < loop.size; i++) await loop.op();
+      // A keep-alive connection the server closed while idle fails once; the retry opens a new one.
+      for (let i = 0; i < loop.size; i++) await loop.op().catch(() => loop.op());
     }),
   );
 }
