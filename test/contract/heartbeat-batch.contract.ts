@@ -5,7 +5,11 @@ import {
   HeartbeatCommand,
   ValidationError,
 } from '@ql/domain';
-import { HEARTBEAT_BATCH_SQL } from '@ql/persistence';
+import { HEARTBEAT_BATCH_SQL, SqlActivationRepository, SqlOperationalStatsRepository } from '@ql/persistence';
+import { ControlPlaneConfig } from '../../apps/control-plane/src/config/config';
+import { WorkerPrincipal } from '../../apps/control-plane/src/identity/worker-principal';
+import { ControlPlaneMetrics } from '../../apps/control-plane/src/metrics/control-plane-metrics';
+import { RegistryService } from '../../apps/control-plane/src/registry/registry.service';
 import { newSessionId, snapshot } from '../support/fixtures';
 import { DispatchFixture, DispatchTarget, SESSION_LEASE, offered } from './dispatch.contract';
 
@@ -200,6 +204,24 @@ export function describeHeartbeatBatchContract(dialect: string, makeTarget: () =
         expect(details.filter((d) => /^SCAN (?!json_each|c$)/.test(d))).toEqual([]);
         expect(details.filter((d) => /^SEARCH (workers|l|r) USING/.test(d))).toHaveLength(3);
       }
+    });
+
+    it('the ingress answer carries the cancel intents, read with the write or, for a replay, after it', async () => {
+      const w = await f.worker(workerId('service'));
+      const cancels = await cancelRequested(w, 2, 1);
+      const config = {
+        sessionLeaseMs: SESSION_LEASE,
+        heartbeatBatchWindowMs: 2,
+        heartbeatBatchMax: 64,
+      } as ControlPlaneConfig;
+      const metrics = new ControlPlaneMetrics(new SqlOperationalStatsRepository(f.db));
+      const registry = new RegistryService(f.sessions, new SqlActivationRepository(f.db), config, metrics);
+      const principal = { workerId: w.workerId } as WorkerPrincipal;
+      const body = { generation: 1, expectedVersion: 0, availableSlots: 1 };
+      const first = await registry.heartbeat(principal, w.sessionId, body);
+      expect(first).toMatchObject({ version: 1, cancelAttemptIds: cancels });
+      // The answer was lost: the same call again is a replay, and says the same.
+      expect(await registry.heartbeat(principal, w.sessionId, body)).toEqual(first);
     });
 
     it('a worker named twice in one batch: the second call sees the first one applied', async () => {
