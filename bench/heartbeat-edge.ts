@@ -47,7 +47,7 @@ export function registryOp(
   const registry = new RegistryService(
     repo,
     new SqlActivationRepository(db),
-    { sessionLeaseMs: leaseMs } as ControlPlaneConfig,
+    { sessionLeaseMs: leaseMs, heartbeatBatchWindowMs: 0, heartbeatBatchMax: 1 } as ControlPlaneConfig,
     metrics,
   );
   return (w: Fenced) => {

@@ -6,7 +6,9 @@
  *
  * Environment:
  *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve (default all); `npm run bench -- memory`
- *                            (arguments) selects groups too
+ *                            (arguments) selects groups too; heartbeat-mtls: only the mTLS part of heartbeat
+ *   QL_BENCH_MTLS_WORKERS    heartbeat over mTLS: workers, each its own certificate (default 256);
+ *                            QL_BENCH_MTLS_IN_FLIGHT heartbeats in flight (default 32)
  *   QL_CURVE_*               curve: WORKERS (100,1000,10000), BACKLOGS (1000,100000,1000000),
  *                            CONCURRENCY (8), CLAIMS (600), HEARTBEATS (1500), SWEEP_CYCLES (3)
  *   QL_BENCH_IDLE_SECONDS    memory: idle time before RSS is read (default 60)
@@ -36,6 +38,7 @@ import { memoryMain } from './memory-main';
 import { stepsMain } from './steps';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
+import { heartbeatMtlsMain } from './heartbeat-mtls-main';
 import { envNumber, median } from './lib/measure';
 import { createBenchDatabase, redactUrl } from './lib/postgres-admin';
 import { Align, fmtInt, fmtPct, machineInfo, markdownTable, memoryInfo, textTable } from './lib/report';
@@ -253,6 +256,7 @@ async function heartbeatMain(): Promise<void> {
 async function main(): Promise<void> {
   const suites = selectedSuites(process.argv.slice(2), process.env.QL_BENCH_SUITES);
   if (suites.includes('heartbeat')) await heartbeatMain();
+  if (suites.includes('heartbeat') || suites.includes('heartbeat-mtls')) await heartbeatMtlsMain(RESULTS_DIR);
   if (suites.includes('claim')) await claimMain(RESULTS_DIR, TARGET);
   if (suites.includes('memory')) await memoryMain(RESULTS_DIR);
   if (suites.includes('dispatch')) await dispatchMain(RESULTS_DIR);
@@ -260,7 +264,7 @@ async function main(): Promise<void> {
   if (suites.includes('curve')) await curveMain(RESULTS_DIR);
 }
 
-const SUITES = ['heartbeat', 'claim', 'memory', 'dispatch', 'steps', 'curve'];
+const SUITES = ['heartbeat', 'heartbeat-mtls', 'claim', 'memory', 'dispatch', 'steps', 'curve'];
 
 /** Groups named as arguments (`npm run bench -- memory dispatch`), else QL_BENCH_SUITES, else all. */
 function selectedSuites(args: readonly string[], env: string | undefined): string[] {

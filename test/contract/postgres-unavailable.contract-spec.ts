@@ -1,5 +1,7 @@
-import { UnavailableError } from '@ql/domain';
-import { PostgresDatabase, SqlDatabase } from '@ql/persistence';
+import { HeartbeatBatcher, UnavailableError } from '@ql/domain';
+import { createIdGenerator } from '@ql/contracts';
+import { PostgresDatabase, SqlDatabase, SqlWorkerSessionRepository } from '@ql/persistence';
+import { newSessionId } from '../support/fixtures';
 import { TestPostgresDatabase, createPostgresDatabase, withAdminClient } from '../support/databases';
 import { PostgresProxy } from '../support/postgres-proxy';
 
@@ -76,6 +78,22 @@ describe('PostgreSQL adapter: an unreachable server is UnavailableError', () => 
     );
     await expect(pending).rejects.toEqual(unreachable);
     await expectServes(db);
+  });
+
+  it('a heartbeat batch that cannot reach the server fails each of its callers with UnavailableError', async () => {
+    const sessions = new SqlWorkerSessionRepository(db, createIdGenerator());
+    const batcher = new HeartbeatBatcher(sessions, { windowMs: 60_000, maxSize: 3, cancelLimit: 8 });
+    proxy.blackhole();
+    const calls = ['a', 'b', 'c'].map((w) =>
+      batcher.heartbeat({
+        workerId: w,
+        sessionId: newSessionId(),
+        fence: { generation: 1, expectedVersion: 0 },
+        leaseMs: 30_000,
+        availableSlots: 1,
+      }),
+    );
+    for (const call of calls) await expect(call).rejects.toEqual(unreachable);
   });
 
   it('an error that is not about the connection is left as it is', async () => {

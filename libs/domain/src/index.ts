@@ -17,3 +17,4 @@ export * from './placement';
 export * from './preferred-placement';
 export * from './cron';
 export * from './stats-ports';
+export * from './heartbeat-batcher';

@@ -26,6 +26,20 @@ export interface SessionCommand {
   readonly leaseMs: number;
 }
 
+export interface HeartbeatCommand extends SessionCommand {
+  readonly availableSlots: number;
+}
+
+/** One caller's share of a batched heartbeat (ADR 0018). */
+export interface HeartbeatAnswer {
+  readonly session: WorkerSession;
+  /**
+   * The session's held attempts whose run has a cancel request (R-RUN-5), read in the same statement;
+   * null when the call was answered as a replay (nothing written): the caller reads them itself.
+   */
+  readonly cancelAttemptIds: readonly string[] | null;
+}
+
 export interface RegistrationResult {
   readonly outcome: 'created' | 'replayed' | 'replaced';
   readonly session: WorkerSession;
@@ -72,7 +86,16 @@ export interface WorkerSessionRepository {
   /** Serialised per worker: SQLite BEGIN IMMEDIATE; PostgreSQL advisory lock on the worker id + row lock. */
   register(command: RegisterSessionCommand): Promise<RegistrationResult>;
   /** One compare-and-set on (worker, session, generation, version, live lease); misses name a FenceReason. */
-  heartbeat(command: SessionCommand & { readonly availableSlots: number }): Promise<WorkerSession>;
+  heartbeat(command: HeartbeatCommand): Promise<WorkerSession>;
+  /**
+   * Many heartbeats, each the same CAS as `heartbeat`, in one statement and one commit (a worker named
+   * twice takes one more statement per repeat); each entry settles with its own answer or its own
+   * refusal, as `heartbeat` would. Rejects as a whole only when the statement itself fails.
+   */
+  heartbeatBatch(
+    commands: readonly HeartbeatCommand[],
+    cancelLimit: number,
+  ): Promise<PromiseSettledResult<HeartbeatAnswer>[]>;
   /** Same CAS as heartbeat; capacity drops to 0 and the lease keeps being extended. */
   drain(command: SessionCommand): Promise<WorkerSession>;
   /** Same CAS; the session ends and can never be used again. */

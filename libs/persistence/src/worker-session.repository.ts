@@ -4,6 +4,8 @@ import {
   AuditEntry,
   ConflictError,
   FencedError,
+  HeartbeatAnswer,
+  HeartbeatCommand,
   IdGenerator,
   NotFoundError,
   RegisterSessionCommand,
@@ -67,8 +69,16 @@ const SESSION_COLUMNS = `worker_id, session_id, generation, version, status, lea
   max_concurrent_runs, available_slots, registration_digest`;
 
 /** The compare-and-set every fenced session call shares (R-REG-5); keep it equal to `fenceViolation`. */
-export const SESSION_FENCE_SQL = `worker_id = :workerId AND session_id = :sessionId AND generation = :generation
-  AND version = :expectedVersion AND disabled = :no AND status <> 'offline' AND lease_expires_at > {now}`;
+function sessionFence(call: { workerId: string; sessionId: string; generation: string; version: string }) {
+  return `worker_id = ${call.workerId} AND session_id = ${call.sessionId} AND generation = ${call.generation}
+  AND version = ${call.version} AND disabled = :no AND status <> 'offline' AND lease_expires_at > {now}`;
+}
+export const SESSION_FENCE_SQL = sessionFence({
+  workerId: ':workerId',
+  sessionId: ':sessionId',
+  generation: ':generation',
+  version: ':expectedVersion',
+});
 
 // Each accepted call records its own key (last_call): an exact replay after a lost answer is then
 // recognised by explainMiss (R-WRK-7, ADR 0012).
@@ -77,6 +87,42 @@ const HEARTBEAT = `UPDATE workers SET version = version + 1, last_call = :callKe
     lease_expires_at = {now + :leaseMs}, last_seen_at = {now}
   WHERE ${SESSION_FENCE_SQL} AND max_concurrent_runs >= :slots
   RETURNING ${SESSION_COLUMNS}`;
+
+/**
+ * The heartbeat CAS for many calls in one statement (ADR 0018): the calls arrive as one JSON array,
+ * each row is the same fence as HEARTBEAT, and each updated row carries its session's cancel intents
+ * (the query of `cancelIntents`, R-RUN-5) read in the same statement. A worker may appear once.
+ */
+const BATCH_FENCE = sessionFence({
+  workerId: 'b.b_worker',
+  sessionId: 'b.b_session',
+  generation: 'b.b_generation',
+  version: 'b.b_version',
+});
+const BATCH_SET = `version = version + 1, last_call = b.b_call,
+    available_slots = CASE WHEN status = 'online' THEN b.b_slots ELSE 0 END, last_seen_at = {now}`;
+const cancelsOf = (alias: string, aggregate: string) => `(SELECT ${aggregate} FROM (
+    SELECT l.attempt_id FROM run_leases l JOIN runs r ON r.id = l.run_id
+    WHERE l.worker_id = ${alias}.worker_id AND l.session_id = ${alias}.session_id AND l.state = 'active'
+      AND r.cancel_requested = :yes
+    ORDER BY l.attempt_id LIMIT :cancelLimit) c)`;
+export const HEARTBEAT_BATCH_SQL = {
+  postgres: `WITH u AS (
+    UPDATE workers SET ${BATCH_SET}, lease_expires_at = {now} + b.b_lease * interval '1 millisecond'
+    FROM (SELECT w AS b_worker, s AS b_session, g AS b_generation, v AS b_version, n AS b_slots,
+        l AS b_lease, k AS b_call
+      FROM json_to_recordset(:batch::json) AS j(w text, s uuid, g int4, v int8, n int4, l int8, k text)) AS b
+    WHERE ${BATCH_FENCE} AND max_concurrent_runs >= b.b_slots
+    RETURNING ${SESSION_COLUMNS}, last_call)
+  SELECT u.*, ${cancelsOf('u', `coalesce(json_agg(c.attempt_id ORDER BY c.attempt_id), '[]'::json)`)} AS cancels
+  FROM u`,
+  sqlite: `UPDATE workers SET ${BATCH_SET}, lease_expires_at = {now} + b.b_lease
+    FROM (SELECT value ->> 'w' AS b_worker, value ->> 's' AS b_session, value ->> 'g' AS b_generation,
+        value ->> 'v' AS b_version, value ->> 'n' AS b_slots, value ->> 'l' AS b_lease, value ->> 'k' AS b_call
+      FROM json_each(:batch)) AS b
+    WHERE ${BATCH_FENCE} AND max_concurrent_runs >= b.b_slots
+    RETURNING ${SESSION_COLUMNS}, last_call, ${cancelsOf('workers', 'json_group_array(c.attempt_id ORDER BY c.attempt_id)')} AS cancels`,
+};
 
 const DRAIN = `UPDATE workers SET version = version + 1, last_call = :callKey, status = 'draining', available_slots = 0,
     lease_expires_at = {now + :leaseMs}, last_seen_at = {now}
@@ -191,13 +237,72 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
   }
 
   // One compare-and-set on (worker, session, generation, version, live lease, slots <= max).
-  async heartbeat(command: SessionCommand & { readonly availableSlots: number }): Promise<WorkerSession> {
+  async heartbeat(command: HeartbeatCommand): Promise<WorkerSession> {
     const row = await this.db.one<SessionRow>(HEARTBEAT, {
       ...fenceParams(command),
       slots: command.availableSlots,
       callKey: sessionCallKey('heartbeat', command.availableSlots),
     });
     return row ? toSession(row) : this.explainMiss(command, 'heartbeat', command.availableSlots);
+  }
+
+  /**
+   * The heartbeat CAS for many calls in one statement and one commit; each call gets its own answer.
+   * A worker named more than once is applied in order, one more statement per repeat (a second call of
+   * one worker must see the first's commit, as it would one after the other). Misses take the same
+   * explaining path as `heartbeat`, one per caller.
+   */
+  async heartbeatBatch(
+    commands: readonly HeartbeatCommand[],
+    cancelLimit: number,
+  ): Promise<PromiseSettledResult<HeartbeatAnswer>[]> {
+    const settled: PromiseSettledResult<HeartbeatAnswer>[] = new Array(commands.length);
+    for (const round of distinctWorkerRounds(commands)) {
+      const calls = round.map((i) => commands[i]!);
+      const rows = await this.db.many<SessionRow & { last_call: string; cancels: string | string[] }>(
+        HEARTBEAT_BATCH_SQL[this.db.dialect],
+        {
+          batch: JSON.stringify(
+            calls.map((c) => ({
+              w: c.workerId,
+              s: c.sessionId,
+              g: c.fence.generation,
+              v: c.fence.expectedVersion,
+              n: c.availableSlots,
+              l: c.leaseMs,
+              k: sessionCallKey('heartbeat', c.availableSlots),
+            })),
+          ),
+          no: false,
+          yes: true,
+          cancelLimit,
+        },
+      );
+      // Each updated row answers the one call that names its worker (one per worker in a round), and
+      // only if it is that call's own write: the version it expected, its own call key.
+      const applied = new Map(rows.map((row) => [row.worker_id, row]));
+      await Promise.all(
+        round.map(async (index, k) => {
+          const call = calls[k]!;
+          const row = applied.get(call.workerId);
+          try {
+            settled[index] = {
+              status: 'fulfilled',
+              value:
+                row && isOwnWrite(row, call)
+                  ? { session: toSession(row), cancelAttemptIds: readCancels(row.cancels) }
+                  : {
+                      session: await this.explainMiss(call, 'heartbeat', call.availableSlots),
+                      cancelAttemptIds: null,
+                    },
+            };
+          } catch (reason) {
+            settled[index] = { status: 'rejected', reason };
+          }
+        }),
+      );
+    }
+    return settled;
   }
 
   // Same compare-and-set as heartbeat; capacity 0 from the same commit on.
@@ -357,6 +462,32 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
     // The row moved between the CAS and this read; versions only grow, so the caller's is stale.
     throw new FencedError('session', 'version_mismatch');
   }
+}
+
+/** Indexes of `commands` in rounds where each worker appears at most once, first come first. */
+function distinctWorkerRounds(commands: readonly { workerId: string }[]): number[][] {
+  const rounds: number[][] = [];
+  const seen = new Map<string, number>();
+  commands.forEach((c, i) => {
+    const r = seen.get(c.workerId) ?? 0;
+    seen.set(c.workerId, r + 1);
+    (rounds[r] ??= []).push(i);
+  });
+  return rounds;
+}
+
+function isOwnWrite(row: SessionRow & { last_call: string }, call: HeartbeatCommand): boolean {
+  return (
+    row.session_id === call.sessionId &&
+    toInt(row.generation) === call.fence.generation &&
+    toInt(row.version) === call.fence.expectedVersion + 1 &&
+    row.last_call === sessionCallKey('heartbeat', call.availableSlots)
+  );
+}
+
+/** PostgreSQL answers json (parsed by the driver), SQLite its text. */
+function readCancels(value: string | string[]): string[] {
+  return typeof value === 'string' ? (JSON.parse(value) as string[]) : value;
 }
 
 async function endSession(tx: SqlTransaction, sessionId: string, reason: string): Promise<void> {

@@ -36,6 +36,8 @@ export interface ControlPlaneConfig {
   readonly devPki: boolean;
   readonly trustDomain: string;
   readonly sessionLeaseMs: number;
+  readonly heartbeatBatchWindowMs: number;
+  readonly heartbeatBatchMax: number;
   readonly runLeaseMs: number;
   readonly placementPreferenceHoldMs: number;
   readonly offerWaitMaxMs: number;
@@ -165,6 +167,20 @@ export const SETTINGS = [
     default: '30000',
     doc: 'session lease a registration or heartbeat grants (5 s … 10 min)',
     parse: int(5_000, 600_000),
+  },
+  {
+    key: 'heartbeatBatchWindowMs',
+    env: 'QL_HEARTBEAT_BATCH_WINDOW_MS',
+    default: '2',
+    doc: 'heartbeats a replica receives within this many ms share one statement and one commit, each still its own fenced compare-and-set with its own answer (0 … 50); 0 sends each alone',
+    parse: int(0, 50),
+  },
+  {
+    key: 'heartbeatBatchMax',
+    env: 'QL_HEARTBEAT_BATCH_MAX',
+    default: '64',
+    doc: 'a heartbeat batch is sent at once when it holds this many (1 … 1000); 1 sends each alone',
+    parse: int(1, 1_000),
   },
   {
     key: 'runLeaseMs',

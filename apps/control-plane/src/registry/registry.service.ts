@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   ACTIVATION_REPOSITORY,
   ActivationRepository,
+  HeartbeatBatcher,
   WORKER_SESSION_REPOSITORY,
   WorkerSession,
   WorkerSessionRepository,
@@ -25,13 +26,20 @@ import { HeartbeatDto, SessionFenceDto } from './dto/session-fence.dto';
 @Injectable()
 export class RegistryService {
   private readonly logger = new Logger('registry');
+  private readonly heartbeats: HeartbeatBatcher;
 
   constructor(
     @Inject(WORKER_SESSION_REPOSITORY) private readonly sessions: WorkerSessionRepository,
     @Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
     private readonly metrics: ControlPlaneMetrics,
-  ) {}
+  ) {
+    this.heartbeats = new HeartbeatBatcher(sessions, {
+      windowMs: config.heartbeatBatchWindowMs,
+      maxSize: config.heartbeatBatchMax,
+      cancelLimit: MAX_HEARTBEAT_CANCELS,
+    });
+  }
 
   async register(
     principal: WorkerPrincipal,
@@ -65,18 +73,21 @@ export class RegistryService {
     body: HeartbeatDto,
   ): Promise<HeartbeatResponse> {
     const request = parseHeartbeat(body);
-    const session = await this.sessions.heartbeat({
+    // Coalesced with the replica's other heartbeats of the same few ms into one statement (ADR 0018).
+    const { session, cancelAttemptIds } = await this.heartbeats.heartbeat({
       ...this.command(principal, sessionId, request),
       availableSlots: request.availableSlots,
     });
     this.metrics.heartbeatAccepted();
-    // One bounded read on the live-lease index by (worker, session), only after the fence passed.
-    const cancelAttemptIds = await this.activation.cancelIntents(
-      session.workerId,
-      session.sessionId,
-      MAX_HEARTBEAT_CANCELS,
-    );
-    return { ...toResponse(session), cancelAttemptIds };
+    // The cancel intents came with the write; a replay (nothing written) reads them on the live-lease
+    // index by (worker, session), only after the fence passed.
+    return {
+      ...toResponse(session),
+      cancelAttemptIds: [
+        ...(cancelAttemptIds ??
+          (await this.activation.cancelIntents(session.workerId, session.sessionId, MAX_HEARTBEAT_CANCELS))),
+      ],
+    };
   }
 
   async drain(
