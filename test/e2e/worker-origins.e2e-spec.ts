@@ -68,6 +68,8 @@ describe('a worker with two control-plane origins (PostgreSQL replicas)', () => 
       QL_WORKER_JOURNAL_DIR: `${home}/journal`,
       QL_WORKER_WORK_DIR: `${home}/runs`,
       QL_WORKER_LOG_LEVEL: 'debug',
+      // One socket per origin: what these tests count. A held long-poll pull has a socket of its own.
+      QL_WORKER_PULL_WAIT_MS: '0',
     });
     workers.push(w);
     return w;
