@@ -23,6 +23,14 @@ describe('RevocationCache', () => {
   } as unknown as CertificateRevocationRepository;
   const cache = () =>
     new RevocationCache(repository, { revocationCacheMs: 2_000 } as ControlPlaneConfig, { now: () => now });
+  /** A cache that has looked `a` and `b` up, found neither revoked, and seen both entries expire. */
+  const expiredAB = async () => {
+    const c = cache();
+    expect(await c.isRevoked('a')).toBe(false);
+    expect(await c.isRevoked('b')).toBe(false);
+    now += 2_000;
+    return c;
+  };
 
   beforeEach(() => {
     revoked = new Set();
@@ -51,33 +59,25 @@ describe('RevocationCache', () => {
   });
 
   it('while nothing is revoked, one count per window renews every fingerprint', async () => {
-    const c = cache();
-    expect(await c.isRevoked('a')).toBe(false);
-    expect(await c.isRevoked('b')).toBe(false);
+    const c = await expiredAB();
     for (let window = 0; window < 3; window++) {
-      now += 2_000;
       expect(await c.isRevoked('a')).toBe(false);
       expect(await c.isRevoked('b')).toBe(false);
+      now += 2_000;
     }
     expect({ lookups, counts }).toEqual({ lookups: 2, counts: 3 });
   });
 
   it('a revocation of another certificate sends each expired fingerprint back to its own lookup', async () => {
-    const c = cache();
-    expect(await c.isRevoked('a')).toBe(false);
-    expect(await c.isRevoked('b')).toBe(false);
+    const c = await expiredAB();
     revoked.add('b');
-    now += 2_000;
     expect(await c.isRevoked('a')).toBe(false);
     expect(await c.isRevoked('b')).toBe(true);
     expect({ lookups, counts }).toEqual({ lookups: 4, counts: 1 });
   });
 
   it('callers waiting for a count share it', async () => {
-    const c = cache();
-    expect(await c.isRevoked('a')).toBe(false);
-    expect(await c.isRevoked('b')).toBe(false);
-    now += 2_000;
+    const c = await expiredAB();
     let open!: () => void;
     countGate = new Promise((resolve) => (open = resolve));
     const both = Promise.all([c.isRevoked('a'), c.isRevoked('b')]);
