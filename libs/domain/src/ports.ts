@@ -167,8 +167,7 @@ export interface RevokedCertificate {
 export interface CertificateRevocationRepository {
   /** Idempotent: revoking twice keeps the first time; the audit entry commits with it. */
   revoke(fingerprint: string, reason: string | null, audit: AuditEntry): Promise<RevokedCertificate>;
-  isRevoked(fingerprint: string): Promise<boolean>;
-  /** isRevoked and revokedCount read in one snapshot. */
+  /** Whether this certificate is revoked, and revokedCount, read in one snapshot. */
   lookUp(fingerprint: string): Promise<{ readonly revoked: boolean; readonly revokedCount: number }>;
   /**
    * How many certificates are revoked. A revocation is never withdrawn or deleted, so the set only

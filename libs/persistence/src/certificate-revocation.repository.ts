@@ -32,16 +32,6 @@ export class SqlCertificateRevocationRepository implements CertificateRevocation
     });
   }
 
-  async isRevoked(fingerprint: string): Promise<boolean> {
-    const row = await this.db.one(
-      'SELECT 1 AS hit FROM revoked_certificates WHERE fingerprint = :fingerprint',
-      {
-        fingerprint,
-      },
-    );
-    return row !== undefined;
-  }
-
   async lookUp(fingerprint: string): Promise<{ revoked: boolean; revokedCount: number }> {
     const row = await this.db.one<{ hit: number | null; n: number | string }>(
       `SELECT (SELECT 1 FROM revoked_certificates WHERE fingerprint = :fingerprint) AS hit,
