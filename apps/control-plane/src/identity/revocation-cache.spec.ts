@@ -21,8 +21,8 @@ describe('RevocationCache', () => {
       return size;
     },
   } as unknown as CertificateRevocationRepository;
-  const cache = () =>
-    new RevocationCache(repository, { revocationCacheMs: 2_000 } as ControlPlaneConfig, { now: () => now });
+  const cache = (revocationCacheMs = 2_000) =>
+    new RevocationCache(repository, { revocationCacheMs } as ControlPlaneConfig, { now: () => now });
   /** A cache that has looked `a` and `b` up, found neither revoked, and seen both entries expire. */
   const expiredAB = async () => {
     const c = cache();
@@ -48,6 +48,15 @@ describe('RevocationCache', () => {
     now += 1;
     expect(await c.isRevoked('f')).toBe(true);
     expect(lookups).toBe(2);
+  });
+
+  it('with QL_REVOCATION_CACHE_MS 0, each call is one lookup and nothing else', async () => {
+    const c = cache(0);
+    expect(await c.isRevoked('f')).toBe(false);
+    expect(await c.isRevoked('f')).toBe(false);
+    revoked.add('f');
+    expect(await c.isRevoked('f')).toBe(true);
+    expect({ lookups, counts }).toEqual({ lookups: 3, counts: 0 });
   });
 
   it('a clock stepped back does not stretch the window', async () => {

@@ -44,7 +44,8 @@ export class RevocationCache {
     const now = this.clock.now();
     const hit = this.entries.get(fingerprint);
     if (hit && this.fresh(hit.at, now)) return hit.revoked;
-    if (hit && !hit.revoked) {
+    // With no window (QL_REVOCATION_CACHE_MS 0) no count could be fresh: straight to the lookup.
+    if (hit && !hit.revoked && this.config.revocationCacheMs > 0) {
       const census = await this.currentCensus(now);
       if (census.count === hit.count && this.fresh(census.at, this.clock.now())) {
         hit.at = census.at;
