@@ -167,7 +167,13 @@ export interface RevokedCertificate {
 export interface CertificateRevocationRepository {
   /** Idempotent: revoking twice keeps the first time; the audit entry commits with it. */
   revoke(fingerprint: string, reason: string | null, audit: AuditEntry): Promise<RevokedCertificate>;
-  isRevoked(fingerprint: string): Promise<boolean>;
+  /** Whether this certificate is revoked, and revokedCount, read in one snapshot. */
+  lookUp(fingerprint: string): Promise<{ readonly revoked: boolean; readonly revokedCount: number }>;
+  /**
+   * How many certificates are revoked. A revocation is never withdrawn or deleted, so the set only
+   * grows: an unchanged count is an unchanged set (the revocation cache relies on it, ADR 0022).
+   */
+  revokedCount(): Promise<number>;
   list(limit: number): Promise<RevokedCertificate[]>;
 }
 export const CERTIFICATE_REVOCATION_REPOSITORY = Symbol('CertificateRevocationRepository');

@@ -8,6 +8,7 @@ interface RevokedRow {
   reason: string | null;
 }
 
+/** Insert-only: nothing deletes a row (revokedCount's promise, ADR 0022). */
 export class SqlCertificateRevocationRepository implements CertificateRevocationRepository {
   constructor(
     private readonly db: SqlDatabase,
@@ -31,14 +32,18 @@ export class SqlCertificateRevocationRepository implements CertificateRevocation
     });
   }
 
-  async isRevoked(fingerprint: string): Promise<boolean> {
-    const row = await this.db.one(
-      'SELECT 1 AS hit FROM revoked_certificates WHERE fingerprint = :fingerprint',
-      {
-        fingerprint,
-      },
+  async lookUp(fingerprint: string): Promise<{ revoked: boolean; revokedCount: number }> {
+    const row = await this.db.one<{ hit: number | null; n: number | string }>(
+      `SELECT (SELECT 1 FROM revoked_certificates WHERE fingerprint = :fingerprint) AS hit,
+              (SELECT COUNT(*) FROM revoked_certificates) AS n`,
+      { fingerprint },
     );
-    return row !== undefined;
+    return { revoked: row!.hit !== null, revokedCount: Number(row!.n) };
+  }
+
+  async revokedCount(): Promise<number> {
+    const row = await this.db.one<{ n: number | string }>('SELECT COUNT(*) AS n FROM revoked_certificates');
+    return Number(row!.n);
   }
 
   async list(limit: number): Promise<RevokedCertificate[]> {
