@@ -37,6 +37,8 @@ describe('a started idle worker (R-PROF-3)', () => {
         QL_WORKER_PULL_INTERVAL_MS: String(PULL_MS),
         // The polling picture (a long-poll pull is always in flight, with its deadline timer).
         QL_WORKER_PULL_WAIT_MS: '0',
+        // The reaper `sh` outlives a run this long (2000 by default); five heartbeats are well past it.
+        QL_WORKER_REAPER_LINGER_MS: '200',
         QL_WORKER_LOG_LEVEL: 'info',
       },
     });

@@ -23,6 +23,7 @@ describe('loadWorkerConfig', () => {
       journalMaxRecords: 64,
       workDir: './var/worker/worker-1/runs',
       killGraceMs: 5000,
+      reaperLingerMs: 2000,
       outputMaxBytes: 1048576,
       logLevel: 'info',
     });

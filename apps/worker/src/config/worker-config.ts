@@ -33,6 +33,7 @@ export interface WorkerConfig {
   readonly journalMaxRecords: number;
   readonly workDir: string;
   readonly killGraceMs: number;
+  readonly reaperLingerMs: number;
   readonly outputMaxBytes: number;
   readonly logLevel: WorkerLogLevel;
 }
@@ -247,6 +248,13 @@ export const WORKER_SETTINGS = [
     default: '5000',
     doc: "pause between SIGTERM and SIGKILL to a run's process group on timeout or cancel",
     parse: int(100, 60_000),
+  },
+  {
+    key: 'reaperLingerMs',
+    env: 'QL_WORKER_REAPER_LINGER_MS',
+    default: '2000',
+    doc: 'how long the reaper `sh` (which kills the run groups if the worker dies) outlives the last run, so the next run reuses it (0..60000); 0 ends it with each last run. An idle worker holds no child once it passed',
+    parse: int(0, 60_000),
   },
   {
     key: 'outputMaxBytes',

@@ -17,6 +17,7 @@ import { LocalProcessExecutor } from './local-process.executor';
           workRoot: c.workDir,
           killGraceMs: c.killGraceMs,
           outputCapBytes: c.outputMaxBytes,
+          reaperLingerMs: c.reaperLingerMs,
         }),
     },
   ],

@@ -8,26 +8,33 @@ import { GroupReaper } from './group-reaper';
 const ROOT = resolve(__dirname, '..', '..', '..', '..');
 
 describe('GroupReaper: run groups do not outlive a worker killed with -9', () => {
-  it('kill -9 of the owner: the tracked group is killed at once, the untracked one is left alone, the reaper exits', async () => {
-    const owner = spawn(
-      process.execPath,
-      ['-r', './apps/worker/test-support/swc-register.js', 'apps/worker/test-support/reaper-owner.ts'],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    const [line] = (await once(createInterface({ input: owner.stdout! }), 'line')) as [string];
-    const { tracked, untracked, reaper } = JSON.parse(line) as Record<string, number>;
-    try {
-      expect(groupAlive(tracked)).toBe(true);
-      owner.kill('SIGKILL');
-      await once(owner, 'exit');
-      expect(await waitGroupGone(tracked, 5000)).toBe(true);
-      expect(await waitGroupGone(reaper, 5000)).toBe(true);
-      expect(groupAlive(untracked)).toBe(true);
-    } finally {
-      signalGroup(tracked, 'SIGKILL');
-      signalGroup(untracked, 'SIGKILL');
-    }
-  });
+  it.each([0, 60_000])(
+    'kill -9 of the owner (linger %i ms): the tracked group is killed at once, the untracked one is left alone, the reaper exits',
+    async (lingerMs) => {
+      const owner = spawn(
+        process.execPath,
+        ['-r', './apps/worker/test-support/swc-register.js', 'apps/worker/test-support/reaper-owner.ts'],
+        {
+          cwd: ROOT,
+          stdio: ['ignore', 'pipe', 'inherit'],
+          env: { ...process.env, REAPER_LINGER_MS: String(lingerMs) },
+        },
+      );
+      const [line] = (await once(createInterface({ input: owner.stdout! }), 'line')) as [string];
+      const { tracked, untracked, reaper } = JSON.parse(line) as Record<string, number>;
+      try {
+        expect(groupAlive(tracked)).toBe(true);
+        owner.kill('SIGKILL');
+        await once(owner, 'exit');
+        expect(await waitGroupGone(tracked, 5000)).toBe(true);
+        expect(await waitGroupGone(reaper, 5000)).toBe(true);
+        expect(groupAlive(untracked)).toBe(true);
+      } finally {
+        signalGroup(tracked, 'SIGKILL');
+        signalGroup(untracked, 'SIGKILL');
+      }
+    },
+  );
 
   it('holds no process while nothing is tracked; ends when the last group is untracked, killing nothing', async () => {
     const reaper = new GroupReaper();
@@ -44,5 +51,59 @@ describe('GroupReaper: run groups do not outlive a worker killed with -9', () =>
     } finally {
       signalGroup(group, 'SIGKILL');
     }
+  });
+
+  it('with a linger: a run within it reuses the same reaper; after it the reaper is released and ends', async () => {
+    const reaper = new GroupReaper(undefined, 300);
+    const launch = () => spawn('/bin/sh', ['-c', 'sleep 120'], { detached: true, stdio: 'ignore' }).pid!;
+    const first = launch();
+    const second = launch();
+    try {
+      reaper.track(first);
+      const pid = reaper.pid!;
+      reaper.untrack(first);
+      expect(reaper.pid).toBe(pid);
+      reaper.track(second);
+      expect(reaper.pid).toBe(pid);
+      const released = once(reaper, 'released');
+      reaper.untrack(second);
+      expect(reaper.pid).toBe(pid);
+      expect(await released).toEqual([pid]);
+      expect(reaper.pid).toBeUndefined();
+      expect(await waitGroupGone(pid, 5000)).toBe(true);
+      expect(groupAlive(first)).toBe(true);
+      expect(groupAlive(second)).toBe(true);
+    } finally {
+      signalGroup(first, 'SIGKILL');
+      signalGroup(second, 'SIGKILL');
+    }
+  });
+
+  it('a run tracked within the linger holds the reaper however long it runs; the linger starts again at its end', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    const reaper = new GroupReaper(undefined, 300);
+    const releases: (number | undefined)[] = [];
+    reaper.on('released', (pid) => releases.push(pid));
+    const group = spawn('/bin/sh', ['-c', 'sleep 120'], { detached: true, stdio: 'ignore' }).pid!;
+    let pid: number | undefined;
+    try {
+      reaper.track(group);
+      pid = reaper.pid!;
+      reaper.untrack(group);
+      reaper.track(group);
+      jest.advanceTimersByTime(10_000);
+      expect(releases).toEqual([]);
+      expect(reaper.pid).toBe(pid);
+      reaper.untrack(group);
+      jest.advanceTimersByTime(299);
+      expect(releases).toEqual([]);
+      jest.advanceTimersByTime(1);
+      expect(releases).toEqual([pid]);
+    } finally {
+      jest.useRealTimers();
+      reaper.release();
+      signalGroup(group, 'SIGKILL');
+    }
+    expect(await waitGroupGone(pid!, 5000)).toBe(true);
   });
 });

@@ -23,6 +23,8 @@ export interface LocalProcessExecutorOptions {
   readonly chunkBytes?: number;
   /** PATH given to runs; the worker's own PATH by default. */
   readonly path?: string;
+  /** How long the reaper `sh` outlives the last run, for the next one to reuse (0: not at all). */
+  readonly reaperLingerMs?: number;
 }
 
 export interface LaunchRequest {
@@ -84,7 +86,7 @@ export class LocalProcessExecutor {
     private readonly options: LocalProcessExecutorOptions,
     reaper?: GroupReaper,
   ) {
-    this.reaper = reaper ?? new GroupReaper();
+    this.reaper = reaper ?? new GroupReaper(undefined, options.reaperLingerMs);
   }
 
   /** Resolves once the process exists (its pid and group known); rejects with StartFailedError. */

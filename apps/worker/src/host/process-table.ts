@@ -104,9 +104,28 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   }
 }
 
-/** Whether group `pgid` still has a live member (zombies excluded where `/proc` can tell). */
-export function groupAlive(pgid: number): boolean {
-  return hasProcFs() ? liveGroupMembers(pgid).length > 0 : signalGroup(pgid, 0);
+/**
+ * kill(-pgid, 0): false only on ESRCH, i.e. the kernel knows no process (zombies included) in group
+ * `pgid`. EPERM or success: something is in the group, perhaps only zombies or someone else's.
+ */
+export function groupHasProcess(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
+/**
+ * Whether group `pgid` still has a live member (zombies excluded where `/proc` can tell). The kernel
+ * is asked first: a group it knows nothing of has ended, with no `/proc` scan (a scan reads every
+ * process's stat, O(processes on the host)); only a group that exists is scanned, to tell zombies
+ * apart. `scan` is injectable so tests can count the scans.
+ */
+export function groupAlive(pgid: number, scan: (pgid: number) => number[] = liveGroupMembers): boolean {
+  if (!groupHasProcess(pgid)) return false;
+  return hasProcFs() ? scan(pgid).length > 0 : true;
 }
 
 /**
