@@ -51,6 +51,7 @@ import {
   toRun,
   transitionAttempt,
   transitionRun,
+  cancelIntentsSql,
 } from './run-sql';
 import { SqlDatabase, SqlExecutor, SqlTransaction, readNow, toInt, toMsOrNull } from './sql-executor';
 import { readRevision } from './task.repository';
@@ -320,13 +321,12 @@ export class SqlActivationRepository implements ActivationRepository {
 
   // Read-only, scoped to the session's own live leases (the heartbeat answer carries it).
   async cancelIntents(workerId: string, sessionId: string, limit: number): Promise<string[]> {
-    const rows = await this.db.many<{ attempt_id: string }>(
-      `SELECT l.attempt_id FROM run_leases l JOIN runs r ON r.id = l.run_id
-       WHERE l.worker_id = :workerId AND l.session_id = :sessionId AND l.state = 'active'
-         AND r.cancel_requested = :yes
-       ORDER BY l.attempt_id LIMIT :limit`,
-      { workerId, sessionId, yes: true, limit },
-    );
+    const rows = await this.db.many<{ attempt_id: string }>(cancelIntentsSql(':workerId', ':sessionId'), {
+      workerId,
+      sessionId,
+      yes: true,
+      cancelLimit: limit,
+    });
     return rows.map((r) => r.attempt_id);
   }
 

@@ -300,3 +300,14 @@ export function rememberCapabilities(digest: string, json: string): Capabilities
   }
   return parsed;
 }
+
+/**
+ * The session's live leases whose run has a cancel request (R-RUN-5), in attempt order, at most
+ * `:cancelLimit`: read alone by `cancelIntents` and inside the heartbeat statement (ADR 0018).
+ */
+export function cancelIntentsSql(workerId: string, sessionId: string): string {
+  return `SELECT l.attempt_id FROM run_leases l JOIN runs r ON r.id = l.run_id
+    WHERE l.worker_id = ${workerId} AND l.session_id = ${sessionId} AND l.state = 'active'
+      AND r.cancel_requested = :yes
+    ORDER BY l.attempt_id LIMIT :cancelLimit`;
+}

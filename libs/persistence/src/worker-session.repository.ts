@@ -25,6 +25,7 @@ import {
   sessionCallKey,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
+import { cancelIntentsSql } from './run-sql';
 import { SqlDatabase, SqlTransaction, isTrue, readNow, toInt, toMs, toMsOrNull } from './sql-executor';
 import { ACTIVE_RUNS_SQL, ActiveRunRow, listWorkersSql, writeLabels } from './worker-admin-sql';
 
@@ -82,16 +83,12 @@ export const SESSION_FENCE_SQL = sessionFence({
 
 // Each accepted call records its own key (last_call): an exact replay after a lost answer is then
 // recognised by explainMiss (R-WRK-7, ADR 0012).
-const HEARTBEAT = `UPDATE workers SET version = version + 1, last_call = :callKey,
-    available_slots = CASE WHEN status = 'online' THEN :slots ELSE 0 END,
-    lease_expires_at = {now + :leaseMs}, last_seen_at = {now}
-  WHERE ${SESSION_FENCE_SQL} AND max_concurrent_runs >= :slots
-  RETURNING ${SESSION_COLUMNS}`;
 
 /**
  * The heartbeat CAS for many calls in one statement (ADR 0018): the calls arrive as one JSON array,
- * each row is the same fence as HEARTBEAT, and each updated row carries its session's cancel intents
- * (the query of `cancelIntents`, R-RUN-5) read in the same statement. A worker may appear once.
+ * each row is the session fence (SESSION_FENCE_SQL's shape) with slots ≤ max, and each updated row
+ * carries its session's cancel intents (`cancelIntentsSql`, R-RUN-5) read in the same statement. A
+ * worker may appear once.
  */
 const BATCH_FENCE = sessionFence({
   workerId: 'b.b_worker',
@@ -101,11 +98,8 @@ const BATCH_FENCE = sessionFence({
 });
 const BATCH_SET = `version = version + 1, last_call = b.b_call,
     available_slots = CASE WHEN status = 'online' THEN b.b_slots ELSE 0 END, last_seen_at = {now}`;
-const cancelsOf = (alias: string, aggregate: string) => `(SELECT ${aggregate} FROM (
-    SELECT l.attempt_id FROM run_leases l JOIN runs r ON r.id = l.run_id
-    WHERE l.worker_id = ${alias}.worker_id AND l.session_id = ${alias}.session_id AND l.state = 'active'
-      AND r.cancel_requested = :yes
-    ORDER BY l.attempt_id LIMIT :cancelLimit) c)`;
+const cancelsOf = (alias: string, aggregate: string) =>
+  `(SELECT ${aggregate} FROM (${cancelIntentsSql(`${alias}.worker_id`, `${alias}.session_id`)}) c)`;
 export const HEARTBEAT_BATCH_SQL = {
   postgres: `WITH u AS (
     UPDATE workers SET ${BATCH_SET}, lease_expires_at = {now} + b.b_lease * interval '1 millisecond'
@@ -236,14 +230,12 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
     });
   }
 
-  // One compare-and-set on (worker, session, generation, version, live lease, slots <= max).
+  // One compare-and-set on (worker, session, generation, version, live lease, slots <= max): the batch
+  // statement the control plane runs (ADR 0018) with this call alone, so there is one heartbeat SQL.
   async heartbeat(command: HeartbeatCommand): Promise<WorkerSession> {
-    const row = await this.db.one<SessionRow>(HEARTBEAT, {
-      ...fenceParams(command),
-      slots: command.availableSlots,
-      callKey: sessionCallKey('heartbeat', command.availableSlots),
-    });
-    return row ? toSession(row) : this.explainMiss(command, 'heartbeat', command.availableSlots);
+    const [settled] = await this.heartbeatBatch([command], 0);
+    if (settled!.status === 'rejected') throw settled!.reason;
+    return settled!.value.session;
   }
 
   /**
