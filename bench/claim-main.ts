@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { ClaimConfig, ClaimRow, benchClaimPostgres, benchClaimSqlite } from './claim';
 import { envNumber } from './lib/measure';
@@ -80,6 +80,7 @@ export async function claimMain(resultsDir: string, target: number): Promise<voi
     'CPU µs/claim service / ceiling',
     'graphile jobs/s',
     'service / graphile',
+    'paired service / graphile',
   ];
   const align: Align[] = header.map((_, i) => (i === 0 || i === 8 ? 'left' : 'right'));
   const table = rows.map((r) => {
@@ -97,9 +98,13 @@ export async function claimMain(resultsDir: string, target: number): Promise<voi
       `${r.cpuUsPerOp.service.toFixed(0)} / ${r.cpuUsPerOp.ceiling.toFixed(0)}`,
       r.peer ? fmtInt(r.peer.jobsPerSecond) : '—',
       r.peer ? fmtPct(r.median.service / r.peer.jobsPerSecond) : '—',
+      r.peer ? fmtPct(r.peer.pairedRatio) : '—',
     ];
   });
   const memory = memoryInfo();
+  const loadAtEnd = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ');
   console.log('');
   console.log(textTable(header, table, align));
   for (const n of notes) console.log(n);
@@ -117,6 +122,7 @@ export async function claimMain(resultsDir: string, target: number): Promise<voi
         machine,
         memory,
         notes,
+        loadAtEnd,
         rows: rows.map((r) => ({ ...r, ratio: r.median.service / r.median.ceiling })),
       },
       null,
@@ -127,15 +133,18 @@ export async function claimMain(resultsDir: string, target: number): Promise<voi
     '# Claim throughput: pull → committed lease, vs. the bare claim transaction and graphile-worker',
     '',
     `Run ${machine.date} — node ${machine.node}, ${machine.cpuCount} × ${machine.cpuModel}, 1-min load at start ` +
-      `${machine.loadAvgAtStart}.`,
+      `${machine.loadAvgAtStart}; 1 / 5 / 15-min load at the end ${loadAtEnd} (2 cores, shared with other work).`,
     '',
     `Medians of ${rounds} alternated samples; each sample starts from a full backlog, warms up with ` +
       `${config.warmupClaims} claims, then times ${claims} committed claims by N concurrent pullers (one worker ` +
       'session each). `service` is `LeasesService.offers` (everything the ingress does for a pull except HTTP/TLS); ' +
       '`ceiling` is the bare claim transaction (lock worker, take the first queued run with SKIP LOCKED, insert ' +
       'attempt and lease, move the run, append its two events) issued raw through the same driver and pool size; ' +
-      '`graphile` is graphile-worker 0.16.6 completing no-op jobs at concurrency N over the same backlog on the same ' +
-      'server. `paired` is the median of service/ceiling within a round. The machine is shared: read the ratios.',
+      '`graphile` is graphile-worker 0.16.6 completing no-op jobs at concurrency N over the same backlog in the same ' +
+      'database, sampled in the same rounds as ours (the three variants rotate their order round by round); between ' +
+      'samples its queue is topped back up to B and ours reset to B (neither timed, neither scanning the backlog). ' +
+      '`paired` is the median of service/ceiling within a round; `paired service / graphile` the median of ' +
+      'service/graphile within a round, beside the ratio of the medians. The machine is shared: read the ratios.',
     '',
     markdownTable(header, table, align),
     '',

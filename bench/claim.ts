@@ -14,7 +14,9 @@
  *   ceiling   the bare claim transaction written by hand and issued raw through the same driver: lock
  *             the worker row, take the first queued run (SKIP LOCKED), insert attempt and lease, move the
  *             run, append its two events — what any correct claim must write, nothing it may skip
- *   peer      graphile-worker 0.16 running no-op jobs at concurrency N over a backlog of B (PostgreSQL)
+ *   graphile  graphile-worker 0.16 running no-op jobs at concurrency N over a backlog of B (PostgreSQL),
+ *             in the same database, sampled in the same rounds (the order rotates), its queue topped back
+ *             up to B between samples as ours is reset: `service / graphile` is paired per round too
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -38,7 +40,7 @@ import type { ControlPlaneConfig } from '../apps/control-plane/src/config/config
 import type { WorkerPrincipal } from '../apps/control-plane/src/identity/worker-principal';
 import { benchSnapshot, newSessionId } from './lib/fixtures';
 import { median } from './lib/measure';
-import { measureGraphilePeer } from './peer-graphile';
+import { GraphilePeerQueue, openGraphilePeer } from './peer-graphile';
 
 export const CLAIM_VARIANTS = ['ceiling', 'service'] as const;
 export type ClaimVariant = (typeof CLAIM_VARIANTS)[number];
@@ -69,7 +71,14 @@ export interface ClaimRow {
   readonly cpuUsPerOp: Record<ClaimVariant, number>;
   /** Median over rounds of service / ceiling within the same round. */
   readonly pairedRatio: number;
-  readonly peer?: { readonly jobsPerSecond: number; readonly processCpuUsPerJob: number };
+  readonly peer?: {
+    /** Median over rounds. */
+    readonly jobsPerSecond: number;
+    readonly processCpuUsPerJob: number;
+    /** Median over rounds of service / graphile within the same round. */
+    readonly pairedRatio: number;
+    readonly samples: ClaimSample[];
+  };
   readonly samples: Record<ClaimVariant, ClaimSample[]>;
 }
 
@@ -90,6 +99,12 @@ export type ClaimOp = (w: BenchWorker) => Promise<unknown>;
 
 interface Harness {
   readonly ops: Record<ClaimVariant, ClaimOp>;
+  close(): Promise<void>;
+}
+
+/** The peer beside one backlog's database: one sample at N, its queue put back to B after it (untimed). */
+interface Peer {
+  sample(n: number, claims: number, warmup: number): Promise<ClaimSample>;
   close(): Promise<void>;
 }
 
@@ -275,23 +290,27 @@ export async function settle(db: SqlDatabase): Promise<void> {
   if (db.dialect === 'sqlite') (db as SqliteDatabase).native.pragma('wal_checkpoint(TRUNCATE)');
 }
 
-/** Back to `backlog` queued runs and no leases: only rows a sample touched are rewritten. */
-export async function reset(db: SqlDatabase): Promise<void> {
+const RESET_TABLES = ['runs', 'run_leases', 'attempts', 'run_events', 'workers'];
+
+/**
+ * Back to `backlog` queued runs and no leases: only rows a sample touched are rewritten, found
+ * through `attempts` by primary key (no scan of the backlog). PostgreSQL then VACUUMs the tables so
+ * no sample inherits another's dead rows: a plain VACUUM reads only the pages not all-visible (those
+ * the sample and this reset dirtied); `analyze` (once, after seeding) also samples the statistics.
+ */
+export async function reset(db: SqlDatabase, analyze = false): Promise<void> {
   await db.transaction(async (tx) => {
+    await tx.run(
+      `UPDATE runs SET status = 'queued', version = 0, event_seq = 1, attempt_count = 0, current_attempt_id = NULL
+       WHERE id IN (SELECT run_id FROM attempts)`,
+    );
     await tx.run('DELETE FROM run_events');
     await tx.run('DELETE FROM run_leases');
     await tx.run('DELETE FROM attempts');
-    await tx.run(
-      `UPDATE runs SET status = 'queued', version = 0, event_seq = 1, attempt_count = 0, current_attempt_id = NULL
-       WHERE status <> 'queued'`,
-    );
-    await tx.run('UPDATE workers SET active_leases = 0');
+    await tx.run('UPDATE workers SET active_leases = 0 WHERE active_leases <> 0');
   });
   if (db.dialect === 'postgres') {
-    await db.run('VACUUM (ANALYZE) runs');
-    await db.run('VACUUM (ANALYZE) run_leases');
-    await db.run('VACUUM (ANALYZE) attempts');
-    await db.run('VACUUM (ANALYZE) run_events');
+    for (const table of RESET_TABLES) await db.run(`VACUUM ${analyze ? '(ANALYZE) ' : ''}${table}`);
   } else {
     (db as SqliteDatabase).native.pragma('wal_checkpoint(TRUNCATE)');
   }
@@ -340,15 +359,21 @@ export async function sample<W = BenchWorker>(
   };
 }
 
+type Slot = ClaimVariant | 'graphile';
+
 async function runDialect(
   dialect: 'sqlite' | 'postgres',
-  open: (poolSize: number) => Promise<{ db: SqlDatabase; harness: (n: number) => Promise<Harness> }>,
+  open: (poolSize: number) => Promise<{
+    db: SqlDatabase;
+    harness: (n: number) => Promise<Harness>;
+    peer?: (backlog: number) => Promise<Peer>;
+  }>,
   config: ClaimConfig,
 ): Promise<ClaimRow[]> {
   const rows: ClaimRow[] = [];
   const maxN = Math.max(...config.concurrencies);
   for (const backlog of config.backlogs) {
-    const { db, harness } = await open(maxN);
+    const { db, harness, peer: openPeer } = await open(maxN);
     const ids = createIdGenerator();
     // One worker alone must be able to hold warm-up + sample (capacity 1024), and the backlog must last.
     const claims = Math.min(
@@ -358,29 +383,43 @@ async function runDialect(
     );
     const t0 = performance.now();
     const workers = await seed(db, ids, backlog, maxN);
+    await reset(db, true);
     config.log(`${dialect} B=${backlog}: seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    const samples = new Map<number, Record<ClaimVariant, ClaimSample[]>>();
-    for (const n of config.concurrencies) samples.set(n, { ceiling: [], service: [] });
-    for (let round = 0; round < config.rounds; round++) {
-      const order = round % 2 === 0 ? CLAIM_VARIANTS : [...CLAIM_VARIANTS].reverse();
-      for (const n of config.concurrencies) {
-        const h = await harness(n);
-        try {
-          for (const variant of order) {
-            await reset(db);
-            const s = await sample(h.ops[variant], workers.slice(0, n), claims, config.warmupClaims, () =>
-              settle(db),
-            );
-            samples.get(n)![variant].push(s);
-            config.log(
-              `${dialect} B=${backlog} N=${n} round ${round + 1} ${variant}: ${s.opsPerSecond.toFixed(0)} claims/s, ` +
-                `${s.processCpuUsPerOp.toFixed(0)} µs CPU/claim`,
-            );
+    const peer = config.peer && openPeer ? await openPeer(backlog) : undefined;
+    const slots: Slot[] = peer ? [...CLAIM_VARIANTS, 'graphile'] : [...CLAIM_VARIANTS];
+    const samples = new Map<number, Record<Slot, ClaimSample[]>>();
+    for (const n of config.concurrencies) samples.set(n, { ceiling: [], service: [], graphile: [] });
+    try {
+      for (let round = 0; round < config.rounds; round++) {
+        // Every variant takes every place in the order over the rounds (two variants: flipped).
+        const order = slots.map((_, i) => slots[(i + round) % slots.length]!);
+        for (const n of config.concurrencies) {
+          const h = await harness(n);
+          try {
+            for (const variant of order) {
+              let s: ClaimSample;
+              if (variant === 'graphile') {
+                s = await peer!.sample(n, claims, config.warmupClaims);
+              } else {
+                await reset(db);
+                s = await sample(h.ops[variant], workers.slice(0, n), claims, config.warmupClaims, () =>
+                  settle(db),
+                );
+              }
+              samples.get(n)![variant].push(s);
+              const unit = variant === 'graphile' ? 'jobs' : 'claims';
+              config.log(
+                `${dialect} B=${backlog} N=${n} round ${round + 1} ${variant}: ${s.opsPerSecond.toFixed(0)} ${unit}/s, ` +
+                  `${s.processCpuUsPerOp.toFixed(0)} µs CPU/${unit.slice(0, -1)}`,
+              );
+            }
+          } finally {
+            await h.close();
           }
-        } finally {
-          await h.close();
         }
       }
+    } finally {
+      await peer?.close();
     }
     for (const n of config.concurrencies) {
       const s = samples.get(n)!;
@@ -398,7 +437,17 @@ async function runDialect(
           service: median(s.service.map((x) => x.processCpuUsPerOp)),
         },
         pairedRatio: median(pairs),
-        samples: s,
+        ...(peer
+          ? {
+              peer: {
+                jobsPerSecond: median(s.graphile.map((x) => x.opsPerSecond)),
+                processCpuUsPerJob: median(s.graphile.map((x) => x.processCpuUsPerOp)),
+                pairedRatio: median(s.service.map((x, i) => x.opsPerSecond / s.graphile[i]!.opsPerSecond)),
+                samples: s.graphile,
+              },
+            }
+          : {}),
+        samples: { ceiling: s.ceiling, service: s.service },
       };
       rows.push(row);
     }
@@ -430,24 +479,23 @@ export async function benchClaimSqlite(dir: string, config: ClaimConfig): Promis
   );
 }
 
-/** `freshUrl()` makes an empty database per backlog; the peer runs in the last one. */
+/** `freshUrl()` makes an empty database per backlog; graphile-worker's schema goes into it beside ours. */
 export async function benchClaimPostgres(
   freshUrl: () => Promise<string>,
   config: ClaimConfig,
 ): Promise<ClaimRow[]> {
-  let lastUrl = '';
-  const rows = await runDialect(
+  return runDialect(
     'postgres',
     async () => {
-      lastUrl = await freshUrl();
-      const admin = await PostgresDatabase.open({ url: lastUrl, poolSize: 2 }, true);
+      const url = await freshUrl();
+      const admin = await PostgresDatabase.open({ url, poolSize: 2 }, true);
       const ids = createIdGenerator();
       return {
         db: admin,
         harness: async (n) => {
           // Same pool size for both variants: one connection per puller.
-          const service = await PostgresDatabase.open({ url: lastUrl, poolSize: n }, false);
-          const pool = new Pool({ connectionString: lastUrl, max: n });
+          const service = await PostgresDatabase.open({ url, poolSize: n }, false);
+          const pool = new Pool({ connectionString: url, max: n });
           pool.on('error', () => undefined);
           return {
             ops: { ceiling: postgresCeiling(pool, ids), service: serviceOp(service, ids) },
@@ -457,35 +505,24 @@ export async function benchClaimPostgres(
             },
           };
         },
+        peer: async (backlog) => graphilePeer(await openGraphilePeer(url, { backlog, log: config.log })),
       };
     },
     config,
   );
-  if (config.peer) {
-    for (const backlog of config.backlogs) {
-      for (const row of rows.filter((r) => r.backlog === backlog)) {
-        // One worker alone must be able to hold warm-up + sample (capacity 1024), and the backlog must last.
-        const claims = Math.min(
-          config.claimsPerSample(backlog),
-          backlog - config.warmupClaims,
-          CAPACITY - config.warmupClaims,
-        );
-        const peer = await measureGraphilePeer(lastUrl, {
-          concurrency: row.concurrency,
-          backlog,
-          measureJobs: claims,
-          warmupJobs: config.warmupClaims,
-          log: config.log,
-        });
-        (row as { peer?: ClaimRow['peer'] }).peer = {
-          jobsPerSecond: peer.jobsPerSecond,
-          processCpuUsPerJob: peer.processCpuUsPerJob,
-        };
-        config.log(
-          `postgres B=${backlog} N=${row.concurrency} graphile-worker: ${peer.jobsPerSecond.toFixed(0)} jobs/s`,
-        );
-      }
-    }
-  }
-  return rows;
+}
+
+function graphilePeer(queue: GraphilePeerQueue): Peer {
+  return {
+    sample: async (n, claims, warmup) => {
+      const r = await queue.sample({ concurrency: n, measureJobs: claims, warmupJobs: warmup });
+      return {
+        claims: r.jobs,
+        seconds: r.seconds,
+        opsPerSecond: r.jobsPerSecond,
+        processCpuUsPerOp: r.processCpuUsPerJob,
+      };
+    },
+    close: () => queue.close(),
+  };
 }

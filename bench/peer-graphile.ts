@@ -47,6 +47,7 @@ const STALL_MS = 30_000;
  * `backlog` no-op jobs in one `graphile_worker.add_jobs` call, then runs a graphile-worker `run()`
  * with the given concurrency and measures how long it takes to complete `measureJobs` jobs after a
  * warm-up of `warmupJobs` jobs. Stops the runner cleanly and drops the graphile_worker schema.
+ * `openGraphilePeer` + one `sample` + `close`; kept for callers that want one figure per schema.
  *
  * Refuses to run if the database already has a `graphile_worker` schema (it would be dropped).
  * While it runs, `NO_LOG_SUCCESS=1` is set (as graphile's own perf test does) so graphile does not
@@ -57,35 +58,67 @@ export async function measureGraphilePeer(
   opts: GraphilePeerOptions,
 ): Promise<GraphilePeerResult> {
   const { concurrency, backlog, measureJobs, warmupJobs } = opts;
-  const log = opts.log ?? (() => undefined);
-  for (const [name, value, min] of [
-    ['concurrency', concurrency, 1],
-    ['backlog', backlog, 1],
-    ['measureJobs', measureJobs, 1],
-    ['warmupJobs', warmupJobs, 0],
-  ] as const) {
-    if (!Number.isInteger(value) || value < min)
-      throw new Error(`${name} must be an integer >= ${min}, got ${value}`);
-  }
+  checkInts({ concurrency, measureJobs, warmupJobs });
   if (backlog < warmupJobs + measureJobs)
     throw new Error(`backlog (${backlog}) must be >= warmupJobs + measureJobs (${warmupJobs + measureJobs})`);
+  const queue = await openGraphilePeer(url, { backlog, log: opts.log });
+  try {
+    return await queue.sample({ concurrency, measureJobs, warmupJobs });
+  } finally {
+    await queue.close();
+  }
+}
 
-  // Each worker holds a pool client only while it calls get_job or complete_job, but the worker pool
-  // also keeps one client checked out for good, for LISTEN "jobs:insert". So `concurrency` workers
-  // can all be in the database at once only with concurrency + 1 clients (graphile merely warns when
-  // max < concurrency). Never below pg's default of 10, which is graphile's default maxPoolSize.
-  // Our own pool (rather than `connectionString` + `maxPoolSize`, which builds the same pg.Pool) so
-  // that its end can be awaited: graphile ends a pool it created without waiting for it.
-  const poolSize = Math.max(concurrency + 1, 10);
-  const pgPool = new Pool({ connectionString: url, max: poolSize });
-  pgPool.on('error', () => undefined); // graphile adds its own handler; this one only covers our own use
+export interface GraphilePeerQueueOptions {
+  /** No-op jobs enqueued once, and topped back up to after every sample. */
+  readonly backlog: number;
+  readonly log?: (line: string) => void;
+  /**
+   * Connections of the pool used for the schema, the enqueueing and the top-ups (default 2). Each
+   * sample opens its own pool sized for its concurrency.
+   */
+  readonly connections?: number;
+}
+
+export type GraphilePeerSampleOptions = Pick<GraphilePeerOptions, 'concurrency' | 'measureJobs' | 'warmupJobs'>;
+
+/** A graphile-worker schema holding `backlog` no-op jobs, sampled again and again at any concurrency. */
+export interface GraphilePeerQueue {
+  readonly backlog: number;
+  /**
+   * One `run()` at `concurrency` from a queue of `backlog` jobs: the counted window is the
+   * `warmupJobs + 1`-th to the `warmupJobs + measureJobs`-th completion. After the runner has stopped,
+   * the queue is put back to `backlog` jobs (the completed count re-added in one `add_jobs` call, then
+   * a plain `VACUUM` of the jobs table, which reads only the pages the sample dirtied): neither is timed.
+   */
+  sample(opts: GraphilePeerSampleOptions): Promise<GraphilePeerResult>;
+  /** Drops the schema and ends the pool. */
+  close(): Promise<void>;
+}
+
+/**
+ * Installs graphile-worker's schema in the database at `url` (its own migrations), enqueues
+ * `backlog` no-op jobs in one `graphile_worker.add_jobs` call and `VACUUM (ANALYZE)`s the jobs table,
+ * so autovacuum finds nothing to do on it during a sample. Refuses a database that already has a
+ * `graphile_worker` schema (`close` drops it).
+ */
+export async function openGraphilePeer(url: string, opts: GraphilePeerQueueOptions): Promise<GraphilePeerQueue> {
+  const { backlog } = opts;
+  const log = opts.log ?? (() => undefined);
+  checkInts({ backlog });
+  const pgPool = new Pool({ connectionString: url, max: opts.connections ?? 2 });
+  pgPool.on('error', () => undefined);
   const connections = trackConnections(pgPool);
-
   const logger = quietLogger(log);
-  const previousNoLogSuccess = process.env.NO_LOG_SUCCESS;
-  process.env.NO_LOG_SUCCESS = '1';
-  let runner: Runner | undefined;
   let schemaCreated = false;
+  const close = async () => {
+    try {
+      if (schemaCreated) await pgPool.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+    } finally {
+      await pgPool.end();
+      await connections.closed();
+    }
+  };
   try {
     const { rows: existing } = await pgPool.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [SCHEMA]);
     if (existing.length > 0)
@@ -94,22 +127,75 @@ export async function measureGraphilePeer(
     let t = performance.now();
     await runMigrations({ pgPool, logger });
     log(`graphile-worker: migrations ${(performance.now() - t).toFixed(0)} ms`);
-
     t = performance.now();
-    const { rows } = await pgPool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM ${SCHEMA}.add_jobs(ARRAY(
-         SELECT ROW($1::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::${SCHEMA}.job_spec
-         FROM generate_series(1, $2::int)))`,
-      [TASK, backlog],
-    );
-    if (rows[0]?.n !== backlog) throw new Error(`add_jobs enqueued ${rows[0]?.n} jobs, expected ${backlog}`);
+    await enqueue(pgPool, backlog);
+    await pgPool.query(`VACUUM (ANALYZE) ${SCHEMA}._private_jobs`);
     log(
-      `graphile-worker: enqueued ${backlog} jobs in ${(performance.now() - t).toFixed(0)} ms (one add_jobs call)`,
+      `graphile-worker: enqueued ${backlog} jobs in ${(performance.now() - t).toFixed(0)} ms (one add_jobs call, then VACUUM ANALYZE)`,
     );
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return {
+    backlog,
+    sample: async (sampleOpts) => {
+      const { concurrency, measureJobs, warmupJobs } = sampleOpts;
+      checkInts({ concurrency, measureJobs, warmupJobs });
+      if (backlog < warmupJobs + measureJobs)
+        throw new Error(`backlog (${backlog}) must be >= warmupJobs + measureJobs (${warmupJobs + measureJobs})`);
+      const { result, completed } = await runSample(url, logger, { concurrency, backlog, measureJobs, warmupJobs });
+      // Back to `backlog` queued jobs: graphile deleted each completed one (and nothing else).
+      await enqueue(pgPool, completed);
+      await pgPool.query(`VACUUM ${SCHEMA}._private_jobs`);
+      return result;
+    },
+    close,
+  };
+}
 
-    const events: WorkerEvents = new EventEmitter();
-    const target = warmupJobs + measureJobs;
-    let completed = 0;
+function checkInts(values: Record<string, number>): void {
+  for (const [name, value] of Object.entries(values)) {
+    const min = name === 'warmupJobs' ? 0 : 1;
+    if (!Number.isInteger(value) || value < min)
+      throw new Error(`${name} must be an integer >= ${min}, got ${value}`);
+  }
+}
+
+async function enqueue(pgPool: Pool, jobs: number): Promise<void> {
+  if (jobs === 0) return;
+  const { rows } = await pgPool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM ${SCHEMA}.add_jobs(ARRAY(
+       SELECT ROW($1::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::${SCHEMA}.job_spec
+       FROM generate_series(1, $2::int)))`,
+    [TASK, jobs],
+  );
+  if (rows[0]?.n !== jobs) throw new Error(`add_jobs enqueued ${rows[0]?.n} jobs, expected ${jobs}`);
+}
+
+/** One runner on its own pool; `completed`: every job it completed, the ones after the window too. */
+async function runSample(
+  url: string,
+  logger: Logger,
+  opts: GraphilePeerOptions,
+): Promise<{ result: GraphilePeerResult; completed: number }> {
+  const { concurrency, backlog, measureJobs, warmupJobs } = opts;
+  // Each worker holds a pool client only while it calls get_job or complete_job, but the worker pool
+  // also keeps one client checked out for good, for LISTEN "jobs:insert". So `concurrency` workers
+  // can all be in the database at once only with concurrency + 1 clients (graphile merely warns when
+  // max < concurrency). Never below pg's default of 10, which is graphile's default maxPoolSize.
+  // Our own pool (rather than `connectionString` + `maxPoolSize`, which builds the same pg.Pool) so
+  // that its end can be awaited: graphile ends a pool it created without waiting for it.
+  const pgPool = new Pool({ connectionString: url, max: Math.max(concurrency + 1, 10) });
+  pgPool.on('error', () => undefined); // graphile adds its own handler; this one only covers our own use
+  const connections = trackConnections(pgPool);
+  const previousNoLogSuccess = process.env.NO_LOG_SUCCESS;
+  process.env.NO_LOG_SUCCESS = '1';
+  let runner: Runner | undefined;
+  const events: WorkerEvents = new EventEmitter();
+  const target = warmupJobs + measureJobs;
+  let completed = 0;
+  try {
     let lastProgress = performance.now();
     let windowStart = warmupJobs === 0 ? performance.now() : Number.NaN;
     let cpuStart = warmupJobs === 0 ? process.cpuUsage() : undefined;
@@ -159,7 +245,7 @@ export async function measureGraphilePeer(
       });
       ended.catch(() => undefined); // a rejection after the race is settled is reported by stop() below
       const { seconds, cpuUs } = await Promise.race([measured, ended]);
-      return {
+      const result = {
         concurrency,
         backlog,
         jobs: measureJobs,
@@ -167,22 +253,22 @@ export async function measureGraphilePeer(
         jobsPerSecond: measureJobs / seconds,
         processCpuUsPerJob: cpuUs / measureJobs,
       };
+      // Graceful: lets the jobs in flight finish (counted), then releases every worker and the LISTEN client.
+      const stopping = runner;
+      runner = undefined;
+      await stopping.stop();
+      return { result, completed };
     } finally {
       clearInterval(watchdog);
       measured.catch(() => undefined);
     }
   } finally {
-    // Graceful: lets the jobs in flight finish, then releases every worker and the LISTEN client.
     if (runner)
-      await runner.stop().catch((error: Error) => log(`graphile-worker: stop failed: ${error.message}`));
+      await runner.stop().catch((error: Error) => logger.error(`graphile-worker: stop failed: ${error.message}`));
     if (previousNoLogSuccess === undefined) delete process.env.NO_LOG_SUCCESS;
     else process.env.NO_LOG_SUCCESS = previousNoLogSuccess;
-    try {
-      if (schemaCreated) await pgPool.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-    } finally {
-      await pgPool.end();
-      await connections.closed();
-    }
+    await pgPool.end();
+    await connections.closed();
   }
 }
 
