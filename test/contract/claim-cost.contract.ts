@@ -23,6 +23,25 @@ const COST = {
 } as const;
 type CostCase = keyof typeof COST;
 
+/**
+ * SQLite (ADR 0025): rows the claim's statements hand back. The reservation and the queue page are
+ * read; the lease insert and the run's move read nothing back (before: 4 rows for a head claim, the
+ * lease's times and the run's event sequence returned by their writes).
+ */
+const SQLITE_ROWS: Record<CostCase, number> = {
+  'empty queue (idle)': 1,
+  'first claim: new capabilities, placement and revision': 4,
+  'the queue head (steady state)': 2,
+  'another session with the same capabilities: its first claim': 2,
+  'a new task whose placement is new to this replica': 3,
+  'the same placement again': 2,
+  'a released run (same attempt, next lease generation)': 3,
+  'inside an open hold, nobody better: first seen': 3,
+  'inside an open hold, nobody better: again': 2,
+  'a head the puller does not match, first seen': 2,
+  'the same head again': 2,
+};
+
 /** ADR 0016, part of the dispatch contract: what a claim costs in statements on each dialect. */
 export function describeClaimCost(suite: DispatchSuite): void {
   describe('claim cost', () => {
@@ -30,10 +49,12 @@ export function describeClaimCost(suite: DispatchSuite): void {
       const { f } = suite;
       const dialect = f.db.dialect;
       const measured: Partial<Record<CostCase, number>> = {};
+      const rows: Partial<Record<CostCase, number>> = {};
       const cost = async (name: CostCase, call: () => Promise<ClaimResult>) => {
-        const before = f.db.statements.value;
+        const [before, rowsBefore] = [f.db.statements.value, f.db.statements.rows];
         const result = await call();
         measured[name] = f.db.statements.value - before;
+        rows[name] = f.db.statements.rows - rowsBefore;
         return result;
       };
       // A capabilities document of its own, so every placement below is new to this replica for it.
@@ -78,6 +99,7 @@ export function describeClaimCost(suite: DispatchSuite): void {
         });
       const expected = Object.fromEntries(Object.entries(COST).map(([name, c]) => [name, c[dialect]]));
       expect(measured).toEqual(expected);
+      if (dialect === 'sqlite') expect(rows).toEqual(SQLITE_ROWS);
     });
   });
 }

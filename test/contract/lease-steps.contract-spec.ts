@@ -11,17 +11,31 @@ import { DispatchFixture, RUN_LEASE, SESSION_LEASE, newToken, offered } from './
 
 type Worker = Awaited<ReturnType<DispatchFixture['worker']>>;
 
-/** Statements `call` sent to `db` (BEGIN and COMMIT count), and its result. */
-async function counted<T>(db: SqlDatabase, call: () => Promise<T>): Promise<[number, T]> {
-  const before = db.statements.value;
+/** Statements `call` sent to `db` (BEGIN and COMMIT count), the rows they handed back (SQLite), its result. */
+async function counted<T>(db: SqlDatabase, call: () => Promise<T>): Promise<[number, number, T]> {
+  const [before, rowsBefore] = [db.statements.value, db.statements.rows];
   const result = await call();
-  return [db.statements.value - before, result];
+  return [db.statements.value - before, db.statements.rows - rowsBefore, result];
 }
+
+/**
+ * ADR 0025: an applied step on SQLite, in statements (BEGIN and COMMIT counted) and rows handed back.
+ * One read of the worker, lease, run and attempt; its writes read nothing back (before: four reads,
+ * and the attempt's, run's and lease's rows returned by their writes: 9 / 9 / 11 statements, 6 or 7 rows).
+ */
+const SQLITE_STEP_COST = {
+  renew: { statements: 1, rows: 1 },
+  starting: { statements: 6, rows: 1 },
+  running: { statements: 6, rows: 1 },
+  start_failure: { statements: 8, rows: 1 },
+  completion: { statements: 8, rows: 1 },
+};
 
 /** A dialect's fixture, activation repository and the statements each step cost. */
 class Steps {
   readonly acts: SqlActivationRepository;
   readonly costs: Record<string, number[]> = {};
+  readonly rowsBack: Record<string, number[]> = {};
   private n = 0;
 
   constructor(
@@ -32,8 +46,9 @@ class Steps {
   }
 
   private async step<T>(name: string, call: () => Promise<T>): Promise<T> {
-    const [cost, result] = await counted(this.f.db, call);
+    const [cost, rows, result] = await counted(this.f.db, call);
     (this.costs[name] ??= []).push(cost);
+    (this.rowsBack[name] ??= []).push(rows);
     return result;
   }
 
@@ -302,8 +317,18 @@ describe('lease steps in one statement on PostgreSQL (ADR 0017)', () => {
     const pg = steps.postgres!.costs;
     expect(Object.keys(pg).sort()).toEqual(['completion', 'renew', 'running', 'start_failure', 'starting']);
     for (const [step, costs] of Object.entries(pg)) expect({ step, costs }).toEqual({ step, costs: costs.map(() => 1) });
-    // SQLite's renew is one statement too; its other steps keep their transaction.
-    expect(new Set(steps.sqlite!.costs.renew)).toEqual(new Set([1]));
+    // SQLite: renew is one statement too; the other steps keep a transaction, lean (ADR 0025).
+    const sqlite = steps.sqlite!;
+    const seen = Object.fromEntries(
+      Object.keys(sqlite.costs).map((step) => [
+        step,
+        { statements: [...new Set(sqlite.costs[step])], rows: [...new Set(sqlite.rowsBack[step])] },
+      ]),
+    );
+    const expected = Object.fromEntries(
+      Object.entries(SQLITE_STEP_COST).map(([step, c]) => [step, { statements: [c.statements], rows: [c.rows] }]),
+    );
+    expect(seen).toEqual(expected);
   });
 
   it.each(Object.keys(REFUSALS))('refused as on SQLite, writing nothing: %s', async (name) => {

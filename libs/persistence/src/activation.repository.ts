@@ -29,6 +29,7 @@ import {
   LEASE_COLUMNS,
   LeaseRow,
   StoredLease,
+  assertSessionFence,
   endLease,
   leaseIdentityViolation,
   reportedVersion,
@@ -45,6 +46,8 @@ import {
   AttemptRow,
   AttemptSet,
   EventInput,
+  Known,
+  RUN_COLUMNS,
   RunRow,
   appendRunEvent,
   toAttempt,
@@ -53,7 +56,8 @@ import {
   transitionRun,
   cancelIntentsSql,
 } from './run-sql';
-import { SqlDatabase, SqlExecutor, SqlTransaction, readNow, toInt, toMsOrNull } from './sql-executor';
+import { SqlDatabase, SqlExecutor, SqlTransaction, readNow, toInt, toMs, toMsOrNull } from './sql-executor';
+import { SESSION_COLUMNS } from './worker-session.repository';
 import { readRevision } from './task.repository';
 
 interface ActivationRow extends AttemptRow {
@@ -88,6 +92,36 @@ interface Held {
   run: RunRecord;
   attempt: Attempt;
   now: number;
+  /** SQLite: the rows as read, so the step's writes need no RETURNING (ADR 0025). */
+  known?: { run: RunRow; attempt: ActivationRow };
+}
+
+const prefixed = (alias: string, columns: string) =>
+  columns
+    .split(',')
+    .map((c) => `${alias}.${c.trim()} AS ${alias}_${c.trim()}`)
+    .join(', ');
+
+/**
+ * SQLite (ADR 0025): the worker row, the lease, its run and its attempt in one statement. Under BEGIN
+ * IMMEDIATE this connection is the only writer, so one read sees what the four reads of the lock
+ * order would see; the checks then run in that order on what it returned.
+ */
+const HELD_IN_ONE = `SELECT ${prefixed('w', `${SESSION_COLUMNS}, disabled`)}, ${prefixed('l', LEASE_COLUMNS)},
+    ${prefixed('r', RUN_COLUMNS)}, ${prefixed('a', ACTIVATION_COLUMNS)}, {now} AS now
+  FROM (SELECT 1) AS one
+    LEFT JOIN workers w ON w.worker_id = :workerId
+    LEFT JOIN run_leases l ON l.offer_id = :offerId
+    LEFT JOIN runs r ON r.id = l.run_id
+    LEFT JOIN attempts a ON a.id = l.attempt_id`;
+
+/** The columns of one table from a HELD_IN_ONE row, or undefined when its join found nothing. */
+function part<T>(row: Record<string, unknown>, alias: string, key: string): T | undefined {
+  if (row[`${alias}_${key}`] === null) return undefined;
+  const out: Record<string, unknown> = {};
+  const prefix = `${alias}_`;
+  for (const [k, v] of Object.entries(row)) if (k.startsWith(prefix)) out[k.slice(prefix.length)] = v;
+  return out as T;
 }
 
 const LATE = 'attempt.late_callback_ignored';
@@ -165,6 +199,7 @@ export class SqlActivationRepository implements ActivationRepository {
     command: LeaseFenceCommand,
     successor: 'successor_allowed' | 'holder_only' = 'holder_only',
   ): Promise<Held> {
+    if (this.db.dialect === 'sqlite') return this.holdInOne(tx, command, successor);
     const { lease, now } = await readFencedLease(tx, command, '{forUpdate}');
     const identity = leaseIdentityViolation(lease, command, successor);
     if (identity || !lease) throw new FencedError('lease', identity ?? 'lease_not_found');
@@ -173,6 +208,31 @@ export class SqlActivationRepository implements ActivationRepository {
     // An earlier lease of an attempt that was claimed again: its token is fenced for ever (R-LSE-5).
     if (attempt.leaseGeneration !== lease.leaseGeneration) throw new FencedError('lease', 'lease_not_active');
     return { lease, run, attempt, now };
+  }
+
+  /** `hold` on SQLite: one read, the same checks in the same order (session, lease, run, attempt). */
+  private async holdInOne(
+    tx: SqlExecutor,
+    command: LeaseFenceCommand,
+    successor: 'successor_allowed' | 'holder_only',
+  ): Promise<Held> {
+    const row = (await tx.one<Record<string, unknown>>(HELD_IN_ONE, {
+      workerId: command.workerId,
+      offerId: command.offerId,
+    }))!;
+    const now = toMs(row.now);
+    assertSessionFence(part(row, 'w', 'worker_id'), command, now);
+    const leaseRow = part<LeaseRow>(row, 'l', 'offer_id');
+    const lease = leaseRow ? toLease(leaseRow) : null;
+    const identity = leaseIdentityViolation(lease, command, successor);
+    if (identity || !lease) throw new FencedError('lease', identity ?? 'lease_not_found');
+    const runRow = part<RunRow>(row, 'r', 'id');
+    if (!runRow) throw new IllegalStateError(`run ${lease.runId} of a lease is missing`);
+    const attemptRow = part<ActivationRow>(row, 'a', 'id');
+    if (!attemptRow) throw new IllegalStateError(`attempt ${lease.attemptId} of a lease is missing`);
+    const attempt = toActivation(attemptRow);
+    if (attempt.leaseGeneration !== lease.leaseGeneration) throw new FencedError('lease', 'lease_not_active');
+    return { lease, run: toRun(runRow), attempt, now, known: { run: runRow, attempt: attemptRow } };
   }
 
   private async attempt(tx: SqlExecutor, id: string): Promise<Attempt> {
@@ -185,10 +245,12 @@ export class SqlActivationRepository implements ActivationRepository {
 
   private async apply(
     tx: SqlTransaction,
-    { lease, run, attempt, now }: Held,
+    held: Held,
     payload: StepPayload,
     digest: string,
   ): Promise<ActivationResult> {
+    const { lease, run, attempt, now, known } = held;
+    const knownRun = known && { row: known.run, now };
     const event = (type: EventInput['type'], detail?: EventInput['detail']): EventInput => ({
       type,
       attemptId: attempt.id,
@@ -198,25 +260,35 @@ export class SqlActivationRepository implements ActivationRepository {
       case 'starting': {
         const revision = await readRevision(tx, run.taskId, run.revision);
         if (!revision) throw new IllegalStateError(`run ${run.id} pins a missing revision`);
-        const moved = await this.moveAttempt(tx, attempt, 'starting', {
-          startedAt: true,
-          deadlineMs: revision.spec.timeoutMs,
-          ackStarting: digest,
-        });
-        const runRow = await mustMove(tx, run, run.status, [
-          event('attempt.starting', { timeoutMs: revision.spec.timeoutMs }),
-        ]);
+        const moved = await this.moveAttempt(
+          tx,
+          held,
+          'starting',
+          { startedAt: true, deadlineMs: revision.spec.timeoutMs, ackStarting: digest },
+        );
+        const runRow = await mustMove(
+          tx,
+          run,
+          run.status,
+          [event('attempt.starting', { timeoutMs: revision.spec.timeoutMs })],
+          {},
+          knownRun,
+        );
         return answer('applied', lease, toRun(runRow), moved);
       }
       case 'running': {
-        const moved = await this.moveAttempt(tx, attempt, 'running', {
+        const moved = await this.moveAttempt(tx, held, 'running', {
           executorHandle: payload.executorHandle,
           ackRunning: digest,
         });
-        const runRow = await mustMove(tx, run, 'running', [
-          event('attempt.running'),
-          { type: 'run.running' },
-        ]);
+        const runRow = await mustMove(
+          tx,
+          run,
+          'running',
+          [event('attempt.running'), { type: 'run.running' }],
+          {},
+          knownRun,
+        );
         return answer('applied', lease, toRun(runRow), moved);
       }
       case 'start_failure': {
@@ -225,14 +297,12 @@ export class SqlActivationRepository implements ActivationRepository {
           deadlinePassed: attempt.deadlineAt !== null && attempt.deadlineAt <= now,
         });
         const set = { errorCode: payload.errorCode, ackFinal: digest };
-        return this.finish(tx, { lease, run, attempt, now }, status, set, 'completed', [], {
-          errorCode: payload.errorCode,
-        });
+        return this.finish(tx, held, status, set, 'completed', [], { errorCode: payload.errorCode });
       }
       case 'completion': {
         const status = completionStatus(payload.outcome, run.cancelRequested);
         const set = { exitCode: payload.exitCode, errorSummary: payload.errorSummary, ackFinal: digest };
-        return this.finish(tx, { lease, run, attempt, now }, status, set, 'completed', [], {
+        return this.finish(tx, held, status, set, 'completed', [], {
           reported: payload.outcome,
           exitCode: payload.exitCode,
         });
@@ -246,15 +316,17 @@ export class SqlActivationRepository implements ActivationRepository {
    */
   private async finish(
     tx: SqlExecutor,
-    { lease, run, attempt }: Held,
+    held: Held,
     status: Extract<AttemptStatus, 'failed' | 'cancelled' | 'timed_out' | 'succeeded'>,
     set: AttemptSet,
     leaseState: Exclude<LeaseState, 'active'>,
     before: EventInput[],
     detail: Record<string, string | number | null>,
   ): Promise<ActivationResult> {
-    const ended = await endLease(tx, lease, leaseState);
-    const moved = await this.moveAttempt(tx, attempt, status, set);
+    const { lease, run, attempt, known, now } = held;
+    const knownRun = known && { row: known.run, now };
+    const ended = await endLease(tx, lease, leaseState, known && now);
+    const moved = await this.moveAttempt(tx, held, status, set);
     const revision = await readRevision(tx, run.taskId, run.revision);
     const next = decideRunAfterAttempt({
       end: status,
@@ -280,17 +352,22 @@ export class SqlActivationRepository implements ActivationRepository {
               },
             ],
             { retryAfterMs: next.backoffMs },
+            knownRun,
           )
-        : await mustMove(tx, run, next.runStatus, [
-            ...events,
-            { type: 'run.finished', detail: { status: next.runStatus } },
-          ]);
+        : await mustMove(
+            tx,
+            run,
+            next.runStatus,
+            [...events, { type: 'run.finished', detail: { status: next.runStatus } }],
+            {},
+            knownRun,
+          );
     return answer('applied', ended, toRun(runRow), moved);
   }
 
   private async moveAttempt(
     tx: SqlExecutor,
-    attempt: Attempt,
+    { attempt, known, now }: Held,
     to: AttemptStatus,
     set: AttemptSet,
   ): Promise<Attempt> {
@@ -300,6 +377,7 @@ export class SqlActivationRepository implements ActivationRepository {
       to,
       { ...set, callback: true },
       ACTIVATION_COLUMNS,
+      known && { row: known.attempt, now },
     );
     return toActivation(row);
   }
@@ -382,8 +460,9 @@ async function mustMove(
   to: RunRecord['status'],
   events: EventInput[],
   set: Parameters<typeof transitionRun>[4] = {},
+  known?: Known<RunRow>,
 ): Promise<RunRow> {
-  const row = await transitionRun(tx, run, to, events, set);
+  const row = await transitionRun(tx, run, to, events, set, known);
   if (!row) throw new IllegalStateError(`run ${run.id} moved under its row lock`);
   return row;
 }

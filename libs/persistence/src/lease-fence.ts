@@ -183,19 +183,25 @@ export async function endLease(
   tx: SqlExecutor,
   lease: LeaseRecord,
   state: Exclude<LeaseState, 'active'>,
+  knownNow?: number,
 ): Promise<LeaseRecord> {
-  const row = await tx.one<LeaseRow>(
-    `UPDATE run_leases SET state = :state, version = version + 1, expires_at = {now}, ended_at = {now}
-     WHERE offer_id = :offerId AND version = :v AND state = 'active'
-     RETURNING ${LEASE_COLUMNS}`,
-    { state, offerId: lease.offerId, v: lease.version },
-  );
-  if (!row) throw new IllegalStateError(`lease ${lease.offerId} moved under its lock`);
+  const sql = `UPDATE run_leases SET state = :state, version = version + 1, expires_at = {now}, ended_at = {now}
+     WHERE offer_id = :offerId AND version = :v AND state = 'active'`;
+  const params = { state, offerId: lease.offerId, v: lease.version };
+  let ended: LeaseRecord | undefined;
+  if (knownNow === undefined) {
+    const row = await tx.one<LeaseRow>(`${sql} RETURNING ${LEASE_COLUMNS}`, params);
+    ended = row && stripDigest(toLease(row));
+  } else if ((await tx.run(sql, { ...params, now: knownNow })) === 1) {
+    // SQLite, the lease read in this transaction (ADR 0025): what the UPDATE wrote is known.
+    ended = stripDigest({ ...lease, state, version: lease.version + 1, expiresAt: knownNow });
+  }
+  if (!ended) throw new IllegalStateError(`lease ${lease.offerId} moved under its lock`);
   await tx.run(
     `UPDATE workers SET active_leases = active_leases - 1 WHERE worker_id = :workerId AND session_id = :sessionId`,
     { workerId: lease.workerId, sessionId: lease.sessionId },
   );
-  return stripDigest(toLease(row));
+  return ended;
 }
 
 export function leaseParams(command: LeaseClaimant) {

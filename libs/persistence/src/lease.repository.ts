@@ -79,8 +79,8 @@ const WORKER_STATE = `SELECT worker_id, session_id, generation, version, status,
     max_concurrent_runs, available_slots, registration_digest, active_leases, {now} AS now
   FROM workers WHERE worker_id = :workerId`;
 
-const QUEUE_COLUMNS = `id, version, placement_json, priority, queue_order, attempt_count, current_attempt_id,
-  task_id, revision, spec_digest`;
+const QUEUE_COLUMNS = `id, version, event_seq, placement_json, priority, queue_order, attempt_count,
+  current_attempt_id, task_id, revision, spec_digest`;
 const QUEUE_PAGE = `SELECT ${QUEUE_COLUMNS} FROM runs WHERE status = 'queued'`;
 const QUEUE_KEYSET = `AND (priority < :p OR (priority = :p AND (queue_order > :q OR (queue_order = :q AND id > :id))))`;
 const QUEUE_ORDER = `ORDER BY priority DESC, queue_order, id LIMIT :page`;
@@ -107,6 +107,7 @@ class NotClaimed {
 interface QueueRow {
   id: string;
   version: number | string;
+  event_seq: number | string;
   placement_json: string;
   priority: number;
   queue_order: number | string;
@@ -189,7 +190,12 @@ export class SqlLeaseRepository implements LeaseRepository {
         const free = holds.size === 0 ? matching : matching.filter((r) => !holds.has(r.id));
         held += matching.length - free.length;
         if (free.length > 0) {
-          const offer = await this.claimOne(tx, command, last ? await this.pick(tx, free) : free[0]);
+          const offer = await this.claimOne(
+            tx,
+            command,
+            last ? await this.pick(tx, free) : free[0],
+            slot.now,
+          );
           if (offer) return { kind: 'offered', replayed: false, offer };
         }
       }
@@ -256,6 +262,7 @@ export class SqlLeaseRepository implements LeaseRepository {
     tx: SqlTransaction,
     command: ClaimCommand,
     picked: QueueRow | undefined,
+    now: number | string,
   ): Promise<ClaimedOffer | null> {
     if (!picked) return null;
     const run = {
@@ -305,25 +312,33 @@ export class SqlLeaseRepository implements LeaseRepository {
         },
       );
     }
-    const leaseRow = await tx.one<{ expires_at: number | Date; claimed_at: number | Date }>(
-      `INSERT INTO run_leases (attempt_id, lease_generation, offer_id, run_id, worker_id, session_id,
+    const leaseSql = `INSERT INTO run_leases (attempt_id, lease_generation, offer_id, run_id, worker_id, session_id,
          session_generation, version, token_digest, state, expires_at, claimed_at)
        VALUES (:attemptId, :leaseGeneration, :offerId, :runId, :workerId, :sessionId, :sessionGeneration, 0,
          :digest, 'active', {now + :leaseMs}, {now})
-       ON CONFLICT (offer_id) DO NOTHING
-       RETURNING expires_at, claimed_at`,
-      {
-        attemptId: attempt.id,
-        leaseGeneration: attempt.leaseGeneration,
-        offerId: command.offerId,
-        runId: run.id,
-        workerId: command.workerId,
-        sessionId: command.sessionId,
-        sessionGeneration: command.fence.generation,
-        digest: command.tokenDigest,
-        leaseMs: command.leaseMs,
-      },
-    );
+       ON CONFLICT (offer_id) DO NOTHING`;
+    const leaseParams = {
+      attemptId: attempt.id,
+      leaseGeneration: attempt.leaseGeneration,
+      offerId: command.offerId,
+      runId: run.id,
+      workerId: command.workerId,
+      sessionId: command.sessionId,
+      sessionGeneration: command.fence.generation,
+      digest: command.tokenDigest,
+      leaseMs: command.leaseMs,
+    };
+    // SQLite (ADR 0025): the only writer, at the time the reservation read, knows what it writes.
+    const known = this.db.dialect === 'sqlite' ? toInt(now) : undefined;
+    const leaseRow =
+      known === undefined
+        ? await tx.one<{ expires_at: number | Date; claimed_at: number | Date }>(
+            `${leaseSql} RETURNING expires_at, claimed_at`,
+            leaseParams,
+          )
+        : (await tx.run(leaseSql, { ...leaseParams, now: known })) === 1
+          ? { expires_at: known + command.leaseMs, claimed_at: known }
+          : undefined;
     // The offer id is known already: a replay (or a conflict) is answered from the durable lease.
     if (!leaseRow) throw new NotClaimed('explain');
     const moved = await moveRunQuietly(
@@ -343,6 +358,7 @@ export class SqlLeaseRepository implements LeaseRepository {
         },
       ],
       { currentAttemptId: attempt.id, attemptCount: attempt.attemptNo },
+      known === undefined ? undefined : { row: { event_seq: picked.event_seq }, now: known },
     );
     if (!moved) throw new IllegalStateError(`run ${run.id} moved under its row lock`);
     const claimed = {

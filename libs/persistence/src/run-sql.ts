@@ -131,19 +131,32 @@ export async function transitionRun(
   to: RunStatus,
   events: readonly EventInput[],
   set: RunSet = {},
+  known?: Known<RunRow>,
 ): Promise<RunRow | null> {
-  return moveRun<RunRow>(tx, run, to, events, set, RUN_COLUMNS);
+  return moveRun<RunRow>(tx, run, to, events, set, RUN_COLUMNS, known);
 }
 
-/** `transitionRun` for callers that need only to know it happened: returns the new event sequence. */
+/**
+ * The row as it stood when this transaction read it, and that read's time: on SQLite, under BEGIN
+ * IMMEDIATE (the only writer), what a compare-and-set writes is then known, so it runs without
+ * RETURNING at that time and the new row is computed from the old one (ADR 0025). PostgreSQL never
+ * passes it: its statements read their own clock.
+ */
+export interface Known<T> {
+  readonly row: T;
+  readonly now: number;
+}
+
+/** `transitionRun` for callers that need only to know it happened. */
 export async function moveRunQuietly(
   tx: SqlExecutor,
   run: { readonly id: string; readonly version: number; readonly status: RunStatus },
   to: RunStatus,
   events: readonly EventInput[],
   set: RunSet = {},
+  known?: Known<Pick<RunRow, 'event_seq'>>,
 ): Promise<boolean> {
-  return (await moveRun<{ event_seq: number }>(tx, run, to, events, set, 'event_seq')) !== null;
+  return (await moveRun<Pick<RunRow, 'event_seq'>>(tx, run, to, events, set, 'event_seq', known)) !== null;
 }
 
 async function moveRun<T extends { event_seq: number | string }>(
@@ -153,11 +166,13 @@ async function moveRun<T extends { event_seq: number | string }>(
   events: readonly EventInput[],
   set: RunSet,
   returning: string,
+  known?: Known<T>,
 ): Promise<T | null> {
   if (to !== run.status) assertRunTransition(run.status, to);
   const keys = (Object.keys(set) as (keyof typeof RUN_SETS)[]).sort();
   const fragments: string[] = keys.map((k) => RUN_SETS[k]);
-  if (TERMINAL_RUN.has(to) && to !== run.status) fragments.push('finished_at = {now}');
+  const finishes = TERMINAL_RUN.has(to) && to !== run.status;
+  if (finishes) fragments.push('finished_at = {now}');
   const params: Record<string, string | number | boolean | null> = {
     id: run.id,
     version: run.version,
@@ -165,15 +180,40 @@ async function moveRun<T extends { event_seq: number | string }>(
     n: events.length,
   };
   for (const k of keys) if (k !== 'requeue') params[k] = set[k] ?? null;
-  const row = await tx.one<T>(
-    `UPDATE runs SET status = :to, version = version + 1, event_seq = event_seq + :n, updated_at = {now}
+  const sql = `UPDATE runs SET status = :to, version = version + 1, event_seq = event_seq + :n, updated_at = {now}
        ${fragments.map((f) => `, ${f}`).join('')}
-     WHERE id = :id AND version = :version RETURNING ${returning}`,
-    params,
-  );
-  if (!row) return null;
-  await appendEvents(tx, run.id, toInt(row.event_seq) - events.length + 1, events);
+     WHERE id = :id AND version = :version`;
+  let row: T | undefined;
+  if (known) {
+    if ((await tx.run(sql, { ...params, now: known.now })) !== 1) return null;
+    row = movedRun(known, to, events.length, set, finishes);
+  } else {
+    row = await tx.one<T>(`${sql} RETURNING ${returning}`, params);
+    if (!row) return null;
+  }
+  await appendEvents(tx, run.id, toInt(row.event_seq) - events.length + 1, events, known?.now);
   return row;
+}
+
+/** What `moveRun`'s UPDATE wrote, from the row it started from: keep in step with RUN_SETS. */
+function movedRun<T extends { event_seq: number | string }>(
+  { row, now }: Known<T>,
+  to: RunStatus,
+  n: number,
+  set: RunSet,
+  finishes: boolean,
+): T {
+  const next: Record<string, unknown> = { ...row, event_seq: toInt(row.event_seq) + n };
+  if (!('status' in row)) return next as T; // only the sequence was read back
+  const old = row as unknown as RunRow;
+  Object.assign(next, { status: to, version: toInt(old.version) + 1, updated_at: now });
+  if ('currentAttemptId' in set) next.current_attempt_id = set.currentAttemptId;
+  if ('attemptCount' in set) next.attempt_count = set.attemptCount;
+  if ('cancelRequested' in set) next.cancel_requested = set.cancelRequested;
+  if ('retryAfterMs' in set) next.next_attempt_at = plus(now, set.retryAfterMs);
+  if ('requeue' in set) Object.assign(next, { queue_order: now, next_attempt_at: null });
+  if (finishes) next.finished_at = now;
+  return next as T;
 }
 
 /** Columns an attempt transition may also set (activation, completion, deadline); fixed fragments. */
@@ -198,6 +238,7 @@ export async function transitionAttempt<T = AttemptRow>(
   to: AttemptStatus,
   set: AttemptSet = {},
   returning: string = ATTEMPT_COLUMNS,
+  known?: Known<T>,
 ): Promise<T> {
   assertAttemptTransition(attempt.status, to);
   const terminal = to !== 'starting' && to !== 'running';
@@ -208,15 +249,47 @@ export async function transitionAttempt<T = AttemptRow>(
     to,
   };
   for (const k of keys) if (k !== 'startedAt' && k !== 'callback') params[k] = set[k] ?? null;
-  const row = await tx.one<T>(
-    `UPDATE attempts SET status = :to, version = version + 1, updated_at = {now}
+  const sql = `UPDATE attempts SET status = :to, version = version + 1, updated_at = {now}
        ${terminal ? ', finished_at = {now}' : ''}${keys.map((k) => `, ${ATTEMPT_SETS[k]}`).join('')}
-     WHERE id = :id AND version = :version RETURNING ${returning}`,
-    params,
-  );
+     WHERE id = :id AND version = :version`;
+  const row = known
+    ? (await tx.run(sql, { ...params, now: known.now })) === 1
+      ? movedAttempt(known, to, set, terminal)
+      : undefined
+    : await tx.one<T>(`${sql} RETURNING ${returning}`, params);
   // Attempts change only under their run's row lock, so a miss is a bug, not a race.
   if (!row) throw new IllegalStateError(`attempt ${attempt.id} moved under its run's lock`);
   return row;
+}
+
+/** The attempt columns ATTEMPT_SETS writes, by key; `startedAt`, `deadlineMs` and `callback` are computed. */
+const ATTEMPT_SET_COLUMNS = {
+  executorHandle: 'executor_handle',
+  errorCode: 'error_code',
+  exitCode: 'exit_code',
+  errorSummary: 'error_summary',
+  ackStarting: 'ack_starting',
+  ackRunning: 'ack_running',
+  ackFinal: 'ack_final',
+} as const;
+
+/** `{now + :ms}` as SQL computes it: NULL stays NULL. */
+function plus(now: number, ms: string | number | boolean | null | undefined): number | null {
+  return ms === null || ms === undefined ? null : now + Number(ms);
+}
+
+/** What `transitionAttempt`'s UPDATE wrote, from the row it started from: keep in step with ATTEMPT_SETS. */
+function movedAttempt<T>({ row, now }: Known<T>, to: AttemptStatus, set: AttemptSet, terminal: boolean): T {
+  const old = row as unknown as AttemptRow & { callback_seq?: number | string };
+  const next: Record<string, unknown> = { ...old, status: to, version: toInt(old.version) + 1, updated_at: now };
+  if (terminal) next.finished_at = now;
+  for (const key of Object.keys(set) as (keyof AttemptSet)[]) {
+    if (key === 'startedAt') next.started_at = now;
+    else if (key === 'deadlineMs') next.deadline_at = plus(now, set.deadlineMs);
+    else if (key === 'callback') next.callback_seq = toInt(old.callback_seq) + 1;
+    else next[ATTEMPT_SET_COLUMNS[key]] = set[key] ?? null;
+  }
+  return next as T;
 }
 
 /** An event that records without a transition (a late callback): the run's sequence moves, nothing else. */
@@ -234,9 +307,11 @@ export async function appendEvents(
   runId: string,
   firstSeq: number,
   events: readonly EventInput[],
+  now?: number,
 ): Promise<void> {
   if (events.length === 0) return;
   const params: Record<string, string | number | null> = { runId };
+  if (now !== undefined) params.now = now;
   const values = events.map((e, i) => {
     params[`s${i}`] = firstSeq + i;
     params[`t${i}`] = e.type;

@@ -42,14 +42,26 @@ export interface SqlTransaction extends SqlExecutor {
   lock(key: string): Promise<void>;
 }
 
-/** Counts statements sent to the database, so tests can prove a request made none. */
+/**
+ * Counts statements sent to the database, so tests can prove a request made none; on SQLite also the
+ * rows statements handed back (a write's RETURNING rows are buffered by better-sqlite3 first), so tests
+ * can prove a path reads back only what it needs (ADR 0025).
+ */
 export class StatementCounter {
   private count = 0;
+  private returned = 0;
   add(n = 1): void {
     this.count += n;
   }
+  addRows(n: number): void {
+    this.returned += n;
+  }
   get value(): number {
     return this.count;
+  }
+  /** Rows handed back so far (SQLite only; PostgreSQL leaves it at 0). */
+  get rows(): number {
+    return this.returned;
   }
 }
 

@@ -66,7 +66,7 @@ const COLUMNS = `worker_id, disabled, session_id, generation, version, status, l
   software_version, protocol_version, registered_at, last_seen_at`;
 
 /** What a session call answers with: never the capabilities document (up to 16 KiB) on the hot path. */
-const SESSION_COLUMNS = `worker_id, session_id, generation, version, status, lease_expires_at,
+export const SESSION_COLUMNS = `worker_id, session_id, generation, version, status, lease_expires_at,
   max_concurrent_runs, available_slots, registration_digest`;
 
 /** The compare-and-set every fenced session call shares (R-REG-5); keep it equal to `fenceViolation`. */

@@ -128,10 +128,10 @@ export class SqliteDatabase implements SqlDatabase {
   }
 
   one<T>(sql: string, params?: SqlParams): Promise<T | undefined> {
-    return this.single(() => this.exec(sql, params, firstRow) as T | undefined);
+    return this.single(() => this.exec(sql, params, this.firstRow) as T | undefined);
   }
   many<T>(sql: string, params?: SqlParams): Promise<T[]> {
-    return this.single(() => this.exec(sql, params, (s, a) => s.all(a) as T[]));
+    return this.single(() => this.exec(sql, params, this.allRows) as T[]);
   }
   run(sql: string, params?: SqlParams): Promise<number> {
     return this.single(() => this.exec(sql, params, (s, a) => s.run(a).changes));
@@ -143,8 +143,8 @@ export class SqliteDatabase implements SqlDatabase {
       await this.withBusyRetry(() => this.native.exec('BEGIN IMMEDIATE'));
       this.statements.add();
       const tx: SqlTransaction = {
-        one: async (sql, params) => this.exec(sql, params, firstRow) as never,
-        many: async (sql, params) => this.exec(sql, params, (s, a) => s.all(a) as never),
+        one: async (sql, params) => this.exec(sql, params, this.firstRow) as never,
+        many: async (sql, params) => this.exec(sql, params, this.allRows) as never,
         run: async (sql, params) => this.exec(sql, params, (s, a) => s.run(a).changes),
         lock: async () => undefined,
       };
@@ -193,6 +193,20 @@ export class SqliteDatabase implements SqlDatabase {
     this.statements.add();
     return call(prepared.statement, args);
   }
+
+  /**
+   * Runs the statement to completion and returns its first row. Not `.get()`: a write stepped only to
+   * its first row (UPDATE … RETURNING) commits in sqlite3_reset, where SQLite skips the WAL hook, so the
+   * auto-checkpoint would never run and a heartbeat-only workload would grow the WAL without bound.
+   */
+  private readonly firstRow = (statement: BetterSqlite3.Statement, args: Record<string, unknown>): unknown =>
+    this.allRows(statement, args)[0];
+
+  private readonly allRows = (statement: BetterSqlite3.Statement, args: Record<string, unknown>): unknown[] => {
+    const rows = statement.all(args) as unknown[];
+    this.statements.addRows(rows.length);
+    return rows;
+  };
 
   /** One autocommit statement; runs at once when no transaction holds the connection. */
   private async single<T>(fn: () => T): Promise<T> {
@@ -248,14 +262,6 @@ export class SqliteDatabase implements SqlDatabase {
   }
 }
 
-/**
- * Runs the statement to completion and returns its first row. Not `.get()`: a write stepped only to
- * its first row (UPDATE … RETURNING) commits in sqlite3_reset, where SQLite skips the WAL hook, so the
- * auto-checkpoint would never run and a heartbeat-only workload would grow the WAL without bound.
- */
-function firstRow(statement: BetterSqlite3.Statement, args: Record<string, unknown>): unknown {
-  return (statement.all(args) as unknown[])[0];
-}
 
 function isBusy(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code;
