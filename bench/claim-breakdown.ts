@@ -4,12 +4,13 @@
  * reset to the same backlog before each sample (as in bench/claim.ts):
  *   ceiling     the bare claim transaction (bench/claim.ts)
  *   sameSql     the repository's own claim statements, copied from libs/persistence/src/lease.repository.ts
- *               and run-sql.ts at the time of writing (named parameters, same RETURNING lists), issued raw
- *               through better-sqlite3 on the adapter's connection: what the SQL costs without the TypeScript
+ *               and run-sql.ts at the time of writing (named parameters; since ADR 0025 only the slot
+ *               reservation has a RETURNING list on SQLite), issued raw through better-sqlite3 on the
+ *               adapter's connection: what the SQL costs without the TypeScript
  *   repository  SqlLeaseRepository.claim
  *   service     LeasesService.offers (adds the body parse, token digest, offer projection)
- *   sameSqlNoReturning (QL_BREAKDOWN_NO_RETURNING=1) the same statements without their RETURNING lists:
- *               what the three RETURNING writes cost (SQLite buffers their rows in an ephemeral table)
+ *   sameSqlReturning (QL_BREAKDOWN_RETURNING=1) the same statements with the lease insert and the run's
+ *               move returning their rows, as before ADR 0025 (SQLite buffers a write's RETURNING rows)
  * Environment: QL_BREAKDOWN_BACKLOG (default 3000), QL_BREAKDOWN_CLAIMS (900), QL_BREAKDOWN_ROUNDS (5).
  * If the repository's statements change, update `sameSql` with them.
  */
@@ -33,14 +34,14 @@ import {
 } from './claim';
 import { envNumber, median } from './lib/measure';
 
-function sameSqlOp(db: SqliteDatabase, ids: IdGenerator, returning = true): ClaimOp {
+function sameSqlOp(db: SqliteDatabase, ids: IdGenerator, returning = false): ClaimOp {
   const raw = db.native;
   const reserve = raw.prepare(`UPDATE workers SET active_leases = active_leases + 1
     WHERE worker_id = :workerId AND session_id = :sessionId AND generation = :generation
       AND version = :expectedVersion AND disabled = 0 AND status <> 'offline' AND lease_expires_at > :now
       AND status = 'online' AND active_leases < max_concurrent_runs AND active_leases < available_slots
     RETURNING capabilities_digest, active_leases, max_concurrent_runs, available_slots, :now AS now`);
-  const head = raw.prepare(`SELECT id, version, placement_json, priority, queue_order, attempt_count,
+  const head = raw.prepare(`SELECT id, version, event_seq, placement_json, priority, queue_order, attempt_count,
       current_attempt_id, task_id, revision, spec_digest
     FROM runs WHERE status = 'queued' ORDER BY priority DESC, queue_order, id LIMIT :page`);
   const attempt = raw.prepare(`INSERT INTO attempts (id, run_id, attempt_no, status, version, worker_id,
@@ -58,7 +59,6 @@ function sameSqlOp(db: SqliteDatabase, ids: IdGenerator, returning = true): Clai
   const events = raw.prepare(`INSERT INTO run_events (run_id, seq, type, attempt_id, at, detail)
     VALUES (:runId, :s0, :t0, :a0, :now, :d0), (:runId, :s1, :t1, :a1, :now, :d1)`);
   const strip = (st: string) => st.replace(/\s+RETURNING[\s\S]*$/, '');
-  const reserveRun = raw.prepare(strip(reserve.source));
   const leaseRun = raw.prepare(strip(lease.source));
   const moveRun = raw.prepare(strip(move.source));
   const digest = leaseTokenDigest('x'.repeat(43));
@@ -68,11 +68,11 @@ function sameSqlOp(db: SqliteDatabase, ids: IdGenerator, returning = true): Clai
       const now = Date.now();
       const base = { workerId: w.workerId, sessionId: w.sessionId, now };
       const fence = { ...base, generation: w.generation, expectedVersion: w.version };
-      if (returning ? !reserve.get(fence) : reserveRun.run(fence).changes !== 1) throw new Error('no slot');
-      const run = head.get({ page: 1 }) as { id: string; version: number };
+      if (!reserve.all(fence)[0]) throw new Error('no slot');
+      const run = head.get({ page: 1 }) as { id: string; version: number; event_seq: number };
       const attemptId = ids.uuidV7();
       attempt.run({ id: attemptId, runId: run.id, attemptNo: 1, workerId: w.workerId, now });
-      (returning ? lease.get.bind(lease) : leaseRun.run.bind(leaseRun))({
+      (returning ? lease.all.bind(lease) : leaseRun.run.bind(leaseRun))({
         ...base,
         attemptId,
         offerId: ids.uuidV7(),
@@ -90,10 +90,10 @@ function sameSqlOp(db: SqliteDatabase, ids: IdGenerator, returning = true): Clai
         id: run.id,
         version: run.version,
       };
-      // Without RETURNING the sequence is known: every run starts at 1 and a first claim appends 2, 3.
+      // Without RETURNING the sequence is known from the head's row (the only writer read it).
       const moved = returning
-        ? (move.get(moveParams) as { event_seq: number })
-        : (moveRun.run(moveParams), { event_seq: 3 });
+        ? (move.all(moveParams)[0] as { event_seq: number })
+        : (moveRun.run(moveParams), { event_seq: run.event_seq + 2 });
       const detail = JSON.stringify({ attemptNo: 1, leaseGeneration: 1, workerId: w.workerId });
       events.run({
         runId: run.id,
@@ -147,7 +147,7 @@ async function main(): Promise<void> {
     const ops: Record<string, ClaimOp> = {
       ceiling: ceiling.op,
       sameSql: sameSqlOp(db, ids),
-      ...(process.env.QL_BREAKDOWN_NO_RETURNING ? { sameSqlNoReturning: sameSqlOp(db, ids, false) } : {}),
+      ...(process.env.QL_BREAKDOWN_RETURNING ? { sameSqlReturning: sameSqlOp(db, ids, true) } : {}),
       repository: repositoryOp(db, ids),
       service: serviceOp(db, ids),
     };

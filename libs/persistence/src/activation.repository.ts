@@ -96,31 +96,36 @@ interface Held {
   known?: { run: RunRow; attempt: ActivationRow };
 }
 
-const prefixed = (alias: string, columns: string) =>
-  columns
-    .split(',')
-    .map((c) => `${alias}.${c.trim()} AS ${alias}_${c.trim()}`)
-    .join(', ');
+/** One table's columns in HELD_IN_ONE: `alias_column` in the row, `column` in the table's row type. */
+const heldColumns = (alias: string, columns: string) =>
+  columns.split(',').map((c) => [`${alias}_${c.trim()}`, c.trim()] as const);
+const HELD = {
+  w: heldColumns('w', `${SESSION_COLUMNS}, disabled`),
+  l: heldColumns('l', LEASE_COLUMNS),
+  r: heldColumns('r', RUN_COLUMNS),
+  a: heldColumns('a', ACTIVATION_COLUMNS),
+};
+const select = (alias: keyof typeof HELD) =>
+  HELD[alias].map(([as, column]) => `${alias}.${column} AS ${as}`).join(', ');
 
 /**
  * SQLite (ADR 0025): the worker row, the lease, its run and its attempt in one statement. Under BEGIN
  * IMMEDIATE this connection is the only writer, so one read sees what the four reads of the lock
  * order would see; the checks then run in that order on what it returned.
  */
-const HELD_IN_ONE = `SELECT ${prefixed('w', `${SESSION_COLUMNS}, disabled`)}, ${prefixed('l', LEASE_COLUMNS)},
-    ${prefixed('r', RUN_COLUMNS)}, ${prefixed('a', ACTIVATION_COLUMNS)}, {now} AS now
+const HELD_IN_ONE = `SELECT ${select('w')}, ${select('l')}, ${select('r')}, ${select('a')}, {now} AS now
   FROM (SELECT 1) AS one
     LEFT JOIN workers w ON w.worker_id = :workerId
     LEFT JOIN run_leases l ON l.offer_id = :offerId
     LEFT JOIN runs r ON r.id = l.run_id
     LEFT JOIN attempts a ON a.id = l.attempt_id`;
 
-/** The columns of one table from a HELD_IN_ONE row, or undefined when its join found nothing. */
-function part<T>(row: Record<string, unknown>, alias: string, key: string): T | undefined {
-  if (row[`${alias}_${key}`] === null) return undefined;
+/** One table's row from a HELD_IN_ONE row (its first column is its key), or undefined when its join found nothing. */
+function part<T>(row: Record<string, unknown>, alias: keyof typeof HELD): T | undefined {
+  const columns = HELD[alias];
+  if (row[columns[0]![0]] === null) return undefined;
   const out: Record<string, unknown> = {};
-  const prefix = `${alias}_`;
-  for (const [k, v] of Object.entries(row)) if (k.startsWith(prefix)) out[k.slice(prefix.length)] = v;
+  for (const [as, column] of columns) out[column] = row[as];
   return out as T;
 }
 
@@ -221,14 +226,14 @@ export class SqlActivationRepository implements ActivationRepository {
       offerId: command.offerId,
     }))!;
     const now = toMs(row.now);
-    assertSessionFence(part(row, 'w', 'worker_id'), command, now);
-    const leaseRow = part<LeaseRow>(row, 'l', 'offer_id');
+    assertSessionFence(part(row, 'w'), command, now);
+    const leaseRow = part<LeaseRow>(row, 'l');
     const lease = leaseRow ? toLease(leaseRow) : null;
     const identity = leaseIdentityViolation(lease, command, successor);
     if (identity || !lease) throw new FencedError('lease', identity ?? 'lease_not_found');
-    const runRow = part<RunRow>(row, 'r', 'id');
+    const runRow = part<RunRow>(row, 'r');
     if (!runRow) throw new IllegalStateError(`run ${lease.runId} of a lease is missing`);
-    const attemptRow = part<ActivationRow>(row, 'a', 'id');
+    const attemptRow = part<ActivationRow>(row, 'a');
     if (!attemptRow) throw new IllegalStateError(`attempt ${lease.attemptId} of a lease is missing`);
     const attempt = toActivation(attemptRow);
     if (attempt.leaseGeneration !== lease.leaseGeneration) throw new FencedError('lease', 'lease_not_active');
