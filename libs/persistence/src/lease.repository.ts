@@ -272,6 +272,9 @@ export class SqlLeaseRepository implements LeaseRepository {
       attemptCount: toInt(picked.attempt_count),
       currentAttemptId: picked.current_attempt_id,
     };
+    // SQLite (ADR 0025): the only writer knows what it writes; every write carries the reservation's time.
+    const known = this.db.dialect === 'sqlite' ? toInt(now) : undefined;
+    const at: Record<string, number> = known === undefined ? {} : { now: known };
     let attempt: OfferedAttempt;
     if (run.currentAttemptId) {
       // An unstarted attempt whose last lease ended: same attempt, next lease generation (R-LSE-5).
@@ -279,7 +282,7 @@ export class SqlLeaseRepository implements LeaseRepository {
         `UPDATE attempts SET worker_id = :workerId, session_id = :sessionId,
            lease_generation = lease_generation + 1, updated_at = {now}
          WHERE id = :id AND status = 'claimed' RETURNING lease_generation`,
-        { id: run.currentAttemptId, workerId: command.workerId, sessionId: command.sessionId },
+        { id: run.currentAttemptId, workerId: command.workerId, sessionId: command.sessionId, ...at },
       );
       if (!row) throw new IllegalStateError(`queued run ${run.id} points at a started attempt`);
       attempt = {
@@ -309,6 +312,7 @@ export class SqlLeaseRepository implements LeaseRepository {
           attemptNo: attempt.attemptNo,
           workerId: command.workerId,
           sessionId: command.sessionId,
+          ...at,
         },
       );
     }
@@ -328,15 +332,13 @@ export class SqlLeaseRepository implements LeaseRepository {
       digest: command.tokenDigest,
       leaseMs: command.leaseMs,
     };
-    // SQLite (ADR 0025): the only writer, at the time the reservation read, knows what it writes.
-    const known = this.db.dialect === 'sqlite' ? toInt(now) : undefined;
     const leaseRow =
       known === undefined
         ? await tx.one<{ expires_at: number | Date; claimed_at: number | Date }>(
             `${leaseSql} RETURNING expires_at, claimed_at`,
             leaseParams,
           )
-        : (await tx.run(leaseSql, { ...leaseParams, now: known })) === 1
+        : (await tx.run(leaseSql, { ...leaseParams, ...at })) === 1
           ? { expires_at: known + command.leaseMs, claimed_at: known }
           : undefined;
     // The offer id is known already: a replay (or a conflict) is answered from the durable lease.
