@@ -1,4 +1,5 @@
 import { postgresDispatchTarget } from '../support/dispatch-targets';
+import { describeClaimBatch, describeClaimBatchFallback } from './claim-batch.contract';
 import { describeClaimCost } from './claim-cost.contract';
 import { describeClaimOneStatementWindows } from './claim-one-statement-windows.contract';
 import { describeClaimPreferredPlacement } from './claim-preferred-placement.contract';
@@ -11,5 +12,7 @@ describeDispatchContract(
   describeClaimRaceAndFences,
   describeClaimPreferredPlacement,
   describeClaimCost,
+  describeClaimBatch,
+  describeClaimBatchFallback,
   describeClaimOneStatementWindows,
 );

@@ -1,4 +1,5 @@
 import { sqliteDispatchTarget } from '../support/dispatch-targets';
+import { describeClaimBatch } from './claim-batch.contract';
 import { describeClaimCost } from './claim-cost.contract';
 import { describeClaimPreferredPlacement } from './claim-preferred-placement.contract';
 import { describeClaimRaceAndFences } from './claim-race-and-fences.contract';
@@ -10,4 +11,5 @@ describeDispatchContract(
   describeClaimRaceAndFences,
   describeClaimPreferredPlacement,
   describeClaimCost,
+  describeClaimBatch,
 );

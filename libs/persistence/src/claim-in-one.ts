@@ -9,6 +9,7 @@ import {
   capabilityMismatch,
   preferenceLookup,
 } from '@ql/domain';
+import { ClaimBatchOptions, ClaimCallParams, ClaimCoalescer, DEFAULT_CLAIM_BATCH } from './claim-batch';
 import { heldRuns } from './claim-preference';
 import { cachedCapabilities, rememberCapabilities, storedPlacements } from './run-sql';
 import { SqlDatabase, toInt, toMs } from './sql-executor';
@@ -112,10 +113,19 @@ function knowledgeOf(capabilitiesDigest: string): PlacementKnowledge {
 }
 
 export class OneStatementClaim {
+  private readonly coalescer: ClaimCoalescer<ClaimRow>;
+
   constructor(
     private readonly db: SqlDatabase,
     private readonly ids: IdGenerator,
-  ) {}
+    batch: ClaimBatchOptions = DEFAULT_CLAIM_BATCH,
+  ) {
+    this.coalescer = new ClaimCoalescer<ClaimRow>(
+      db,
+      (params: ClaimCallParams) => this.db.one<ClaimRow>(CLAIM_IN_ONE, { ...params }),
+      batch,
+    );
+  }
 
   /**
    * The claim's answer, `'explain'` when the fence, a replay, draining or capacity must be named (read
@@ -176,7 +186,7 @@ export class OneStatementClaim {
     skip: readonly string[],
   ): Promise<ClaimRow> {
     try {
-      const row = await this.db.one<ClaimRow>(CLAIM_IN_ONE, {
+      const row = await this.coalescer.call({
         workerId: command.workerId,
         sessionId: command.sessionId,
         generation: command.fence.generation,

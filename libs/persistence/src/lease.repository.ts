@@ -38,6 +38,7 @@ import {
   transitionRun,
 } from './run-sql';
 import { heldRuns } from './claim-preference';
+import { ClaimBatchOptions, DEFAULT_CLAIM_BATCH } from './claim-batch';
 import { OneStatementClaim, claimedLease } from './claim-in-one';
 import {
   LEASE_COLUMNS,
@@ -129,8 +130,10 @@ export class SqlLeaseRepository implements LeaseRepository {
   constructor(
     private readonly db: SqlDatabase,
     private readonly ids: IdGenerator,
+    /** PostgreSQL: how claims that arrive together share a statement (ADR 0027). */
+    claimBatch: ClaimBatchOptions = DEFAULT_CLAIM_BATCH,
   ) {
-    if (db.dialect === 'postgres') this.oneStatement = new OneStatementClaim(db, ids);
+    if (db.dialect === 'postgres') this.oneStatement = new OneStatementClaim(db, ids, claimBatch);
   }
 
   // PostgreSQL: one call of ql_claim in the steady state (ADR 0016). Otherwise, and when that call
