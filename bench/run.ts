@@ -36,6 +36,7 @@ import { curveMain } from './curve-main';
 import { dispatchMain } from './dispatch-main';
 import { memoryMain } from './memory-main';
 import { stepsMain } from './steps';
+import { workerCostMain } from './worker-cost';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
 import { heartbeatMtlsMain } from './heartbeat-mtls-main';
@@ -262,9 +263,10 @@ async function main(): Promise<void> {
   if (suites.includes('dispatch')) await dispatchMain(RESULTS_DIR);
   if (suites.includes('steps')) await stepsMain(RESULTS_DIR);
   if (suites.includes('curve')) await curveMain(RESULTS_DIR);
+  if (suites.includes('worker-cost')) await workerCostMain(RESULTS_DIR);
 }
 
-const SUITES = ['heartbeat', 'heartbeat-mtls', 'claim', 'memory', 'dispatch', 'steps', 'curve'];
+const SUITES = ['heartbeat', 'heartbeat-mtls', 'claim', 'memory', 'dispatch', 'steps', 'curve', 'worker-cost'];
 
 /** Groups named as arguments (`npm run bench -- memory dispatch`), else QL_BENCH_SUITES, else all. */
 function selectedSuites(args: readonly string[], env: string | undefined): string[] {
