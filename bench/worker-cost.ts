@@ -16,7 +16,14 @@ import { join } from 'node:path';
 import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
 import { noopTask } from './dispatch';
 import { envNumber, median } from './lib/measure';
-import { BenchPki, PlaneProcess, WORKER_MAIN, createBenchPki, createPlaneDatabase, startPlaneProcess } from './lib/plane';
+import {
+  BenchPki,
+  PlaneProcess,
+  WORKER_MAIN,
+  createBenchPki,
+  createPlaneDatabase,
+  startPlaneProcess,
+} from './lib/plane';
 import { BenchProcess, pollUntil, spawnNode } from './lib/processes';
 import { Align, machineInfo, markdownTable, textTable } from './lib/report';
 import { writeResults } from './lib/results';
@@ -24,7 +31,10 @@ import { writeResults } from './lib/results';
 /** CPU ms of a live process and of its reaped children, from /proc/<pid>/stat (USER_HZ = 100). */
 export function procCpu(pid: number): { self: number; children: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
   // After the command name: state is field 3; utime 14, stime 15, cutime 16, cstime 17.
   return { self: (f[11]! + f[12]!) * 10, children: (f[13]! + f[14]!) * 10 };
 }
@@ -200,7 +210,8 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
       samples.push(floorSample(runs));
     }
     if (strace) {
-      for (const v of variants) syscalls.push((await drainOnce(plane, pki, v, queue, runs, true)) as SyscallSample);
+      for (const v of variants)
+        syscalls.push((await drainOnce(plane, pki, v, queue, runs, true)) as SyscallSample);
     }
   } finally {
     await plane.stop();
@@ -213,7 +224,14 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
     median(samples.filter((s) => s.variant === name).map(pick));
   const base = baseline ? med('baseline', (s) => s.cpuMsPerRun) : Number.NaN;
   const baseChildren = baseline ? med('baseline', (s) => s.childrenCpuMsPerRun) : Number.NaN;
-  const cpuHeader = ['variant', 'worker CPU ms/run', 'vs baseline', 'children CPU ms/run', 'vs baseline', 'samples'];
+  const cpuHeader = [
+    'variant',
+    'worker CPU ms/run',
+    'vs baseline',
+    'children CPU ms/run',
+    'vs baseline',
+    'samples',
+  ];
   const cpuAlign: Align[] = ['left', 'right', 'right', 'right', 'right', 'left'];
   const fmt = (x: number) => (Number.isNaN(x) ? '–' : x.toFixed(2));
   const cpuRows = names.map((name) => {
