@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { groupAlive, liveGroupMembers, signalGroup } from './process-table';
+import type * as Fs from 'node:fs';
+import { currentBootId, groupAlive, liveGroupMembers, signalGroup } from './process-table';
 
 /** liveGroupMembers, counting how often the `/proc` scan ran. */
 function countingScan(): { scan: (pgid: number) => number[]; readonly count: number } {
@@ -49,6 +50,21 @@ describe('groupAlive: the kernel is asked before /proc is scanned', () => {
     } finally {
       signalGroup(pgid, 'SIGKILL');
       await once(child, 'exit');
+    }
+  });
+});
+
+describe('currentBootId', () => {
+  it("reads the kernel's boot id once per process (every run records it)", () => {
+    const first = currentBootId();
+    expect(first).toMatch(/^[0-9a-f-]{36}$/); // these checks need /proc (Linux)
+    // The module object process-table calls into (an `import *` would be a copy of it).
+    const reads = jest.spyOn(jest.requireActual<typeof Fs>('node:fs'), 'readFileSync');
+    try {
+      expect([currentBootId(), currentBootId()]).toEqual([first, first]);
+      expect(reads).not.toHaveBeenCalled();
+    } finally {
+      reads.mockRestore();
     }
   });
 });

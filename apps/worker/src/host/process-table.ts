@@ -33,12 +33,17 @@ function readProcStat(pid: number): ProcStat | null {
   return { state: fields[0]!, pgrp: Number(fields[2]), startTicks: Number(fields[19]) };
 }
 
+let bootId: string | null | undefined;
+
+/** This boot's id, read once: a process cannot outlive the boot it runs in (every run records it). */
 export function currentBootId(): string | null {
+  if (bootId !== undefined) return bootId;
   try {
-    return readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim();
+    bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim();
   } catch {
-    return null;
+    bootId = null;
   }
+  return bootId;
 }
 
 export function identityOf(pid: number): ProcessIdentity {

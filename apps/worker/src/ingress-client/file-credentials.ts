@@ -1,18 +1,44 @@
-import { readFile } from 'node:fs/promises';
-import type { WorkerCredentialsProvider } from './worker-ingress-https.client';
+import { readFile, stat } from 'node:fs/promises';
+import type { WorkerCredentialsProvider, WorkerTlsCredentials } from './worker-ingress-https.client';
 
-/** Reads the worker's PEM files on every call, so a rotated certificate is used without a restart. */
-export function fileCredentials(paths: {
-  caPath: string;
-  certPath: string;
-  keyPath: string;
-}): WorkerCredentialsProvider {
+/**
+ * A file whose last change is this close to the moment it was read may change again without its
+ * stat changing (timestamps are coarse: a kernel tick, or whole seconds on some file systems), so its
+ * bytes are not trusted from the cache until the change is older than this ("racy" files, as git's index).
+ */
+export const RACY_CHANGE_NS = 2_000_000_000n;
+
+export interface FileCredentialsOptions {
+  /** Wall clock in ns, for tests; the file systems' timestamps are on the same clock. */
+  readonly nowNs?: () => bigint;
+}
+
+/**
+ * The worker's PEM files, checked on every call so a rotated certificate is used on the next call
+ * without a restart (R-WIRE-4). A call stats the three files and reads them again only when one of
+ * them changed — device, inode, size, mtime or ctime in ns: a new file renamed over the old one and a
+ * rewrite in place (same size, same second, even with the mtime put back: ctime moves) both show —
+ * or when a change was too recent to be sure of (`RACY_CHANGE_NS`). Otherwise it returns the very same
+ * buffers as last time, which lets the client skip hashing them (ADR 0023).
+ */
+export function fileCredentials(
+  paths: { caPath: string; certPath: string; keyPath: string },
+  options: FileCredentialsOptions = {},
+): WorkerCredentialsProvider {
+  const nowNs = options.nowNs ?? (() => BigInt(Date.now()) * 1_000_000n);
+  const files = [paths.caPath, paths.certPath, paths.keyPath] as const;
+  let cached: { readonly key: string; readonly credentials: WorkerTlsCredentials } | undefined;
   return async () => {
-    const [caPem, certPem, keyPem] = await Promise.all([
-      readFile(paths.caPath),
-      readFile(paths.certPath),
-      readFile(paths.keyPath),
-    ]);
-    return { caPem, certPem, keyPem };
+    const statAt = nowNs();
+    const stats = await Promise.all(files.map((path) => stat(path, { bigint: true })));
+    const key = stats.map((s) => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`).join('|');
+    if (cached?.key === key) return cached.credentials;
+    // Stat first, read after: a change landing between the two moves the stat, so the next call reads again.
+    const [caPem, certPem, keyPem] = await Promise.all(files.map((path) => readFile(path)));
+    const credentials = { caPem: caPem!, certPem: certPem!, keyPem: keyPem! };
+    const lastChange = stats.reduce((max, s) => (s.ctimeNs > max ? s.ctimeNs : max), 0n);
+    // Any change after `statAt` gets a later ctime than `lastChange` (the tick is far below the margin).
+    cached = statAt - lastChange >= RACY_CHANGE_NS ? { key, credentials } : undefined;
+    return credentials;
   };
 }

@@ -1,5 +1,6 @@
 // Size: one real TLS server exercises every rule of the client; the cases share it.
 import { parseStrictJson } from '@ql/contracts';
+import type * as Crypto from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -362,6 +363,37 @@ describe('WorkerIngressHttpsClient against a real TLS 1.3 server', () => {
       expect(connections).toHaveLength(2); // and the new one is reused
     } finally {
       await rotating.close();
+    }
+  });
+
+  it('hashes the credentials only when the provider hands over other buffers than last time', async () => {
+    const copy = (): WorkerTlsCredentials => ({
+      caPem: Buffer.from(credentials.caPem),
+      certPem: Buffer.from(credentials.certPem),
+      keyPem: Buffer.from(credentials.keyPem),
+    });
+    let current = copy();
+    // The module object the client calls into (an `import *` would be a copy of it).
+    const hashing = jest.spyOn(jest.requireActual<typeof Crypto>('node:crypto'), 'createHash');
+    const cached = newClient({ credentials: () => current });
+    try {
+      const s = newSessionId();
+      await cached.call('heartbeat', s, hb);
+      await cached.call('heartbeat', s, hb);
+      expect(hashing).toHaveBeenCalledTimes(1);
+      current = copy(); // the same bytes in new buffers: hashed again, same fingerprint, same agent
+      await cached.call('heartbeat', s, hb);
+      await cached.call('heartbeat', s, hb);
+      expect(hashing).toHaveBeenCalledTimes(2);
+      for (const part of ['certPem', 'keyPem', 'caPem'] as const) {
+        current = { ...current, [part]: Buffer.from(current[part]) }; // one part in a new buffer
+        await cached.call('heartbeat', s, hb);
+      }
+      expect(hashing).toHaveBeenCalledTimes(5);
+      expect(connections).toHaveLength(1);
+    } finally {
+      hashing.mockRestore();
+      await cached.close();
     }
   });
 

@@ -27,7 +27,11 @@ import {
 /** R-WIRE-4 / §12: no ingress answer may be larger than this. */
 export const INGRESS_RESPONSE_CAP_BYTES = 128 * 1024;
 
-/** PEM material for one call; re-read from the provider every time so rotation needs no restart. */
+/**
+ * PEM material for one call; asked of the provider every time so rotation needs no restart. A provider
+ * returning the very same buffers (or strings) as last time means "unchanged": they are not hashed
+ * again, so new material must come in new buffers, never written into the old ones.
+ */
 export interface WorkerTlsCredentials {
   readonly certPem: string | Buffer;
   readonly keyPem: string | Buffer;
@@ -149,7 +153,9 @@ export class WorkerIngressHttpsClient {
   private readonly targets: readonly IngressOrigin[];
   private readonly timeoutMs: number;
   /** Fingerprint and context of the credentials the current agents were made with. */
-  private credentialSet: { readonly fingerprint: string; readonly context: SecureContext } | undefined;
+  private credentialSet:
+    | { readonly fingerprint: string; readonly context: SecureContext; parts: WorkerTlsCredentials }
+    | undefined;
   /** Per origin and lane (the one socket of ordinary calls, the one of long-poll pulls). */
   private readonly current = new Map<IngressOrigin, Map<string, AgentEntry>>();
   private readonly entries = new Set<AgentEntry>();
@@ -293,8 +299,13 @@ export class WorkerIngressHttpsClient {
    * goes once its last call ends) and the next call on an origin makes a new one.
    */
   private contextFor(action: string, credentials: WorkerTlsCredentials): SecureContext {
+    const known = this.credentialSet;
+    if (known && sameParts(known.parts, credentials)) return known.context; // the very same buffers: no hash
     const fingerprint = credentialFingerprint(credentials);
-    if (this.credentialSet?.fingerprint === fingerprint) return this.credentialSet.context;
+    if (known?.fingerprint === fingerprint) {
+      known.parts = credentials;
+      return known.context;
+    }
     let secureContext: SecureContext;
     try {
       // Parsed once per credential set: a bad PEM fails here, clearly, before any connection.
@@ -313,7 +324,7 @@ export class WorkerIngressHttpsClient {
         errorCode(error),
       );
     }
-    this.credentialSet = { fingerprint, context: secureContext };
+    this.credentialSet = { fingerprint, context: secureContext, parts: credentials };
     for (const previous of [...this.current.values()].flatMap((lanes) => [...lanes.values()])) {
       previous.retired = true;
       // A call still running on the old credentials finishes first; the agent goes right after it.
@@ -549,6 +560,10 @@ export class WorkerIngressHttpsClient {
       succeed(body);
     });
   }
+}
+
+function sameParts(a: WorkerTlsCredentials, b: WorkerTlsCredentials): boolean {
+  return a.certPem === b.certPem && a.keyPem === b.keyPem && a.caPem === b.caPem;
 }
 
 export function credentialFingerprint(c: WorkerTlsCredentials): string {

@@ -1,8 +1,17 @@
 import { createIdGenerator } from '@ql/contracts';
 import { IllegalStateError } from '@ql/domain';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { chmod, mkdir } from 'node:fs/promises';
+import {
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { chmod, mkdir, open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JournalCorruptError, JournalRecord } from './journal-record';
@@ -145,6 +154,70 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
     await expect(opened(journal.dir)).rejects.toThrow(JournalCorruptError);
     await expect(opened(journal.dir)).rejects.toThrow(`journal record ${r.offerId}.json is unreadable`);
     expect(existsSync(join(journal.dir, 'journal.lock'))).toBe(false);
+  });
+});
+
+describe('WorkerJournal memory copy (ADR 0023)', () => {
+  it('steps and reads start from what it last wrote, never from the file again', async () => {
+    const journal = await opened();
+    const r = await driveTo(journal, 'launching');
+    const file = join(journal.dir, `${r.offerId}.json`);
+    // Only the owner writes this folder; bytes put there behind its back are not read back while it is open.
+    writeFileSync(file, '{"not":"a record"}');
+    expect(await journal.get(r.offerId)).toEqual(r);
+    expect((await journal.page(null)).records).toEqual([r]);
+    const started = await journal.transition(r.offerId, 'started', { process: proc });
+    expect(started).toMatchObject({ state: 'started', leaseToken: r.leaseToken, runId: r.runId });
+    // The step wrote the whole record, durably, from the memory copy.
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual(started);
+    const exited = await journal.update(r.offerId, { exit: { code: 0, signal: null }, outcome });
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual(exited);
+    expect(() => ((exited as { state: string }).state = 'accepted')).toThrow(TypeError);
+    expect(() => ((exited.outcome as { status: string }).status = 'failed')).toThrow(TypeError);
+    await journal.close();
+    const again = await opened(journal.dir);
+    expect(await again.get(r.offerId)).toEqual(exited);
+    await again.close();
+  });
+
+  it('keeps the old copy when a write fails, so the next step starts from what the file holds', async () => {
+    const journal = await opened();
+    const r = await driveTo(journal, 'starting_acknowledged');
+    const dir = journal.dir;
+    const aside = `${dir}-aside`;
+    renameSync(dir, aside); // the write's temp file cannot be created
+    await expect(journal.transition(r.offerId, 'launching')).rejects.toThrow(/ENOENT/);
+    renameSync(aside, dir);
+    expect(await journal.get(r.offerId)).toEqual(r);
+    await expect(journal.transition(r.offerId, 'started', { process: proc })).rejects.toThrow(
+      /starting_acknowledged → started/,
+    );
+    const launching = await journal.transition(r.offerId, 'launching');
+    expect(JSON.parse(readFileSync(join(dir, `${r.offerId}.json`), 'utf8'))).toEqual(launching);
+    await journal.close();
+  });
+
+  it('an accept that prunes fsyncs twice (its temp file, then the folder: that covers the unlinks too)', async () => {
+    const journal = await opened(join(root, 'full'), 2);
+    const old = [await driveTo(journal, 'start_failed'), await driveTo(journal, 'start_failed')];
+    const probe = await open(join(journal.dir, `${old[1]!.offerId}.json`), 'r');
+    const sync = jest.spyOn(Object.getPrototypeOf(probe) as { sync(): Promise<void> }, 'sync');
+    await probe.close();
+    try {
+      const fresh = await journal.accept(offer());
+      expect(await journal.get(old[0]!.offerId)).toBeNull();
+      expect(existsSync(join(journal.dir, `${old[0]!.offerId}.json`))).toBe(false);
+      expect(existsSync(join(journal.dir, `${fresh.offerId}.json`))).toBe(true);
+      expect(sync).toHaveBeenCalledTimes(2);
+      // An explicit prune still makes its unlinks durable itself.
+      await journal.transition(fresh.offerId, 'start_failed');
+      sync.mockClear();
+      expect(await journal.prune(1)).toBe(1);
+      expect(sync).toHaveBeenCalledTimes(1);
+    } finally {
+      sync.mockRestore();
+    }
+    await journal.close();
   });
 });
 

@@ -57,12 +57,15 @@ const fileOf = (offerId: string) => `${offerId}.json`;
 /**
  * The worker's durable journal of accepted runs (R-WRK-1, R-WRK-2): one 0600 file per record in a
  * 0700 folder, every write a temp file + fsync + rename + folder fsync, owned by one process through
- * `journal.lock`. The constructor touches nothing; `open()` creates the folder and takes the lock.
- * Writes run one after another; an in-memory index (state, last change) mirrors the folder.
+ * `journal.lock`. The constructor touches nothing; `open()` creates the folder, takes the lock and
+ * loads every record. Writes run one after another. Each record is also kept in memory, exactly as it
+ * was last written (or loaded): steps, `get` and `page` read that copy, never the file again — the
+ * journal is the folder's one owner, so the file cannot hold anything else (ADR 0023).
  */
 export class WorkerJournal {
   private lock: JournalLock | undefined;
-  private readonly index = new Map<string, { state: JournalState; updatedAt: string }>();
+  /** Every record as its file holds it (set only once the write is durable), by offer id. */
+  private readonly records = new Map<string, JournalRecord>();
   private chain: Promise<unknown> = Promise.resolve();
   private readonly now: () => Date;
 
@@ -85,7 +88,7 @@ export class WorkerJournal {
     return this.lock !== undefined;
   }
 
-  /** Creates the folder (0700), refuses one others can read, takes the lock, loads the index. */
+  /** Creates the folder (0700), refuses one others can read, takes the lock, loads every record. */
   async open(): Promise<void> {
     if (this.lock) throw new IllegalStateError('journal is already open');
     const { dir } = this.options;
@@ -99,7 +102,7 @@ export class WorkerJournal {
     }
     this.lock = await JournalLock.acquire(dir, this.options.workerId, this.now());
     try {
-      await this.loadIndex();
+      await this.loadRecords();
     } catch (error) {
       await this.close();
       throw error;
@@ -110,24 +113,26 @@ export class WorkerJournal {
     await this.chain.catch(() => undefined);
     const lock = this.lock;
     this.lock = undefined;
-    this.index.clear();
+    this.records.clear();
     await lock?.release();
   }
 
   /** Records held now (finished ones included). */
   get size(): number {
-    return this.index.size;
+    return this.records.size;
   }
 
   /** A new record in `accepted`; prunes finished records first if the journal is full. */
   accept(offer: AcceptedOffer): Promise<JournalRecord> {
     return this.serial(async () => {
-      if (this.index.has(offer.offerId))
+      if (this.records.has(offer.offerId))
         throw new IllegalStateError(`offer ${offer.offerId} is already journaled`);
-      await this.pruneTo(this.options.maxRecords - 1);
-      if (this.index.size >= this.options.maxRecords) {
+      // No folder fsync for these unlinks: the create below fsyncs the same folder, which makes them
+      // durable too; and a finished record that came back after a crash would only be pruned again.
+      await this.pruneTo(this.options.maxRecords - 1, false);
+      if (this.records.size >= this.options.maxRecords) {
         throw new JournalFullError(
-          `journal ${this.options.dir} holds ${this.index.size} unfinished records (QL_WORKER_JOURNAL_MAX_RECORDS=${this.options.maxRecords})`,
+          `journal ${this.options.dir} holds ${this.records.size} unfinished records (QL_WORKER_JOURNAL_MAX_RECORDS=${this.options.maxRecords})`,
         );
       }
       const at = this.now().toISOString();
@@ -145,15 +150,14 @@ export class WorkerJournal {
       if (!(await createFileExclusive(this.options.dir, fileOf(offer.offerId), serialize(record)))) {
         throw new IllegalStateError(`offer ${offer.offerId} is already journaled`);
       }
-      this.index.set(record.offerId, { state: record.state, updatedAt: record.updatedAt });
-      return record;
+      return this.keep(record);
     });
   }
 
   /** Moves a record along the table (illegal steps throw, nothing written); finished drops the token. */
   transition(offerId: string, to: JournalState, patch: JournalPatch = {}): Promise<JournalRecord> {
     return this.serial(async () => {
-      const current = await this.read(offerId);
+      const current = this.read(offerId);
       assertJournalTransition(current.state, to);
       const next = await this.write({
         ...current,
@@ -168,12 +172,12 @@ export class WorkerJournal {
 
   /** Adds what happened without a state change (the process exited; the outcome to report). */
   update(offerId: string, patch: Pick<JournalPatch, 'exit' | 'outcome'>): Promise<JournalRecord> {
-    return this.serial(async () => this.write({ ...(await this.read(offerId)), ...patch }));
+    return this.serial(async () => this.write({ ...this.read(offerId), ...patch }));
   }
 
   async get(offerId: string): Promise<JournalRecord | null> {
     this.assertOpen();
-    return this.index.has(offerId) ? this.read(offerId) : null;
+    return this.records.get(offerId) ?? null;
   }
 
   /** One keyset page in offer-id order (uuidv7: oldest first), `limit` ≤ 64. */
@@ -182,15 +186,8 @@ export class WorkerJournal {
     if (!Number.isInteger(limit) || limit < 1 || limit > JOURNAL_LIMITS.maxPage) {
       throw new RangeError(`journal page size must be 1..${JOURNAL_LIMITS.maxPage}`);
     }
-    const ids = [...this.index.keys()].sort().filter((id) => after === null || id > after);
-    const records: JournalRecord[] = [];
-    for (const id of ids.slice(0, limit)) {
-      const record = await this.read(id).catch((error: unknown) => {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null; // pruned meanwhile
-        throw error;
-      });
-      if (record) records.push(record);
-    }
+    const ids = [...this.records.keys()].sort().filter((id) => after === null || id > after);
+    const records = ids.slice(0, limit).map((id) => this.records.get(id)!);
     return { records, next: ids.length > limit ? ids[limit - 1]! : null };
   }
 
@@ -209,10 +206,10 @@ export class WorkerJournal {
     return this.serial(() => this.pruneTo(keep));
   }
 
-  private async pruneTo(keep: number): Promise<number> {
-    const excess = this.index.size - keep;
+  private async pruneTo(keep: number, syncAfter = true): Promise<number> {
+    const excess = this.records.size - keep;
     if (excess <= 0) return 0;
-    const finished = [...this.index.entries()]
+    const finished = [...this.records.entries()]
       .filter(([, v]) => isFinished(v.state))
       .sort(([a, x], [b, y]) =>
         x.updatedAt === y.updatedAt ? (a < b ? -1 : 1) : x.updatedAt < y.updatedAt ? -1 : 1,
@@ -220,13 +217,13 @@ export class WorkerJournal {
       .slice(0, excess);
     for (const [id] of finished) {
       await unlink(join(this.options.dir, fileOf(id)));
-      this.index.delete(id);
+      this.records.delete(id);
     }
-    if (finished.length) await syncFolder(this.options.dir);
+    if (finished.length && syncAfter) await syncFolder(this.options.dir);
     return finished.length;
   }
 
-  private async loadIndex(): Promise<void> {
+  private async loadRecords(): Promise<void> {
     const { dir } = this.options;
     for (const name of await readdir(dir)) {
       if (name.startsWith(TEMP_PREFIX) || name.startsWith('.stale-')) {
@@ -239,22 +236,30 @@ export class WorkerJournal {
       if (record.offerId !== match[1]) {
         throw new JournalCorruptError(`journal record ${name} names another offer`);
       }
-      this.index.set(record.offerId, { state: record.state, updatedAt: record.updatedAt });
+      this.keep(record);
     }
   }
 
-  private async read(offerId: string): Promise<JournalRecord> {
+  /** The record as last written or loaded; throws if the journal does not hold it. */
+  private read(offerId: string): JournalRecord {
     this.assertOpen();
-    if (!this.index.has(offerId)) throw new IllegalStateError(`offer ${offerId} is not in the journal`);
-    const name = fileOf(offerId);
-    return parseJournalRecord(await readFile(join(this.options.dir, name), 'utf8'), name);
+    const record = this.records.get(offerId);
+    if (!record) throw new IllegalStateError(`offer ${offerId} is not in the journal`);
+    return record;
   }
 
+  /** Validated, written durably, and only then the memory copy (a failed write leaves the old one). */
   private async write(record: JournalRecord): Promise<JournalRecord> {
     const next = validateJournalRecord({ ...record, updatedAt: this.now().toISOString() });
     await writeFileAtomic(this.options.dir, fileOf(next.offerId), serialize(next));
-    this.index.set(next.offerId, { state: next.state, updatedAt: next.updatedAt });
-    return next;
+    return this.keep(next);
+  }
+
+  /** Frozen, so no caller can change the copy the next step starts from. */
+  private keep(record: JournalRecord): JournalRecord {
+    for (const part of [record.process, record.exit, record.outcome]) if (part) Object.freeze(part);
+    this.records.set(record.offerId, Object.freeze(record));
+    return record;
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
