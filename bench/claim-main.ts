@@ -81,6 +81,8 @@ export async function claimMain(resultsDir: string, target: number): Promise<voi
     'graphile jobs/s',
     'service / graphile',
     'paired service / graphile',
+    'unbatched claims/s',
+    'paired service / unbatched',
   ];
   const align: Align[] = header.map((_, i) => (i === 0 || i === 8 ? 'left' : 'right'));
   const table = rows.map((r) => {
@@ -99,6 +101,8 @@ export async function claimMain(resultsDir: string, target: number): Promise<voi
       r.peer ? fmtInt(r.peer.jobsPerSecond) : '—',
       r.peer ? fmtPct(r.median.service / r.peer.jobsPerSecond) : '—',
       r.peer ? fmtPct(r.peer.pairedRatio) : '—',
+      r.unbatched ? fmtInt(r.unbatched.claimsPerSecond) : '—',
+      r.unbatched ? `${r.unbatched.pairedRatio.toFixed(2)} ×` : '—',
     ];
   });
   const memory = memoryInfo();
@@ -144,7 +148,9 @@ export async function claimMain(resultsDir: string, target: number): Promise<voi
       'database, sampled in the same rounds as ours (the three variants rotate their order round by round); between ' +
       'samples its queue is topped back up to B and ours reset to B (neither timed, neither scanning the backlog). ' +
       '`paired` is the median of service/ceiling within a round; `paired service / graphile` the median of ' +
-      'service/graphile within a round, beside the ratio of the medians. The machine is shared: read the ratios.',
+      'service/graphile within a round, beside the ratio of the medians. `unbatched` (PostgreSQL) is the same ' +
+      'service with claim batching off (`QL_CLAIM_BATCH_MAX=1`, ADR 0027), sampled in the same rounds; ' +
+      '`paired service / unbatched` the median of their ratio within a round. The machine is shared: read the ratios.',
     '',
     markdownTable(header, table, align),
     '',

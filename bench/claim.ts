@@ -25,6 +25,8 @@ import { Pool, PoolClient } from 'pg';
 import { createIdGenerator, systemClock } from '@ql/contracts';
 import { IdGenerator, parseTaskSpec } from '@ql/domain';
 import {
+  ClaimBatchOptions,
+  DEFAULT_CLAIM_BATCH,
   PostgresDatabase,
   SqlDatabase,
   SqlLeaseRepository,
@@ -80,6 +82,16 @@ export interface ClaimRow {
     readonly samples: ClaimSample[];
   };
   readonly samples: Record<ClaimVariant, ClaimSample[]>;
+  /**
+   * PostgreSQL: the service with claim batching off (`QL_CLAIM_BATCH_MAX=1`, ADR 0027), sampled in the
+   * same rounds; `pairedRatio` is the median of service / unbatched within a round.
+   */
+  readonly unbatched?: {
+    readonly claimsPerSecond: number;
+    readonly processCpuUsPerClaim: number;
+    readonly pairedRatio: number;
+    readonly samples: ClaimSample[];
+  };
 }
 
 export const LEASE_MS = 24 * 60 * 60 * 1000;
@@ -98,7 +110,7 @@ export interface BenchWorker {
 export type ClaimOp = (w: BenchWorker) => Promise<unknown>;
 
 interface Harness {
-  readonly ops: Record<ClaimVariant, ClaimOp>;
+  readonly ops: Record<ClaimVariant, ClaimOp> & { readonly unbatched?: ClaimOp };
   close(): Promise<void>;
 }
 
@@ -108,11 +120,16 @@ interface Peer {
   close(): Promise<void>;
 }
 
-export function serviceOp(db: SqlDatabase, ids: IdGenerator, config = LEASE_TTL_CONFIG): ClaimOp {
+export function serviceOp(
+  db: SqlDatabase,
+  ids: IdGenerator,
+  config = LEASE_TTL_CONFIG,
+  claimBatch: ClaimBatchOptions = DEFAULT_CLAIM_BATCH,
+): ClaimOp {
   // The service as the app runs it, metrics included (their cost is part of the figure).
   const metrics = new ControlPlaneMetrics(new SqlOperationalStatsRepository(db));
   const service = new LeasesService(
-    new SqlLeaseRepository(db, ids),
+    new SqlLeaseRepository(db, ids, claimBatch),
     new SqlWorkerSessionRepository(db, ids),
     config,
     metrics,
@@ -359,7 +376,7 @@ export async function sample<W = BenchWorker>(
   };
 }
 
-type Slot = ClaimVariant | 'graphile';
+type Slot = ClaimVariant | 'unbatched' | 'graphile';
 
 async function runDialect(
   dialect: 'sqlite' | 'postgres',
@@ -386,9 +403,14 @@ async function runDialect(
     await reset(db, true);
     config.log(`${dialect} B=${backlog}: seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     const peer = config.peer && openPeer ? await openPeer(backlog) : undefined;
-    const slots: Slot[] = peer ? [...CLAIM_VARIANTS, 'graphile'] : [...CLAIM_VARIANTS];
+    const slots: Slot[] = [
+      ...CLAIM_VARIANTS,
+      ...(dialect === 'postgres' ? (['unbatched'] as const) : []),
+      ...(peer ? (['graphile'] as const) : []),
+    ];
     const samples = new Map<number, Record<Slot, ClaimSample[]>>();
-    for (const n of config.concurrencies) samples.set(n, { ceiling: [], service: [], graphile: [] });
+    for (const n of config.concurrencies)
+      samples.set(n, { ceiling: [], service: [], unbatched: [], graphile: [] });
     try {
       for (let round = 0; round < config.rounds; round++) {
         // Every variant takes every place in the order over the rounds (two variants: flipped).
@@ -402,7 +424,7 @@ async function runDialect(
                 s = await peer!.sample(n, claims, config.warmupClaims);
               } else {
                 await reset(db);
-                s = await sample(h.ops[variant], workers.slice(0, n), claims, config.warmupClaims, () =>
+                s = await sample(h.ops[variant]!, workers.slice(0, n), claims, config.warmupClaims, () =>
                   settle(db),
                 );
               }
@@ -448,6 +470,16 @@ async function runDialect(
             }
           : {}),
         samples: { ceiling: s.ceiling, service: s.service },
+        ...(s.unbatched.length
+          ? {
+              unbatched: {
+                claimsPerSecond: median(s.unbatched.map((x) => x.opsPerSecond)),
+                processCpuUsPerClaim: median(s.unbatched.map((x) => x.processCpuUsPerOp)),
+                pairedRatio: median(s.service.map((x, i) => x.opsPerSecond / s.unbatched[i]!.opsPerSecond)),
+                samples: s.unbatched,
+              },
+            }
+          : {}),
       };
       rows.push(row);
     }
@@ -498,7 +530,11 @@ export async function benchClaimPostgres(
           const pool = new Pool({ connectionString: url, max: n });
           pool.on('error', () => undefined);
           return {
-            ops: { ceiling: postgresCeiling(pool, ids), service: serviceOp(service, ids) },
+            ops: {
+              ceiling: postgresCeiling(pool, ids),
+              service: serviceOp(service, ids),
+              unbatched: serviceOp(service, ids, LEASE_TTL_CONFIG, { ...DEFAULT_CLAIM_BATCH, maxSize: 1 }),
+            },
             close: async () => {
               await service.close();
               await pool.end();

@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { ClaimResult } from '@ql/domain';
 import { SqlDatabase } from '@ql/persistence';
 import { snapshotDatabase } from '../support/db-snapshot';
-import { DispatchSuite, expectFence } from './dispatch.contract';
+import { DispatchFixture, DispatchSuite, expectFence } from './dispatch.contract';
 
 const CLAIM_TABLES = ['runs', 'attempts', 'run_leases', 'run_events'];
 
@@ -11,10 +11,15 @@ const CLAIM_TABLES = ['runs', 'attempts', 'run_leases', 'run_events'];
  * locks the head, and only then reserves the slot with the compare-and-set under the worker's row lock.
  * These tests put another transaction in that window every time: it holds the worker row while two
  * pulls of the same worker have passed the read and wait at the reservation, then changes the row or
- * not, and commits.
+ * not, and commits. The two pulls come through two replicas (two repositories on the same
+ * database): one replica sends its queued claims in one statement (ADR 0027), so two statements of
+ * the same worker at once are two replicas' doing.
  */
 export function describeClaimOneStatementWindows(suite: DispatchSuite): void {
   describe('one-statement claim: the window between the unlocked read and the reservation', () => {
+    /** A second replica's repositories on the same database. */
+    const replica = () => new DispatchFixture(suite.f.db, suite.f.ids);
+
     /** Runs `pulls` while `second` holds the worker's row; `change` runs under that lock once both wait. */
     async function whileRowHeld(
       workerId: string,
@@ -51,7 +56,7 @@ export function describeClaimOneStatementWindows(suite: DispatchSuite): void {
       await f.queue((await f.task()).id, 2);
       const results = await whileRowHeld(
         worker.workerId,
-        () => [f.pull(worker), f.pull(worker)],
+        () => [f.pull(worker), replica().pull(worker)],
         async () => undefined,
       );
       const answers = results.map((r) => (r.status === 'fulfilled' ? r.value : r.reason)) as ClaimResult[];
@@ -70,7 +75,7 @@ export function describeClaimOneStatementWindows(suite: DispatchSuite): void {
       const before = await snapshotDatabase(f.db, CLAIM_TABLES);
       const results = await whileRowHeld(
         worker.workerId,
-        () => [f.pull(worker), f.pull(worker)],
+        () => [f.pull(worker), replica().pull(worker)],
         (tx) =>
           tx.run('UPDATE workers SET version = version + 1 WHERE worker_id = :w', { w: worker.workerId }),
       );

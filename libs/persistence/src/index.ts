@@ -10,6 +10,7 @@ export * from './migrations/run-migrations';
 export * from './task.repository';
 export * from './run.repository';
 export * from './lease.repository';
+export { ClaimBatchOptions, DEFAULT_CLAIM_BATCH } from './claim-batch';
 export * from './stats.repository';
 export * from './activation.repository';
 export * from './queue-signals';

@@ -11,6 +11,7 @@ import { SqlTaskRepository } from './task.repository';
 import { SqlRunRepository } from './run.repository';
 import { SqlOperationalStatsRepository } from './stats.repository';
 import { SqlLeaseRepository } from './lease.repository';
+import { DEFAULT_CLAIM_BATCH } from './claim-batch';
 import { SqlActivationRepository } from './activation.repository';
 
 export type DatabaseTarget =
@@ -56,11 +57,14 @@ export interface Repositories {
   readonly activation: SqlActivationRepository;
 }
 
-/** `logCapBytes`: the per-run cap of stored output (the domain's default when not given). */
+/**
+ * `logCapBytes`: the per-run cap of stored output (the domain's default when not given);
+ * `claimBatchMax`: claims one PostgreSQL claim statement carries at most (ADR 0027).
+ */
 export function createRepositories(
   db: SqlDatabase,
   ids: IdGenerator,
-  options: { logCapBytes?: number } = {},
+  options: { logCapBytes?: number; claimBatchMax?: number } = {},
 ): Repositories {
   return {
     sessions: new SqlWorkerSessionRepository(db, ids),
@@ -69,7 +73,10 @@ export function createRepositories(
     revocations: new SqlCertificateRevocationRepository(db, ids),
     tasks: new SqlTaskRepository(db, ids),
     runs: new SqlRunRepository(db, ids),
-    leases: new SqlLeaseRepository(db, ids),
+    leases: new SqlLeaseRepository(db, ids, {
+      ...DEFAULT_CLAIM_BATCH,
+      maxSize: options.claimBatchMax ?? DEFAULT_CLAIM_BATCH.maxSize,
+    }),
     stats: new SqlOperationalStatsRepository(db),
     activation: new SqlActivationRepository(db, { logCapBytes: options.logCapBytes }),
   };

@@ -38,6 +38,7 @@ export interface ControlPlaneConfig {
   readonly sessionLeaseMs: number;
   readonly heartbeatBatchWindowMs: number;
   readonly heartbeatBatchMax: number;
+  readonly claimBatchMax: number;
   readonly runLeaseMs: number;
   readonly placementPreferenceHoldMs: number;
   readonly offerWaitMaxMs: number;
@@ -181,6 +182,13 @@ export const SETTINGS = [
     default: '64',
     doc: 'a heartbeat batch is sent at once when it holds this many (1 … 1000); 1 sends each alone',
     parse: int(1, 1_000),
+  },
+  {
+    key: 'claimBatchMax',
+    env: 'QL_CLAIM_BATCH_MAX',
+    default: '32',
+    doc: 'PostgreSQL: claims that queue while this replica\'s claim statement is busy go out together, at most this many per statement, each still its own fenced claim with its own answer (1 … 256); 1 sends each alone',
+    parse: int(1, 256),
   },
   {
     key: 'runLeaseMs',

@@ -78,7 +78,10 @@ export async function openCore(
       : { ...target, poolSize: config.dbPoolSize };
   const db = await openDatabase(withOptions, clock, config.profile === 'standalone');
   const ids = createIdGenerator(clock);
-  const repositories = createRepositories(db, ids, { logCapBytes: config.runLogCapBytes });
+  const repositories = createRepositories(db, ids, {
+    logCapBytes: config.runLogCapBytes,
+    claimBatchMax: config.claimBatchMax,
+  });
   const metrics = new ControlPlaneMetrics(repositories.stats);
   const migrations = new MigrationGate(db);
   const queueSignals = openQueueSignals(db);
