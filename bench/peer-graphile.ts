@@ -25,6 +25,8 @@ export interface GraphilePeerResult {
    * runner, its task dispatch and the `pg` driver (warm-up, migrations and connecting excluded).
    */
   readonly processCpuUsPerJob: number;
+  /** `cpuProbe`'s ms (e.g. the PostgreSQL server's CPU) per job over the same window; absent without one. */
+  readonly probeCpuMsPerJob?: number;
 }
 
 export interface GraphilePeerOptions {
@@ -34,6 +36,8 @@ export interface GraphilePeerOptions {
   readonly measureJobs: number;
   readonly warmupJobs: number;
   readonly log?: (line: string) => void;
+  /** Cumulative CPU ms of something outside this process, read when the counted window opens and closes. */
+  readonly cpuProbe?: () => number;
 }
 
 /** graphile-worker's default schema; its migrations create it, `measureGraphilePeer` drops it. */
@@ -113,8 +117,10 @@ export async function measureGraphilePeer(
     let lastProgress = performance.now();
     let windowStart = warmupJobs === 0 ? performance.now() : Number.NaN;
     let cpuStart = warmupJobs === 0 ? process.cpuUsage() : undefined;
+    const probe = opts.cpuProbe;
+    let probeStart = warmupJobs === 0 && probe ? probe() : Number.NaN;
     let watchdog: NodeJS.Timeout | undefined;
-    const measured = new Promise<{ seconds: number; cpuUs: number }>((resolve, reject) => {
+    const measured = new Promise<{ seconds: number; cpuUs: number; probeMs: number }>((resolve, reject) => {
       events.on('job:complete', ({ error }) => {
         if (error) return; // reported by job:error below
         completed++;
@@ -122,10 +128,12 @@ export async function measureGraphilePeer(
         if (completed === warmupJobs) {
           windowStart = performance.now();
           cpuStart = process.cpuUsage();
+          if (probe) probeStart = probe();
         } else if (completed === target) {
           const seconds = (performance.now() - windowStart) / 1000;
           const cpu = process.cpuUsage(cpuStart);
-          resolve({ seconds, cpuUs: cpu.user + cpu.system });
+          const probeMs = probe ? probe() - probeStart : Number.NaN;
+          resolve({ seconds, cpuUs: cpu.user + cpu.system, probeMs });
         }
       });
       events.on('job:error', ({ job, error }) =>
@@ -158,7 +166,7 @@ export async function measureGraphilePeer(
         return measured;
       });
       ended.catch(() => undefined); // a rejection after the race is settled is reported by stop() below
-      const { seconds, cpuUs } = await Promise.race([measured, ended]);
+      const { seconds, cpuUs, probeMs } = await Promise.race([measured, ended]);
       return {
         concurrency,
         backlog,
@@ -166,6 +174,7 @@ export async function measureGraphilePeer(
         seconds,
         jobsPerSecond: measureJobs / seconds,
         processCpuUsPerJob: cpuUs / measureJobs,
+        ...(probe ? { probeCpuMsPerJob: probeMs / measureJobs } : {}),
       };
     } finally {
       clearInterval(watchdog);

@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { readProcStat } from './proc-cpu';
 
 export function databaseUrl(adminUrl: string, database: string): string {
   const url = new URL(adminUrl);
@@ -60,4 +61,26 @@ export async function createBenchDatabase(adminUrl: string): Promise<BenchPostgr
       });
     },
   };
+}
+
+/**
+ * The pid of the server's postmaster when it runs on this host and /proc shows it (the parent of
+ * this connection's backend, named `postgres`); undefined otherwise (a remote or hidden server).
+ * Its own CPU plus its children's (live backends and helpers, and the exited ones it reaped) is what
+ * the whole server spent.
+ */
+export async function localPostmasterPid(url: string): Promise<number | undefined> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const backend = readProcStat(rows[0]!.pid);
+    const postmaster = readProcStat(backend.ppid);
+    return backend.comm === 'postgres' && postmaster.comm === 'postgres' ? postmaster.pid : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
