@@ -4,7 +4,7 @@
  * the spawn ceiling (bench/spawn-ceiling.ts), then graphile-worker on a fresh database of the same
  * PostgreSQL server, with that server's CPU read over graphile's counted window.
  */
-import { postgresCpuMs } from './dispatch-cpu';
+import { BackendsReader, postgresCpuMs } from './dispatch-cpu';
 import { createBenchDatabase } from './lib/postgres-admin';
 import { GraphilePeerResult, measureGraphilePeer } from './peer-graphile';
 import { SpawnCeiling, measureSpawnCeiling } from './spawn-ceiling';
@@ -21,6 +21,7 @@ export interface Beside {
 export function besideSampler(
   pgUrl: string,
   postmasterPid: number | undefined,
+  backends: BackendsReader | undefined,
   runs: number,
   warmup: number,
   notes: string[],
@@ -42,6 +43,7 @@ export function besideSampler(
           warmupJobs: warmup,
           measureJobs: runs,
           ...(postmasterPid === undefined ? {} : { cpuProbe: () => postgresCpuMs(postmasterPid) }),
+          ...(backends ? { backendsProbe: backends } : {}),
         });
       } finally {
         await database.drop();

@@ -8,8 +8,42 @@
 import type { GraphilePeerResult } from './peer-graphile';
 import type { SpawnCeiling } from './spawn-ceiling';
 import { Align } from './lib/report';
-import { CpuReading, processTreeCpuMs, readProcStat, ticksToMs } from './lib/proc-cpu';
+import { Client } from 'pg';
+import { CpuReading, perPidDelta, processTreeCpuMs, readProcStat, ticksToMs } from './lib/proc-cpu';
+import { backendsCpuMs } from './lib/postgres-admin';
 import { cpuMs } from './lib/processes';
+
+/** Own CPU ms by pid of the backends connected to one database (pg_stat_activity + /proc). */
+export type BackendsReader = (database: string) => Promise<Map<number, number>>;
+
+/** One admin connection that reads any database's backends; it is on the admin database, so never counted. */
+export async function openBackendsReader(
+  adminUrl: string,
+): Promise<{ read: BackendsReader; close(): Promise<void> }> {
+  const client = new Client({ connectionString: adminUrl, connectionTimeoutMillis: 5_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  return { read: (database) => backendsCpuMs(client, database), close: () => client.end() };
+}
+
+/** The database name of a PostgreSQL URL. */
+export function databaseName(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.slice(1));
+}
+
+/**
+ * CPU ms of one database's backends between now and when the returned function is called, divided
+ * by the runs it is given: the part of the server's CPU that is ours on a shared server (not in the
+ * total; backends that end in between are lost, see `perPidDelta`).
+ */
+export async function backendsWindow(
+  read: BackendsReader | undefined,
+  database: string,
+): Promise<(runs: number) => Promise<CpuReading>> {
+  if (!read) return async () => ({});
+  const before = await read(database);
+  return async (runs) => ({ postgresDb: perPidDelta(before, await read(database)) / runs });
+}
 
 /** The components of one drain's CPU, in the table's order. */
 export const CPU_COMPONENTS = ['plane', 'worker', 'noop', 'postgres'] as const;
@@ -71,14 +105,27 @@ export const CPU_HEADER = [
   'worker ms',
   'no-op child ms',
   'PostgreSQL ms',
+  "of which our database's backends ms",
   'total ms / run',
-  'graphile ms / job (process + PostgreSQL)',
+  'graphile ms / job (process + PostgreSQL; its backends)',
   'total ÷ graphile',
+  'total ÷ graphile, backends only',
   'spawn ceiling ms / spawn (parent + child)',
 ];
 export const CPU_ALIGN: Align[] = CPU_HEADER.map((_, i) => (i <= 2 ? 'left' : 'right'));
 
 const ms = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? '—' : v.toFixed(2));
+
+/**
+ * Our total per run ÷ graphile's per job with PostgreSQL counted as the backends of each side's own
+ * database only (what other users of a shared server do is then left out); SQLite: its plane's.
+ */
+function backendsOnlyRatio(c: CpuReading | undefined, peer: GraphilePeerResult | undefined): string {
+  if (!c || c.total === undefined || !peer || peer.backendsCpuMsPerJob === undefined) return '—';
+  const ours = c.total - (c.postgres ?? 0) + (c.postgres === undefined ? 0 : (c.postgresDb ?? Number.NaN));
+  const theirs = peer.processCpuUsPerJob / 1000 + peer.backendsCpuMsPerJob;
+  return Number.isNaN(ours) ? '—' : `${(ours / theirs).toFixed(1)} ×`;
+}
 
 /** Graphile's CPU per job: its process (this bench) + the PostgreSQL server, if that was read. */
 export function graphileCpuMsPerJob(peer: GraphilePeerResult | undefined): number | undefined {
@@ -94,11 +141,14 @@ export function cpuRow(r: CpuRowInput): string[] {
     String(r.level),
     r.drainedBy,
     ...CPU_COMPONENTS.map((name) => ms(c?.[name])),
+    ms(c?.postgresDb),
     ms(c?.total),
     graphile === undefined
       ? '—'
-      : `${ms(graphile)} (${ms(r.peer!.processCpuUsPerJob / 1000)} + ${ms(r.peer!.probeCpuMsPerJob)})`,
+      : `${ms(graphile)} (${ms(r.peer!.processCpuUsPerJob / 1000)} + ${ms(r.peer!.probeCpuMsPerJob)}; ` +
+        `${ms(r.peer!.backendsCpuMsPerJob)})`,
     c?.total !== undefined && graphile ? `${(c.total / graphile).toFixed(1)} ×` : '—',
+    backendsOnlyRatio(c, r.peer),
     r.ceiling
       ? `${ms(r.ceiling.parentCpuMsPerSpawn + r.ceiling.childCpuMsPerSpawn)} (${ms(r.ceiling.parentCpuMsPerSpawn)} + ${ms(r.ceiling.childCpuMsPerSpawn)})`
       : '—',

@@ -19,7 +19,11 @@ import {
   CPU_HEADER,
   CpuRowInput,
   cpuRow,
+  backendsWindow,
+  databaseName,
   inBenchComponents,
+  openBackendsReader,
+  BackendsReader,
   sharedComponents,
 } from './dispatch-cpu';
 import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
@@ -66,6 +70,7 @@ async function benchDialect(
   notes: string[],
   beside: (level: number, label: string) => Promise<Beside>,
   postmasterPid: number | undefined,
+  backends: BackendsReader | undefined,
 ): Promise<DialectResult> {
   const count = Math.max(...sessionsLevels, config.pullers);
   const ids = Array.from({ length: count }, (_, i) => `bench-w${i + 1}`);
@@ -92,13 +97,19 @@ async function benchDialect(
     // PostgreSQL's CPU belongs to a run only when the plane uses it; the SQLite plane's is in its own process.
     const shared = sharedComponents(plane.process.pid, dialect === 'postgres' ? postmasterPid : undefined);
     const inBench = inBenchComponents(shared);
+    const planeBackends = dialect === 'postgres' ? backends : undefined;
+    const planeDb = dialect === 'postgres' ? databaseName(db.url) : '';
     const drains: DialectResult['drains'][number][] = [];
     const rates: number[] = [];
     for (const n of sessionsLevels) {
       rates.push(await queue(config.runs));
+      const ownBackends = await backendsWindow(planeBackends, planeDb);
       const before = readCpu(inBench);
       const sample = await drain(sessions.slice(0, n), config.runs);
-      const cpuMsPerRun = cpuPerRun(before, readCpu(inBench), sample.runs);
+      const cpuMsPerRun = {
+        ...cpuPerRun(before, readCpu(inBench), sample.runs),
+        ...(await ownBackends(sample.runs)),
+      };
       log(
         `dispatch ${dialect}: ${n} sessions ${sample.runsPerSecond.toFixed(1)} runs/s, ` +
           `CPU ${cpuMsPerRun.total!.toFixed(2)} ms/run`,
@@ -135,6 +146,7 @@ async function benchDialect(
             queueTask,
             workerEnv,
             shared,
+            planeBackends && (() => planeBackends(planeDb)),
           );
           log(
             `dispatch ${dialect}: ${n} worker processes ${sample.runsPerSecond.toFixed(1)} runs/s, ` +
@@ -186,27 +198,34 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
   const postmasterPid = await localPostmasterPid(pgUrl).catch(() => undefined);
   if (postmasterPid === undefined)
     notes.push('PostgreSQL CPU not read: the server is not a local process this bench can see');
-  const beside = besideSampler(pgUrl, postmasterPid, config.runs, config.warmup, notes);
+  const backendsReader = postmasterPid === undefined ? undefined : await openBackendsReader(pgUrl);
+  const backends = backendsReader?.read;
+  const beside = besideSampler(pgUrl, postmasterPid, backends, config.runs, config.warmup, notes);
   const results: DialectResult[] = [];
-  for (const dialect of dialects) {
-    try {
-      results.push(
-        await benchDialect(
-          dialect,
-          pgUrl,
-          sessionsLevels,
-          config,
-          (l) => console.log(l),
-          notes,
-          beside,
-          postmasterPid,
-        ),
-      );
-    } catch (error) {
-      const note = `${dialect} rows skipped: ${(error as Error).message}`;
-      console.log(note);
-      notes.push(note);
+  try {
+    for (const dialect of dialects) {
+      try {
+        results.push(
+          await benchDialect(
+            dialect,
+            pgUrl,
+            sessionsLevels,
+            config,
+            (l) => console.log(l),
+            notes,
+            beside,
+            postmasterPid,
+            backends,
+          ),
+        );
+      } catch (error) {
+        const note = `${dialect} rows skipped: ${(error as Error).message}`;
+        console.log(note);
+        notes.push(note);
+      }
     }
+  } finally {
+    await backendsReader?.close();
   }
 
   const e2eHeader = [

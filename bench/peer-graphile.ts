@@ -12,6 +12,7 @@ import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import { Logger, Runner, WorkerEvents, run, runMigrations } from 'graphile-worker';
+import { perPidDelta } from './lib/proc-cpu';
 
 export interface GraphilePeerResult {
   readonly concurrency: number;
@@ -27,6 +28,8 @@ export interface GraphilePeerResult {
   readonly processCpuUsPerJob: number;
   /** `cpuProbe`'s ms (e.g. the PostgreSQL server's CPU) per job over the same window; absent without one. */
   readonly probeCpuMsPerJob?: number;
+  /** CPU ms per job of the database's own backends over the same window (`backendsProbe`). */
+  readonly backendsCpuMsPerJob?: number;
 }
 
 export interface GraphilePeerOptions {
@@ -38,6 +41,8 @@ export interface GraphilePeerOptions {
   readonly log?: (line: string) => void;
   /** Cumulative CPU ms of something outside this process, read when the counted window opens and closes. */
   readonly cpuProbe?: () => number;
+  /** Own CPU ms by pid of the backends of graphile's database, read when the window opens and closes. */
+  readonly backendsProbe?: (database: string) => Promise<Map<number, number>>;
 }
 
 /** graphile-worker's default schema; its migrations create it, `measureGraphilePeer` drops it. */
@@ -119,34 +124,51 @@ export async function measureGraphilePeer(
     let cpuStart = warmupJobs === 0 ? process.cpuUsage() : undefined;
     const probe = opts.cpuProbe;
     let probeStart = warmupJobs === 0 && probe ? probe() : Number.NaN;
+    const database = decodeURIComponent(new URL(url).pathname.slice(1));
+    const backends = opts.backendsProbe;
+    let backendsStart = warmupJobs === 0 && backends ? backends(database) : undefined;
     let watchdog: NodeJS.Timeout | undefined;
-    const measured = new Promise<{ seconds: number; cpuUs: number; probeMs: number }>((resolve, reject) => {
-      events.on('job:complete', ({ error }) => {
-        if (error) return; // reported by job:error below
-        completed++;
-        lastProgress = performance.now();
-        if (completed === warmupJobs) {
-          windowStart = performance.now();
-          cpuStart = process.cpuUsage();
-          if (probe) probeStart = probe();
-        } else if (completed === target) {
-          const seconds = (performance.now() - windowStart) / 1000;
-          const cpu = process.cpuUsage(cpuStart);
-          const probeMs = probe ? probe() - probeStart : Number.NaN;
-          resolve({ seconds, cpuUs: cpu.user + cpu.system, probeMs });
-        }
-      });
-      events.on('job:error', ({ job, error }) =>
-        reject(new Error(`graphile job ${job.id} failed: ${(error as Error)?.message ?? String(error)}`)),
-      );
-      events.on('worker:fatalError', ({ error }) =>
-        reject(new Error(`graphile worker died: ${(error as Error)?.message ?? String(error)}`)),
-      );
-      watchdog = setInterval(() => {
-        if (performance.now() - lastProgress > STALL_MS)
-          reject(new Error(`graphile-worker stalled: ${completed} of ${target} jobs completed`));
-      }, 1_000);
-    });
+    const measured = new Promise<{ seconds: number; cpuUs: number; probeMs: number; backendsMs: number }>(
+      (resolve, reject) => {
+        events.on('job:complete', ({ error }) => {
+          if (error) return; // reported by job:error below
+          completed++;
+          lastProgress = performance.now();
+          if (completed === warmupJobs) {
+            windowStart = performance.now();
+            cpuStart = process.cpuUsage();
+            if (probe) probeStart = probe();
+            if (backends) backendsStart = backends(database);
+          } else if (completed === target) {
+            const seconds = (performance.now() - windowStart) / 1000;
+            const cpu = process.cpuUsage(cpuStart);
+            const probeMs = probe ? probe() - probeStart : Number.NaN;
+            if (!backends || !backendsStart)
+              return resolve({ seconds, cpuUs: cpu.user + cpu.system, probeMs, backendsMs: Number.NaN });
+            Promise.all([backendsStart, backends(database)]).then(
+              ([before, after]) =>
+                resolve({
+                  seconds,
+                  cpuUs: cpu.user + cpu.system,
+                  probeMs,
+                  backendsMs: perPidDelta(before, after),
+                }),
+              reject,
+            );
+          }
+        });
+        events.on('job:error', ({ job, error }) =>
+          reject(new Error(`graphile job ${job.id} failed: ${(error as Error)?.message ?? String(error)}`)),
+        );
+        events.on('worker:fatalError', ({ error }) =>
+          reject(new Error(`graphile worker died: ${(error as Error)?.message ?? String(error)}`)),
+        );
+        watchdog = setInterval(() => {
+          if (performance.now() - lastProgress > STALL_MS)
+            reject(new Error(`graphile-worker stalled: ${completed} of ${target} jobs completed`));
+        }, 1_000);
+      },
+    );
 
     try {
       runner = await run({
@@ -166,7 +188,7 @@ export async function measureGraphilePeer(
         return measured;
       });
       ended.catch(() => undefined); // a rejection after the race is settled is reported by stop() below
-      const { seconds, cpuUs, probeMs } = await Promise.race([measured, ended]);
+      const { seconds, cpuUs, probeMs, backendsMs } = await Promise.race([measured, ended]);
       return {
         concurrency,
         backlog,
@@ -175,6 +197,7 @@ export async function measureGraphilePeer(
         jobsPerSecond: measureJobs / seconds,
         processCpuUsPerJob: cpuUs / measureJobs,
         ...(probe ? { probeCpuMsPerJob: probeMs / measureJobs } : {}),
+        ...(backends ? { backendsCpuMsPerJob: backendsMs / measureJobs } : {}),
       };
     } finally {
       clearInterval(watchdog);

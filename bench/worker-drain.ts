@@ -9,7 +9,7 @@ import { Client } from 'pg';
 import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
 import { BenchDatabase, BenchPki, PlaneProcess, WORKER_MAIN } from './lib/plane';
 import { BenchProcess, pollUntil, spawnNode } from './lib/processes';
-import { CpuReading, cpuPerRun, processTreeCpuMs, readCpu } from './lib/proc-cpu';
+import { CpuReading, cpuPerRun, perPidDelta, processTreeCpuMs, readCpu } from './lib/proc-cpu';
 
 /** Terminal runs of one task by status, and their finish times in ms, in order. */
 type FinishedRuns = { readonly statuses: Record<string, number>; readonly finishedMs: number[] };
@@ -74,6 +74,7 @@ export async function workerProcessDrain(
   queue: (taskName: string, n: number) => Promise<string>,
   workerEnv: Record<string, string> = {},
   cpuComponents: Record<string, () => number> = {},
+  backends?: () => Promise<Map<number, number>>,
 ): Promise<WorkerDrainSample> {
   const taskId = await queue(`bench workers ${ids.length}`, warmup + runs);
   const reader = await runsReader(db);
@@ -95,7 +96,8 @@ export async function workerProcessDrain(
       worker: () => workers.reduce((sum, w) => sum + processTreeCpuMs(w.pid).own, 0),
       noop: () => workers.reduce((sum, w) => sum + processTreeCpuMs(w.pid).children, 0),
     };
-    let cpuStart: { reading: CpuReading; terminal: number } | undefined;
+    let cpuStart:
+      { reading: CpuReading; terminal: number; backends: Map<number, number> | undefined } | undefined;
     const registered = () => workers.every((w) => w.lines.some((l) => l.msg === 'worker registered'));
     const done = await pollUntil(
       `${warmup + runs} runs finished by ${ids.length} workers`,
@@ -111,9 +113,10 @@ export async function workerProcessDrain(
         }
         const now = await reader.finished(taskId);
         const terminal = Object.values(now.statuses).reduce((a, b) => a + b, 0);
-        if (terminal >= warmup + runs) return { ...now, cpuEnd: readCpu(components), terminal };
+        if (terminal >= warmup + runs)
+          return { ...now, cpuEnd: readCpu(components), backendsEnd: await backends?.(), terminal };
         if (!cpuStart && terminal >= warmup && registered())
-          cpuStart = { reading: readCpu(components), terminal };
+          cpuStart = { reading: readCpu(components), backends: await backends?.(), terminal };
         return undefined;
       },
       600_000,
@@ -130,7 +133,15 @@ export async function workerProcessDrain(
       seconds,
       runsPerSecond: runs / seconds,
       ...(cpuStart && cpuRuns > 0
-        ? { cpuMsPerRun: cpuPerRun(cpuStart.reading, done.cpuEnd, cpuRuns), cpuRuns }
+        ? {
+            cpuMsPerRun: {
+              ...cpuPerRun(cpuStart.reading, done.cpuEnd, cpuRuns),
+              ...(cpuStart.backends && done.backendsEnd
+                ? { postgresDb: perPidDelta(cpuStart.backends, done.backendsEnd) / cpuRuns }
+                : {}),
+            },
+            cpuRuns,
+          }
         : {}),
     };
   } finally {

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { readProcStat } from './proc-cpu';
+import { ownCpuMs, readProcStat } from './proc-cpu';
 
 export function databaseUrl(adminUrl: string, database: string): string {
   const url = new URL(adminUrl);
@@ -83,4 +83,24 @@ export async function localPostmasterPid(url: string): Promise<number | undefine
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/**
+ * Own CPU ms of every live backend connected to `database`, by pid, when the server is local; read
+ * through `client` (connected to another database, so that it is not counted itself).
+ */
+export async function backendsCpuMs(client: Client, database: string): Promise<Map<number, number>> {
+  const { rows } = await client.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+    [database],
+  );
+  const byPid = new Map<number, number>();
+  for (const { pid } of rows) {
+    try {
+      byPid.set(pid, ownCpuMs(readProcStat(pid)));
+    } catch {
+      // ended between the query and the read: as if it were not listed
+    }
+  }
+  return byPid;
 }

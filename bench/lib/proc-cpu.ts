@@ -143,3 +143,14 @@ export function cpuPerRun(before: CpuReading, after: CpuReading, runs: number): 
   perRun.total = total;
   return perRun;
 }
+
+/**
+ * CPU ms spent between two per-pid readings (pid → own CPU ms) by the processes of the second one:
+ * a pid new in the second counts from 0 (it started in between); a pid of the first that is gone
+ * from the second is lost (an undercount: nothing reaps it into a figure this bench reads).
+ */
+export function perPidDelta(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let sum = 0;
+  for (const [pid, ms] of after) sum += ms - (before.get(pid) ?? 0);
+  return sum;
+}

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { spawnLoops } from '../../bench/spawn-ceiling-child';
-import { cpuPerRun, parseProcStat, processTreeCpuMs, readCpu } from '../../bench/lib/proc-cpu';
+import { cpuPerRun, parseProcStat, perPidDelta, processTreeCpuMs, readCpu } from '../../bench/lib/proc-cpu';
 
 /** A /proc/<pid>/stat line: 52 fields, with the given command name and times (ticks). */
 function statLine(
@@ -87,6 +87,18 @@ describe('bench /proc CPU reading (dispatch CPU per run by component)', () => {
     expect(cpuPerRun(a, b, 30)).toEqual({ plane: 2, worker: 4, total: 6 });
     expect(() => cpuPerRun(a, b, 0)).toThrow(/runs must be > 0/);
     expect(() => cpuPerRun(a, { plane: 1 }, 1)).toThrow(/no second reading of "worker"/);
+  });
+
+  it('per-pid CPU: a pid new in the second reading counts from 0, one gone from it is left out', () => {
+    const before = new Map([
+      [10, 100],
+      [11, 50],
+    ]);
+    const after = new Map([
+      [10, 130],
+      [12, 7],
+    ]);
+    expect(perPidDelta(before, after)).toBe(37);
   });
 
   it('the spawn ceiling loops count every no-op spawn and their CPU as children', async () => {
