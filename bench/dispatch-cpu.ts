@@ -163,7 +163,10 @@ export const CPU_EXPLANATION =
   'all had registered and the warm-up was done); no-op child = the reaped children of that process ' +
   "(cutime + cstime: each run's `sh -c true`; for worker processes also their live reaper `sh`); " +
   'PostgreSQL = the whole local server: the postmaster, its live processes and the exited backends it ' +
-  'reaped (other users of the shared server count too; SQLite: —, its work is in the plane). graphile ' +
-  'per job = this process (where graphile runs) + the same PostgreSQL reading, over its counted window. ' +
+  'reaped (other users of the shared server count too; SQLite: —, its work is in the plane); of which ' +
+  "our database's backends = the backends connected to the plane's database (pg_stat_activity, their " +
+  '/proc CPU per pid; a backend that ends mid-drain is lost), what is surely ours on a shared server. graphile ' +
+  'per job = this process (where graphile runs) + the same PostgreSQL reading, over its counted window; ' +
+  "after the semicolon its own database's backends, the basis of the last ratio. " +
   'Spawn ceiling = the ceiling process beside the drain: its own CPU + its children per spawn, the fork ' +
   'cost of one run on this machine. CPU moves much less than runs/s when the shared machine is busy.';
