@@ -3,6 +3,7 @@
  * dialect beside graphile-worker draining the same number of no-op jobs, the share of each step, and
  * queue-to-offer latency at idle. Writes dispatch-<time>.json and latest-dispatch.md.
  */
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { BenchSession, DrainSample, STEPS, drain, noopTask, percentile, queueToOffer } from './dispatch';
 import { envNumber, median } from './lib/measure';
@@ -323,6 +324,8 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
   console.log(textTable(latencyHeader, latencyRows, latencyAlign));
   for (const n of notes) console.log(n);
 
+  // How busy the shared machine was: runs/s move with it, the CPU figures much less.
+  const loadAtEnd = Number(loadavg()[0]!.toFixed(2));
   writeResults(
     resultsDir,
     'dispatch',
@@ -330,6 +333,7 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
     {
       benchmark: 'dispatch',
       machine,
+      loadAtEnd,
       config,
       sessionsLevels,
       results,
@@ -340,7 +344,7 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
       '# Dispatch over the real wire: end-to-end runs/s and queue-to-offer latency',
       '',
       `Run ${machine.date} — node ${machine.node}, ${machine.platform}, ${machine.cpuCount} × ${machine.cpuModel}, ` +
-        `${machine.totalMemMiB} MiB, 1-min load at start ${machine.loadAvgAtStart}.`,
+        `${machine.totalMemMiB} MiB, 1-min load at start ${machine.loadAvgAtStart}, at the end ${loadAtEnd}.`,
       '',
       'The control plane runs in its own process (`dist/apps/control-plane/src/main.js`); the worker ' +
         "sessions run in the bench process, each through the worker's own `WorkerIngressHttpsClient` " +
