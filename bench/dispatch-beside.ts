@@ -46,7 +46,10 @@ export function besideSampler(
           ...(backends ? { backendsProbe: backends } : {}),
         });
       } finally {
-        await database.drop();
+        // A failed drop (say, a server out of connections) leaves a database behind, not a bad sample.
+        await database.drop().catch((error: Error) => {
+          notes.push(`${label}: graphile-worker database not dropped (${error.message.split('\n')[0]})`);
+        });
       }
     } catch (error) {
       notes.push(`${label}: no graphile-worker sample (${(error as Error).message.split('\n')[0]})`);
