@@ -3,15 +3,30 @@
  * dialect beside graphile-worker draining the same number of no-op jobs, the share of each step, and
  * queue-to-offer latency at idle. Writes dispatch-<time>.json and latest-dispatch.md.
  */
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { BenchSession, DrainSample, STEPS, drain, noopTask, percentile, queueToOffer } from './dispatch';
 import { envNumber, median } from './lib/measure';
 import { Dialect, createBenchPki, createPlaneDatabase, startPlaneProcess } from './lib/plane';
-import { createBenchDatabase } from './lib/postgres-admin';
+import { localPostmasterPid } from './lib/postgres-admin';
+import { CpuReading, cpuPerRun, readCpu } from './lib/proc-cpu';
 import { Align, fmtInt, fmtPct, machineInfo, markdownTable, textTable } from './lib/report';
 import { writeResults } from './lib/results';
-import { GraphilePeerResult, measureGraphilePeer } from './peer-graphile';
 import { WorkerDrainSample, workerProcessDrain } from './worker-drain';
+import { Beside, besideSampler } from './dispatch-beside';
+import {
+  CPU_ALIGN,
+  CPU_EXPLANATION,
+  CPU_HEADER,
+  CpuRowInput,
+  cpuRow,
+  backendsWindow,
+  databaseName,
+  inBenchComponents,
+  openBackendsReader,
+  BackendsReader,
+  sharedComponents,
+} from './dispatch-cpu';
 import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
 
 /** Issue 10: end-to-end runs/s at least graphile-worker's jobs/s; queue-to-offer p99 at most 50 ms. */
@@ -24,9 +39,10 @@ interface DialectResult {
   readonly dialect: Dialect;
   readonly edgeFloorMs: number;
   readonly triggersPerSecond: number;
-  readonly drains: DrainSample[];
+  /** Each drain by the bench's sessions, its CPU per run by component, and what was measured beside it. */
+  readonly drains: (DrainSample & Beside & { readonly cpuMsPerRun: CpuReading })[];
   /** The same drains by real worker processes (their own run loop). */
-  readonly processDrains: WorkerDrainSample[];
+  readonly processDrains: (WorkerDrainSample & Beside)[];
   readonly latency: { fromCommitMs: number[]; fromTriggerMs: number[] };
 }
 
@@ -53,6 +69,9 @@ async function benchDialect(
   },
   log: (line: string) => void,
   notes: string[],
+  beside: (level: number, label: string) => Promise<Beside>,
+  postmasterPid: number | undefined,
+  backends: BackendsReader | undefined,
 ): Promise<DialectResult> {
   const count = Math.max(...sessionsLevels, config.pullers);
   const ids = Array.from({ length: count }, (_, i) => `bench-w${i + 1}`);
@@ -76,13 +95,27 @@ async function benchDialect(
     await queue(config.warmup);
     await drain(sessions, config.warmup);
     const edgeFloorMs = await sessions[0]!.edgeFloorMs(200);
-    const drains: DrainSample[] = [];
+    // PostgreSQL's CPU belongs to a run only when the plane uses it; the SQLite plane's is in its own process.
+    const shared = sharedComponents(plane.process.pid, dialect === 'postgres' ? postmasterPid : undefined);
+    const inBench = inBenchComponents(shared);
+    const planeBackends = dialect === 'postgres' ? backends : undefined;
+    const planeDb = dialect === 'postgres' ? databaseName(db.url) : '';
+    const drains: DialectResult['drains'][number][] = [];
     const rates: number[] = [];
     for (const n of sessionsLevels) {
       rates.push(await queue(config.runs));
+      const ownBackends = await backendsWindow(planeBackends, planeDb);
+      const before = readCpu(inBench);
       const sample = await drain(sessions.slice(0, n), config.runs);
-      log(`dispatch ${dialect}: ${n} sessions ${sample.runsPerSecond.toFixed(1)} runs/s`);
-      drains.push(sample);
+      const cpuMsPerRun = {
+        ...cpuPerRun(before, readCpu(inBench), sample.runs),
+        ...(await ownBackends(sample.runs)),
+      };
+      log(
+        `dispatch ${dialect}: ${n} sessions ${sample.runsPerSecond.toFixed(1)} runs/s, ` +
+          `CPU ${cpuMsPerRun.total!.toFixed(2)} ms/run`,
+      );
+      drains.push({ ...sample, cpuMsPerRun, ...(await beside(n, `${dialect}, ${n} sessions`)) });
     }
     const latency = await queueToOffer(
       sessions.slice(0, config.pullers),
@@ -92,7 +125,7 @@ async function benchDialect(
       config.pullWaitMs,
     );
     log(`dispatch ${dialect}: queue-to-offer p99 ${percentile(latency.fromCommitMs, 99)} ms`);
-    const processDrains: WorkerDrainSample[] = [];
+    const processDrains: DialectResult['processDrains'][number][] = [];
     if (config.workerProcesses) {
       const queueTask = async (name: string, n: number) => {
         const task = await noopTask(plane, name);
@@ -113,9 +146,14 @@ async function benchDialect(
             config.warmup,
             queueTask,
             workerEnv,
+            shared,
+            planeBackends && (() => planeBackends(planeDb)),
           );
-          log(`dispatch ${dialect}: ${n} worker processes ${sample.runsPerSecond.toFixed(1)} runs/s`);
-          processDrains.push(sample);
+          log(
+            `dispatch ${dialect}: ${n} worker processes ${sample.runsPerSecond.toFixed(1)} runs/s, ` +
+              `CPU ${sample.cpuMsPerRun?.total?.toFixed(2) ?? '—'} ms/run`,
+          );
+          processDrains.push({ ...sample, ...(await beside(n, `${dialect}, ${n} worker processes`)) });
         } catch (error) {
           // Keep what this dialect measured so far; say why this level has no figure.
           notes.push(
@@ -131,32 +169,6 @@ async function benchDialect(
     await db.drop();
     pki.remove();
   }
-}
-
-async function graphilePeer(
-  pgUrl: string,
-  sessionsLevels: readonly number[],
-  runs: number,
-  warmup: number,
-): Promise<Map<number, GraphilePeerResult>> {
-  const peers = new Map<number, GraphilePeerResult>();
-  for (const n of sessionsLevels) {
-    const database = await createBenchDatabase(pgUrl);
-    try {
-      peers.set(
-        n,
-        await measureGraphilePeer(database.url, {
-          concurrency: n,
-          backlog: runs + warmup,
-          warmupJobs: warmup,
-          measureJobs: runs,
-        }),
-      );
-    } finally {
-      await database.drop();
-    }
-  }
-  return peers;
 }
 
 export async function dispatchMain(resultsDir: string): Promise<void> {
@@ -183,21 +195,38 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
       `node ${machine.node}, ${machine.cpuCount} CPUs, load ${machine.loadAvgAtStart}`,
   );
   const notes: string[] = [];
+  // The server's processes, when it runs on this host: its CPU per run and per graphile job.
+  const postmasterPid = await localPostmasterPid(pgUrl).catch(() => undefined);
+  if (postmasterPid === undefined)
+    notes.push('PostgreSQL CPU not read: the server is not a local process this bench can see');
+  const backendsReader = postmasterPid === undefined ? undefined : await openBackendsReader(pgUrl);
+  const backends = backendsReader?.read;
+  const beside = besideSampler(pgUrl, postmasterPid, backends, config.runs, config.warmup, notes);
   const results: DialectResult[] = [];
-  for (const dialect of dialects) {
-    try {
-      results.push(await benchDialect(dialect, pgUrl, sessionsLevels, config, (l) => console.log(l), notes));
-    } catch (error) {
-      const note = `${dialect} rows skipped: ${(error as Error).message}`;
-      console.log(note);
-      notes.push(note);
-    }
-  }
-  let peers = new Map<number, GraphilePeerResult>();
   try {
-    peers = await graphilePeer(pgUrl, sessionsLevels, config.runs, config.warmup);
-  } catch (error) {
-    notes.push(`graphile-worker peer skipped: ${(error as Error).message}`);
+    for (const dialect of dialects) {
+      try {
+        results.push(
+          await benchDialect(
+            dialect,
+            pgUrl,
+            sessionsLevels,
+            config,
+            (l) => console.log(l),
+            notes,
+            beside,
+            postmasterPid,
+            backends,
+          ),
+        );
+      } catch (error) {
+        const note = `${dialect} rows skipped: ${(error as Error).message}`;
+        console.log(note);
+        notes.push(note);
+      }
+    }
+  } finally {
+    await backendsReader?.close();
   }
 
   const e2eHeader = [
@@ -207,16 +236,23 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
     'graphile jobs/s (PostgreSQL)',
     'ratio',
     'target',
+    'spawn ceiling /s',
+    'runs / ceiling',
     'worker processes runs/s',
     'processes / graphile',
+    'processes / ceiling',
+    'beside processes: graphile jobs/s, ceiling /s',
     ...STEPS.map((s) => `${s} ms (share)`),
     'HTTP/TLS floor share',
   ];
   const e2eAlign: Align[] = e2eHeader.map((_, i) => (i === 0 ? 'left' : 'right'));
   const e2eRows = results.flatMap((r) =>
     r.drains.map((d) => {
-      const peer = peers.get(d.sessions)?.jobsPerSecond;
+      const peer = d.peer?.jobsPerSecond;
+      const ceiling = d.ceiling?.spawnsPerSecond;
       const processes = r.processDrains.find((p) => p.workers === d.sessions);
+      const processPeer = processes?.peer?.jobsPerSecond;
+      const processCeiling = processes?.ceiling?.spawnsPerSecond;
       const total = STEPS.reduce((sum, s) => sum + d.stepMs[s], 0);
       return [
         r.dialect,
@@ -225,13 +261,32 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
         fmtInt(peer),
         peer ? fmtPct(d.runsPerSecond / peer) : '—',
         `≥ ${fmtPct(E2E_TARGET)}`,
+        ceiling ? ceiling.toFixed(1) : '—',
+        ceiling ? fmtPct(d.runsPerSecond / ceiling) : '—',
         processes ? processes.runsPerSecond.toFixed(1) : '—',
-        processes && peer ? fmtPct(processes.runsPerSecond / peer) : '—',
+        processes && processPeer ? fmtPct(processes.runsPerSecond / processPeer) : '—',
+        processes && processCeiling ? fmtPct(processes.runsPerSecond / processCeiling) : '—',
+        processes ? `${fmtInt(processPeer)}, ${processCeiling?.toFixed(1) ?? '—'}` : '—',
         ...STEPS.map((s) => `${d.stepMs[s].toFixed(2)} (${fmtPct(d.stepMs[s] / total)})`),
         fmtPct(Math.min(1, (CALLS_PER_RUN * r.edgeFloorMs) / total)),
       ];
     }),
   );
+  const cpuInputs: CpuRowInput[] = results.flatMap((r) => [
+    ...r.drains.map((d) => ({
+      dialect: r.dialect,
+      level: d.sessions,
+      drainedBy: 'bench sessions' as const,
+      ...d,
+    })),
+    ...r.processDrains.map((p) => ({
+      dialect: r.dialect,
+      level: p.workers,
+      drainedBy: 'worker processes' as const,
+      ...p,
+    })),
+  ]);
+  const cpuRows = cpuInputs.map(cpuRow);
   const latencyHeader = [
     'dialect',
     'p50 ms',
@@ -264,9 +319,13 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
   console.log(textTable(e2eHeader, e2eRows, e2eAlign));
   for (const line of floorLines) console.log(line);
   console.log('');
+  console.log(textTable(CPU_HEADER, cpuRows, CPU_ALIGN));
+  console.log('');
   console.log(textTable(latencyHeader, latencyRows, latencyAlign));
   for (const n of notes) console.log(n);
 
+  // How busy the shared machine was: runs/s move with it, the CPU figures much less.
+  const loadAtEnd = Number(loadavg()[0]!.toFixed(2));
   writeResults(
     resultsDir,
     'dispatch',
@@ -274,17 +333,18 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
     {
       benchmark: 'dispatch',
       machine,
+      loadAtEnd,
       config,
       sessionsLevels,
       results,
-      peers: Object.fromEntries(peers),
+      postmasterPid: postmasterPid ?? null,
       notes,
     },
     [
       '# Dispatch over the real wire: end-to-end runs/s and queue-to-offer latency',
       '',
       `Run ${machine.date} — node ${machine.node}, ${machine.platform}, ${machine.cpuCount} × ${machine.cpuModel}, ` +
-        `${machine.totalMemMiB} MiB, 1-min load at start ${machine.loadAvgAtStart}.`,
+        `${machine.totalMemMiB} MiB, 1-min load at start ${machine.loadAvgAtStart}, at the end ${loadAtEnd}.`,
       '',
       'The control plane runs in its own process (`dist/apps/control-plane/src/main.js`); the worker ' +
         "sessions run in the bench process, each through the worker's own `WorkerIngressHttpsClient` " +
@@ -298,6 +358,15 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
         "one slot each, default pull interval), timed by the database from the warm-up's last `finished_at` " +
         'to the last one.',
       '',
+      'Right after each drain, at the same level, two samples are taken beside it (so that ours and ' +
+        'theirs alternate: ours, ceiling, graphile, ours, …): the **spawn ceiling** — a separate `node ' +
+        `${WORKER_NODE_FLAGS.join(' ')}\` process spawning \`sh -c true\` as the worker's executor does ` +
+        '(detached process group, stdin ignored, stdout/stderr piped, awaited to exit and close) in as many ' +
+        `closed loops as the level, ${config.runs} spawns after ${config.warmup} — and graphile-worker ` +
+        '(fresh database). "runs / ceiling" and "processes / ceiling" divide by the ceiling measured beside ' +
+        'that drain; "ratio" and "processes / graphile" by the graphile sample beside it. A worker that ' +
+        'starts one process per run cannot drain faster than the ceiling, whatever the control plane does.',
+      '',
       'Steps are medians per run as the session saw them (wall time, HTTP/TLS included): claim = the ' +
         '`offers` call; activation = `starting` + `running`; spawn = fork/exec and exit of `sh -c true`; ' +
         `completion = the \`completion\` call. HTTP/TLS floor share = ${CALLS_PER_RUN} × one call refused at ` +
@@ -306,6 +375,12 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
       markdownTable(e2eHeader, e2eRows, e2eAlign),
       '',
       ...floorLines.map((l) => `- ${l}`),
+      '',
+      '## CPU per run by component',
+      '',
+      CPU_EXPLANATION,
+      '',
+      markdownTable(CPU_HEADER, cpuRows, CPU_ALIGN),
       '',
       `## Queue-to-offer latency at idle`,
       '',

@@ -12,6 +12,7 @@ import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import { Logger, Runner, WorkerEvents, run, runMigrations } from 'graphile-worker';
+import { perPidDelta } from './lib/proc-cpu';
 
 export interface GraphilePeerResult {
   readonly concurrency: number;
@@ -25,6 +26,10 @@ export interface GraphilePeerResult {
    * runner, its task dispatch and the `pg` driver (warm-up, migrations and connecting excluded).
    */
   readonly processCpuUsPerJob: number;
+  /** `cpuProbe`'s ms (e.g. the PostgreSQL server's CPU) per job over the same window; absent without one. */
+  readonly probeCpuMsPerJob?: number;
+  /** CPU ms per job of the database's own backends over the same window (`backendsProbe`). */
+  readonly backendsCpuMsPerJob?: number;
 }
 
 export interface GraphilePeerOptions {
@@ -34,6 +39,10 @@ export interface GraphilePeerOptions {
   readonly measureJobs: number;
   readonly warmupJobs: number;
   readonly log?: (line: string) => void;
+  /** Cumulative CPU ms of something outside this process, read when the counted window opens and closes. */
+  readonly cpuProbe?: () => number;
+  /** Own CPU ms by pid of the backends of graphile's database, read when the window opens and closes. */
+  readonly backendsProbe?: (database: string) => Promise<Map<number, number>>;
 }
 
 /** graphile-worker's default schema; its migrations create it, `measureGraphilePeer` drops it. */
@@ -63,7 +72,13 @@ export async function measureGraphilePeer(
     throw new Error(`backlog (${backlog}) must be >= warmupJobs + measureJobs (${warmupJobs + measureJobs})`);
   const queue = await openGraphilePeer(url, { backlog, log: opts.log });
   try {
-    return await queue.sample({ concurrency, measureJobs, warmupJobs });
+    return await queue.sample({
+      concurrency,
+      measureJobs,
+      warmupJobs,
+      cpuProbe: opts.cpuProbe,
+      backendsProbe: opts.backendsProbe,
+    });
   } finally {
     await queue.close();
   }
@@ -80,7 +95,10 @@ export interface GraphilePeerQueueOptions {
   readonly connections?: number;
 }
 
-export type GraphilePeerSampleOptions = Pick<GraphilePeerOptions, 'concurrency' | 'measureJobs' | 'warmupJobs'>;
+export type GraphilePeerSampleOptions = Pick<
+  GraphilePeerOptions,
+  'concurrency' | 'measureJobs' | 'warmupJobs' | 'cpuProbe' | 'backendsProbe'
+>;
 
 /** A graphile-worker schema holding `backlog` no-op jobs, sampled again and again at any concurrency. */
 export interface GraphilePeerQueue {
@@ -102,7 +120,10 @@ export interface GraphilePeerQueue {
  * so autovacuum finds nothing to do on it during a sample. Refuses a database that already has a
  * `graphile_worker` schema (`close` drops it).
  */
-export async function openGraphilePeer(url: string, opts: GraphilePeerQueueOptions): Promise<GraphilePeerQueue> {
+export async function openGraphilePeer(
+  url: string,
+  opts: GraphilePeerQueueOptions,
+): Promise<GraphilePeerQueue> {
   const { backlog } = opts;
   const log = opts.log ?? (() => undefined);
   checkInts({ backlog });
@@ -143,8 +164,10 @@ export async function openGraphilePeer(url: string, opts: GraphilePeerQueueOptio
       const { concurrency, measureJobs, warmupJobs } = sampleOpts;
       checkInts({ concurrency, measureJobs, warmupJobs });
       if (backlog < warmupJobs + measureJobs)
-        throw new Error(`backlog (${backlog}) must be >= warmupJobs + measureJobs (${warmupJobs + measureJobs})`);
-      const { result, completed } = await runSample(url, logger, { concurrency, backlog, measureJobs, warmupJobs });
+        throw new Error(
+          `backlog (${backlog}) must be >= warmupJobs + measureJobs (${warmupJobs + measureJobs})`,
+        );
+      const { result, completed } = await runSample(url, logger, { ...sampleOpts, backlog });
       // Back to `backlog` queued jobs: graphile deleted each completed one (and nothing else).
       await enqueue(pgPool, completed);
       await pgPool.query(`VACUUM ${SCHEMA}._private_jobs`);
@@ -199,32 +222,53 @@ async function runSample(
     let lastProgress = performance.now();
     let windowStart = warmupJobs === 0 ? performance.now() : Number.NaN;
     let cpuStart = warmupJobs === 0 ? process.cpuUsage() : undefined;
+    const probe = opts.cpuProbe;
+    let probeStart = warmupJobs === 0 && probe ? probe() : Number.NaN;
+    const database = decodeURIComponent(new URL(url).pathname.slice(1));
+    const backends = opts.backendsProbe;
+    let backendsStart = warmupJobs === 0 && backends ? backends(database) : undefined;
     let watchdog: NodeJS.Timeout | undefined;
-    const measured = new Promise<{ seconds: number; cpuUs: number }>((resolve, reject) => {
-      events.on('job:complete', ({ error }) => {
-        if (error) return; // reported by job:error below
-        completed++;
-        lastProgress = performance.now();
-        if (completed === warmupJobs) {
-          windowStart = performance.now();
-          cpuStart = process.cpuUsage();
-        } else if (completed === target) {
-          const seconds = (performance.now() - windowStart) / 1000;
-          const cpu = process.cpuUsage(cpuStart);
-          resolve({ seconds, cpuUs: cpu.user + cpu.system });
-        }
-      });
-      events.on('job:error', ({ job, error }) =>
-        reject(new Error(`graphile job ${job.id} failed: ${(error as Error)?.message ?? String(error)}`)),
-      );
-      events.on('worker:fatalError', ({ error }) =>
-        reject(new Error(`graphile worker died: ${(error as Error)?.message ?? String(error)}`)),
-      );
-      watchdog = setInterval(() => {
-        if (performance.now() - lastProgress > STALL_MS)
-          reject(new Error(`graphile-worker stalled: ${completed} of ${target} jobs completed`));
-      }, 1_000);
-    });
+    const measured = new Promise<{ seconds: number; cpuUs: number; probeMs: number; backendsMs: number }>(
+      (resolve, reject) => {
+        events.on('job:complete', ({ error }) => {
+          if (error) return; // reported by job:error below
+          completed++;
+          lastProgress = performance.now();
+          if (completed === warmupJobs) {
+            windowStart = performance.now();
+            cpuStart = process.cpuUsage();
+            if (probe) probeStart = probe();
+            if (backends) backendsStart = backends(database);
+          } else if (completed === target) {
+            const seconds = (performance.now() - windowStart) / 1000;
+            const cpu = process.cpuUsage(cpuStart);
+            const probeMs = probe ? probe() - probeStart : Number.NaN;
+            if (!backends || !backendsStart)
+              return resolve({ seconds, cpuUs: cpu.user + cpu.system, probeMs, backendsMs: Number.NaN });
+            Promise.all([backendsStart, backends(database)]).then(
+              ([before, after]) =>
+                resolve({
+                  seconds,
+                  cpuUs: cpu.user + cpu.system,
+                  probeMs,
+                  backendsMs: perPidDelta(before, after),
+                }),
+              reject,
+            );
+          }
+        });
+        events.on('job:error', ({ job, error }) =>
+          reject(new Error(`graphile job ${job.id} failed: ${(error as Error)?.message ?? String(error)}`)),
+        );
+        events.on('worker:fatalError', ({ error }) =>
+          reject(new Error(`graphile worker died: ${(error as Error)?.message ?? String(error)}`)),
+        );
+        watchdog = setInterval(() => {
+          if (performance.now() - lastProgress > STALL_MS)
+            reject(new Error(`graphile-worker stalled: ${completed} of ${target} jobs completed`));
+        }, 1_000);
+      },
+    );
 
     try {
       runner = await run({
@@ -244,7 +288,7 @@ async function runSample(
         return measured;
       });
       ended.catch(() => undefined); // a rejection after the race is settled is reported by stop() below
-      const { seconds, cpuUs } = await Promise.race([measured, ended]);
+      const { seconds, cpuUs, probeMs, backendsMs } = await Promise.race([measured, ended]);
       const result = {
         concurrency,
         backlog,
@@ -252,6 +296,8 @@ async function runSample(
         seconds,
         jobsPerSecond: measureJobs / seconds,
         processCpuUsPerJob: cpuUs / measureJobs,
+        ...(probe ? { probeCpuMsPerJob: probeMs / measureJobs } : {}),
+        ...(backends ? { backendsCpuMsPerJob: backendsMs / measureJobs } : {}),
       };
       // Graceful: lets the jobs in flight finish (counted), then releases every worker and the LISTEN client.
       const stopping = runner;
@@ -264,7 +310,9 @@ async function runSample(
     }
   } finally {
     if (runner)
-      await runner.stop().catch((error: Error) => logger.error(`graphile-worker: stop failed: ${error.message}`));
+      await runner
+        .stop()
+        .catch((error: Error) => logger.error(`graphile-worker: stop failed: ${error.message}`));
     if (previousNoLogSuccess === undefined) delete process.env.NO_LOG_SUCCESS;
     else process.env.NO_LOG_SUCCESS = previousNoLogSuccess;
     await pgPool.end();

@@ -9,6 +9,7 @@ import { Client } from 'pg';
 import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
 import { BenchDatabase, BenchPki, PlaneProcess, WORKER_MAIN } from './lib/plane';
 import { BenchProcess, pollUntil, spawnNode } from './lib/processes';
+import { CpuReading, cpuPerRun, perPidDelta, processTreeCpuMs, readCpu } from './lib/proc-cpu';
 
 /** Terminal runs of one task by status, and their finish times in ms, in order. */
 type FinishedRuns = { readonly statuses: Record<string, number>; readonly finishedMs: number[] };
@@ -48,6 +49,14 @@ export interface WorkerDrainSample {
   readonly runs: number;
   readonly seconds: number;
   readonly runsPerSecond: number;
+  /**
+   * CPU ms per run by component, from the moment every worker had registered and the warm-up had
+   * finished to the last run: the given components (control plane, PostgreSQL), `worker` (the worker
+   * processes' own CPU) and `noop` (their children: the reaped no-ops and the live reaper `sh`).
+   */
+  readonly cpuMsPerRun?: CpuReading;
+  /** Runs finished between the two CPU readings (what `cpuMsPerRun` divides by). */
+  readonly cpuRuns?: number;
 }
 
 /**
@@ -64,6 +73,8 @@ export async function workerProcessDrain(
   warmup: number,
   queue: (taskName: string, n: number) => Promise<string>,
   workerEnv: Record<string, string> = {},
+  cpuComponents: Record<string, () => number> = {},
+  backends?: () => Promise<Map<number, number>>,
 ): Promise<WorkerDrainSample> {
   const taskId = await queue(`bench workers ${ids.length}`, warmup + runs);
   const reader = await runsReader(db);
@@ -80,6 +91,14 @@ export async function workerProcessDrain(
         }),
       );
     }
+    const components = {
+      ...cpuComponents,
+      worker: () => workers.reduce((sum, w) => sum + processTreeCpuMs(w.pid).own, 0),
+      noop: () => workers.reduce((sum, w) => sum + processTreeCpuMs(w.pid).children, 0),
+    };
+    let cpuStart:
+      { reading: CpuReading; terminal: number; backends: Map<number, number> | undefined } | undefined;
+    const registered = () => workers.every((w) => w.lines.some((l) => l.msg === 'worker registered'));
     const done = await pollUntil(
       `${warmup + runs} runs finished by ${ids.length} workers`,
       async () => {
@@ -94,7 +113,11 @@ export async function workerProcessDrain(
         }
         const now = await reader.finished(taskId);
         const terminal = Object.values(now.statuses).reduce((a, b) => a + b, 0);
-        return terminal >= warmup + runs ? now : undefined;
+        if (terminal >= warmup + runs)
+          return { ...now, cpuEnd: readCpu(components), backendsEnd: await backends?.(), terminal };
+        if (!cpuStart && terminal >= warmup && registered())
+          cpuStart = { reading: readCpu(components), backends: await backends?.(), terminal };
+        return undefined;
       },
       600_000,
       100,
@@ -103,7 +126,24 @@ export async function workerProcessDrain(
       throw new Error(`not every run succeeded: ${JSON.stringify(done.statuses)}`);
     }
     const seconds = (done.finishedMs.at(-1)! - done.finishedMs[warmup - 1]!) / 1000;
-    return { workers: ids.length, runs, seconds, runsPerSecond: runs / seconds };
+    const cpuRuns = cpuStart ? done.terminal - cpuStart.terminal : 0;
+    return {
+      workers: ids.length,
+      runs,
+      seconds,
+      runsPerSecond: runs / seconds,
+      ...(cpuStart && cpuRuns > 0
+        ? {
+            cpuMsPerRun: {
+              ...cpuPerRun(cpuStart.reading, done.cpuEnd, cpuRuns),
+              ...(cpuStart.backends && done.backendsEnd
+                ? { postgresDb: perPidDelta(cpuStart.backends, done.backendsEnd) / cpuRuns }
+                : {}),
+            },
+            cpuRuns,
+          }
+        : {}),
+    };
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     await reader.close();

@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { ownCpuMs, readProcStat } from './proc-cpu';
 
 export function databaseUrl(adminUrl: string, database: string): string {
   const url = new URL(adminUrl);
@@ -60,4 +61,46 @@ export async function createBenchDatabase(adminUrl: string): Promise<BenchPostgr
       });
     },
   };
+}
+
+/**
+ * The pid of the server's postmaster when it runs on this host and /proc shows it (the parent of
+ * this connection's backend, named `postgres`); undefined otherwise (a remote or hidden server).
+ * Its own CPU plus its children's (live backends and helpers, and the exited ones it reaped) is what
+ * the whole server spent.
+ */
+export async function localPostmasterPid(url: string): Promise<number | undefined> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const backend = readProcStat(rows[0]!.pid);
+    const postmaster = readProcStat(backend.ppid);
+    return backend.comm === 'postgres' && postmaster.comm === 'postgres' ? postmaster.pid : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Own CPU ms of every live backend connected to `database`, by pid, when the server is local; read
+ * through `client` (connected to another database, so that it is not counted itself).
+ */
+export async function backendsCpuMs(client: Client, database: string): Promise<Map<number, number>> {
+  const { rows } = await client.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+    [database],
+  );
+  const byPid = new Map<number, number>();
+  for (const { pid } of rows) {
+    try {
+      byPid.set(pid, ownCpuMs(readProcStat(pid)));
+    } catch {
+      // ended between the query and the read: as if it were not listed
+    }
+  }
+  return byPid;
 }

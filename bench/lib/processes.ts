@@ -2,6 +2,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { ownCpuMs, readProcStat } from './proc-cpu';
 
 /** Resident set size of a live process in MiB, from /proc (what `ps` and the kernel's OOM killer see). */
 export function rssMiB(pid: number): number {
@@ -13,14 +14,8 @@ export function rssMiB(pid: number): number {
 
 /** CPU time (user + system) a live process has used so far, in ms, from /proc/<pid>/stat. */
 export function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may contain spaces): state is field 3, utime 14, stime 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
+  return ownCpuMs(readProcStat(pid));
 }
-/** USER_HZ: 100 on every Linux this runs on. */
-const CLOCK_TICKS_PER_SECOND = 100;
 
 /** Polls `check` every `everyMs` until it returns a value, or throws after `timeoutMs`. */
 export async function pollUntil<T>(
