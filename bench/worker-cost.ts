@@ -11,7 +11,7 @@
  * group and waits for it, as many times, with the same flags.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
 import { noopTask } from './dispatch';
@@ -25,18 +25,14 @@ import {
   startPlaneProcess,
 } from './lib/plane';
 import { BenchProcess, pollUntil, spawnNode } from './lib/processes';
+import { ownCpuMs, readProcStat, ticksToMs } from './lib/proc-cpu';
 import { Align, machineInfo, markdownTable, textTable } from './lib/report';
 import { writeResults } from './lib/results';
 
-/** CPU ms of a live process and of its reaped children, from /proc/<pid>/stat (USER_HZ = 100). */
-export function procCpu(pid: number): { self: number; children: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat
-    .slice(stat.lastIndexOf(')') + 2)
-    .split(' ')
-    .map(Number);
-  // After the command name: state is field 3; utime 14, stime 15, cutime 16, cstime 17.
-  return { self: (f[11]! + f[12]!) * 10, children: (f[13]! + f[14]!) * 10 };
+/** CPU ms of a live process and of its reaped children (bench/lib/proc-cpu.ts reads /proc/<pid>/stat). */
+function procCpu(pid: number): { self: number; children: number } {
+  const stat = readProcStat(pid);
+  return { self: ownCpuMs(stat), children: ticksToMs(stat.cutime + stat.cstime) };
 }
 
 interface Variant {
