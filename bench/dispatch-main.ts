@@ -14,6 +14,7 @@ import { Align, fmtInt, fmtPct, machineInfo, markdownTable, textTable } from './
 import { writeResults } from './lib/results';
 import { WorkerDrainSample, workerProcessDrain } from './worker-drain';
 import { Beside, besideSampler } from './dispatch-beside';
+import { ARRIVAL_WINDOWS_MS, ArrivalBatches, arrivalBatches } from './dispatch-arrivals';
 import {
   CPU_ALIGN,
   CPU_EXPLANATION,
@@ -40,7 +41,8 @@ interface DialectResult {
   readonly edgeFloorMs: number;
   readonly triggersPerSecond: number;
   /** Each drain by the bench's sessions, its CPU per run by component, and what was measured beside it. */
-  readonly drains: (DrainSample & Beside & { readonly cpuMsPerRun: CpuReading })[];
+  readonly drains: (DrainSample &
+    Beside & { readonly cpuMsPerRun: CpuReading; readonly arrivals: ArrivalBatches })[];
   /** The same drains by real worker processes (their own run loop). */
   readonly processDrains: (WorkerDrainSample & Beside)[];
   readonly latency: { fromCommitMs: number[]; fromTriggerMs: number[] };
@@ -106,7 +108,9 @@ async function benchDialect(
       rates.push(await queue(config.runs));
       const ownBackends = await backendsWindow(planeBackends, planeDb);
       const before = readCpu(inBench);
+      const fromMs = Date.now();
       const sample = await drain(sessions.slice(0, n), config.runs);
+      const arrivals = await arrivalBatches(db, fromMs - 1, Date.now() + 1);
       const cpuMsPerRun = {
         ...cpuPerRun(before, readCpu(inBench), sample.runs),
         ...(await ownBackends(sample.runs)),
@@ -115,7 +119,7 @@ async function benchDialect(
         `dispatch ${dialect}: ${n} sessions ${sample.runsPerSecond.toFixed(1)} runs/s, ` +
           `CPU ${cpuMsPerRun.total!.toFixed(2)} ms/run`,
       );
-      drains.push({ ...sample, cpuMsPerRun, ...(await beside(n, `${dialect}, ${n} sessions`)) });
+      drains.push({ ...sample, cpuMsPerRun, arrivals, ...(await beside(n, `${dialect}, ${n} sessions`)) });
     }
     const latency = await queueToOffer(
       sessions.slice(0, config.pullers),
@@ -287,6 +291,23 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
     })),
   ]);
   const cpuRows = cpuInputs.map(cpuRow);
+  const arrivalHeader = [
+    'dialect',
+    'sessions',
+    'runs/s',
+    ...ARRIVAL_WINDOWS_MS.map((w) => `claims: mean batch, ${w} ms window`),
+    ...ARRIVAL_WINDOWS_MS.map((w) => `completions: mean batch, ${w} ms window`),
+  ];
+  const arrivalAlign: Align[] = arrivalHeader.map((_, i) => (i === 0 ? 'left' : 'right'));
+  const arrivalRows = results.flatMap((r) =>
+    r.drains.map((d) => [
+      r.dialect,
+      String(d.sessions),
+      d.runsPerSecond.toFixed(1),
+      ...ARRIVAL_WINDOWS_MS.map((w) => d.arrivals.claims[w]!.toFixed(2)),
+      ...ARRIVAL_WINDOWS_MS.map((w) => d.arrivals.completions[w]!.toFixed(2)),
+    ]),
+  );
   const latencyHeader = [
     'dialect',
     'p50 ms',
@@ -320,6 +341,8 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
   for (const line of floorLines) console.log(line);
   console.log('');
   console.log(textTable(CPU_HEADER, cpuRows, CPU_ALIGN));
+  console.log('');
+  console.log(textTable(arrivalHeader, arrivalRows, arrivalAlign));
   console.log('');
   console.log(textTable(latencyHeader, latencyRows, latencyAlign));
   for (const n of notes) console.log(n);
@@ -381,6 +404,17 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
       CPU_EXPLANATION,
       '',
       markdownTable(CPU_HEADER, cpuRows, CPU_ALIGN),
+      '',
+      '## Do claims and completions arrive together? (ADR 0027)',
+      '',
+      'From the events each drain wrote (database time): the mean size of the batches a coalescing ' +
+        'window would have formed over the drain (a batch opens at an arrival and takes every arrival ' +
+        'within the window after it; 1.00 = nothing to coalesce). Heartbeats, at thousands per second, ' +
+        'fill their batches (ADR 0018); a fleet that starts a process per run cannot send claims and ' +
+        'completions that fast (the spawn ceiling above). Claims that queue behind a busy claim ' +
+        'statement are sent together without any window (ADR 0027, `npm run bench -- claim`).',
+      '',
+      markdownTable(arrivalHeader, arrivalRows, arrivalAlign),
       '',
       `## Queue-to-offer latency at idle`,
       '',
