@@ -48,10 +48,9 @@ describe('withDeferredDateTimeFormats (ADR 0024)', () => {
   it('keeps supportedLocalesOf and a formatter built without `new`', () => {
     const formatter = withDeferredDateTimeFormats(() => {
       expect(Intl.DateTimeFormat.supportedLocalesOf(['en-GB'])).toEqual(['en-GB']);
-      return (Intl.DateTimeFormat as unknown as (l: string, o: Intl.DateTimeFormatOptions) => Intl.DateTimeFormat)(
-        'en-GB',
-        options,
-      );
+      return (
+        Intl.DateTimeFormat as unknown as (l: string, o: Intl.DateTimeFormatOptions) => Intl.DateTimeFormat
+      )('en-GB', options);
     });
     expect(built).toEqual([]);
     expect(formatter.format(at)).toBe(new Original('en-GB', options).format(at));

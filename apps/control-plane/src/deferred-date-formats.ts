@@ -11,7 +11,10 @@
  */
 export function withDeferredDateTimeFormats<T>(load: () => T): T {
   const Real = Intl.DateTimeFormat;
-  const deferred = function DateTimeFormat(locales?: string | string[], options?: Intl.DateTimeFormatOptions) {
+  const deferred = function DateTimeFormat(
+    locales?: string | string[],
+    options?: Intl.DateTimeFormatOptions,
+  ) {
     let real: Intl.DateTimeFormat | undefined;
     const materialize = () => (real ??= new Real(locales, options));
     return new Proxy(Object.create(Real.prototype) as Intl.DateTimeFormat, {
