@@ -29,6 +29,8 @@ RUN apt-get update \
   && apt-get install -y --no-install-recommends tini \
   && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
+# glibc malloc arenas: 2, not 8 per core (ADR 0024); the control plane's launchers all set it.
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Production dependencies without install scripts: no compiler in this image; the one native module,

@@ -56,9 +56,10 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     'spawn → /readyz 200 ms',
     'heartbeats/s under load',
     'CPU ms / 1,000 heartbeats',
+    'CPU / none, paired by round',
     'RSS after load MiB',
   ];
-  const planeAlign: Align[] = ['left', 'right', 'right', 'left', 'right', 'right', 'right', 'right'];
+  const planeAlign: Align[] = ['left', 'right', 'right', 'left', 'right', 'right', 'right', 'right', 'right'];
   const planeRows = [
     ...p.planes.map((row) => [
       `control plane (standalone, SQLite), ${row.flags}${row.launchers ? ' (the launchers’)' : ''}`,
@@ -68,15 +69,16 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
       row.readyMs.toFixed(0),
       row.heartbeatsPerSecond.toFixed(0),
       row.cpuMsPer1k.toFixed(0),
+      `${row.cpuVsNone.toFixed(2)} ×`,
       mib(row.afterLoadMiB),
     ]),
-    ['Fastify hello-world (peer)', mib(p.fastifyMiB), '', '', p.fastifyReadyMs.toFixed(0), '', '', ''],
+    ['Fastify hello-world (peer)', mib(p.fastifyMiB), '', '', p.fastifyReadyMs.toFixed(0), '', '', '', ''],
   ];
-  const [launchers, bare] = [p.planes.find((r) => r.launchers)!, p.planes.find((r) => !r.launchers)!];
+  const [launchers, bare] = [p.planes.find((r) => r.launchers)!, p.planes.find((r) => r.flags === '(none)')!];
   const planeLine =
     `the launchers' flags, beside none: idle RSS ${(launchers.idleMiB / bare.idleMiB).toFixed(2)} ×, ` +
     `heartbeats/s ${(launchers.heartbeatsPerSecond / bare.heartbeatsPerSecond).toFixed(2)} ×, ` +
-    `CPU per heartbeat ${(launchers.cpuMsPer1k / bare.cpuMsPer1k).toFixed(2)} ×; ` +
+    `CPU per heartbeat ${(launchers.cpuMsPer1k / bare.cpuMsPer1k).toFixed(2)} × (paired by round ${launchers.cpuVsNone.toFixed(2)} ×); ` +
     `idle RSS / target ${(launchers.idleMiB / PLANE_RSS_TARGET_MIB).toFixed(2)}, / Fastify hello-world ` +
     `${(launchers.idleMiB / p.fastifyMiB).toFixed(2)} ×`;
   const moduleHeader = ['required (cumulative, fresh node, after gc)', 'RSS MiB', 'heap used MiB'];
@@ -117,11 +119,12 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     '',
     '## Standalone control plane: idle RSS and start-up',
     '',
-    'One control plane per V8 flag set and the hello-world, each its own process, polled on `GET /readyz` ' +
+    'One control plane per variant (V8 flags; every plane has the launchers\' environment, ' +
+      '`MALLOC_ARENA_MAX=2`, unless its row says otherwise) and the hello-world, each its own process, polled on `GET /readyz` ' +
       `every 5 ms from spawn (build excluded); then idle together for ${idleSeconds} s and their RSS read. ` +
       `Then each plane in turn (${p.loadRounds} rounds, order rotated) carries ${p.loadSessions} worker sessions ` +
       `heartbeating over mTLS in closed loops for ${p.loadSeconds} s (fenced heartbeats, the bench's client in ` +
-      'this process); medians of the rounds.',
+      'this process); medians of the rounds, and of each round\'s ratio to the no-flag plane\'s CPU.',
     '',
     markdownTable(planeHeader, planeRows, planeAlign),
     '',

@@ -61,6 +61,10 @@ export interface PlaneFlagsRow {
   readonly heartbeatsPerSecond: number;
   /** Median over the rounds of the plane's CPU (user + system) per 1,000 heartbeats, ms. */
   readonly cpuMsPer1k: number;
+  /** Median over rounds of this plane's CPU per heartbeat / the no-flags plane's, same round. */
+  readonly cpuVsNone: number;
+  /** Every round's CPU ms per 1,000 heartbeats, in round order. */
+  readonly cpuMsPer1kByRound: readonly number[];
   /** RSS right after the last load window. */
   readonly afterLoadMiB: number;
 }
@@ -145,8 +149,33 @@ async function workerMemory(idleSeconds: number, log: (l: string) => void) {
   }
 }
 
-/** V8 flag sets the control plane is measured under: the launchers' and none. */
-export const PLANE_FLAG_SETS: readonly (readonly string[])[] = [CONTROL_PLANE_NODE_FLAGS, []];
+/** How one control plane of the bench is started: its V8 flags, and environment beside the launchers'. */
+export interface PlaneVariant {
+  readonly flags: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** How the table names it. */
+  readonly label: string;
+}
+
+/**
+ * The control plane is measured as the launchers start it (`CONTROL_PLANE_NODE_FLAGS`,
+ * `CONTROL_PLANE_ENV`), with glibc's default malloc arenas instead (`MALLOC_ARENA_MAX=0`), under two
+ * larger young generations, and with no V8 flag (ADR 0024 weighs them: idle RSS against CPU per
+ * heartbeat).
+ */
+const SEMI_SPACE_CANDIDATES = [['--max-semi-space-size=2'], ['--max-semi-space-size=4']];
+export const PLANE_VARIANTS: readonly PlaneVariant[] = [
+  { flags: CONTROL_PLANE_NODE_FLAGS, env: {}, label: CONTROL_PLANE_NODE_FLAGS.join(' ') },
+  {
+    flags: CONTROL_PLANE_NODE_FLAGS,
+    env: { MALLOC_ARENA_MAX: '0' },
+    label: `${CONTROL_PLANE_NODE_FLAGS.join(' ')}, MALLOC_ARENA_MAX=0 (glibc's default arenas)`,
+  },
+  ...SEMI_SPACE_CANDIDATES.filter((set) => set.join(' ') !== CONTROL_PLANE_NODE_FLAGS.join(' ')).map(
+    (flags) => ({ flags, env: {}, label: flags.join(' ') }),
+  ),
+  { flags: [], env: {}, label: '(none)' },
+];
 
 export interface PlaneLoad {
   readonly sessions: number;
@@ -176,10 +205,10 @@ async function planeMemory(idleSeconds: number, pki: BenchPki, load: PlaneLoad):
   const sessions: BenchSession[][] = [];
   try {
     const planes: PlaneProcess[] = [];
-    for (const flags of PLANE_FLAG_SETS) {
+    for (const variant of PLANE_VARIANTS) {
       const db = await createPlaneDatabase('sqlite', '');
       dbs.push(db);
-      const plane = await startPlaneProcess(db, pki, UNLIMITED_INGRESS, flags);
+      const plane = await startPlaneProcess(db, pki, { ...UNLIMITED_INGRESS, ...variant.env }, variant.flags);
       procs.push(plane.process);
       planes.push(plane);
     }
@@ -203,14 +232,17 @@ async function planeMemory(idleSeconds: number, pki: BenchPki, load: PlaneLoad):
         samples[i]!.cpuMsPer1k.push(sample.cpuMsPer1k);
       }
     }
+    const none = PLANE_VARIANTS.findIndex((v) => v.flags.length === 0);
     return {
       planes: planes.map((plane, i) => ({
-        flags: PLANE_FLAG_SETS[i]!.join(' ') || '(none)',
-        launchers: PLANE_FLAG_SETS[i] === CONTROL_PLANE_NODE_FLAGS,
+        flags: PLANE_VARIANTS[i]!.label,
+        launchers: i === 0,
         idleMiB: idleMiB[i]!,
         readyMs: plane.readyMs,
         heartbeatsPerSecond: median(samples[i]!.perSecond),
         cpuMsPer1k: median(samples[i]!.cpuMsPer1k),
+        cpuVsNone: median(samples[i]!.cpuMsPer1k.map((c, round) => c / samples[none]!.cpuMsPer1k[round]!)),
+        cpuMsPer1kByRound: samples[i]!.cpuMsPer1k,
         afterLoadMiB: plane.process.rssMiB(),
       })),
       fastifyMiB,
@@ -226,8 +258,15 @@ async function planeMemory(idleSeconds: number, pki: BenchPki, load: PlaneLoad):
   }
 }
 
-/** The bench's heartbeats must not meet the ingress rate limit. */
-const UNLIMITED_INGRESS = { QL_INGRESS_RATE_PER_SECOND: '100000', QL_INGRESS_RATE_BURST: '100000' };
+/**
+ * The bench's heartbeats must not meet the ingress rate limit, and a plane's sessions must outlive the
+ * other planes' registrations and load windows.
+ */
+const UNLIMITED_INGRESS = {
+  QL_INGRESS_RATE_PER_SECOND: '100000',
+  QL_INGRESS_RATE_BURST: '100000',
+  QL_SESSION_LEASE_MS: '600000',
+};
 
 /** Every session heartbeats in its own closed loop for `seconds`; rate and the plane's CPU per 1,000. */
 async function heartbeatWindow(sessions: readonly BenchSession[], plane: BenchProcess, seconds: number) {

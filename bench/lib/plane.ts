@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
+import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
 import { DevPkiPaths, ensureDevPki } from '../../apps/control-plane/src/pki';
 import type { ReadyMessage } from '../../apps/control-plane/src/main';
 import type { WorkerTlsCredentials } from '../../apps/worker/src/ingress-client/worker-ingress-https.client';
@@ -89,9 +89,13 @@ function runCli(args: string[], env: Record<string, string>) {
   });
 }
 
-/** The environment the bench gives a control plane (ports picked by the kernel, real TLS). */
+/**
+ * The environment the bench gives a control plane: the launchers' (`CONTROL_PLANE_ENV`, ADR 0024),
+ * ports picked by the kernel, real TLS.
+ */
 export function planeEnv(db: BenchDatabase, pki: BenchPki, extra: Record<string, string> = {}) {
   return {
+    ...CONTROL_PLANE_ENV,
     QL_PROFILE: db.dialect === 'sqlite' ? 'standalone' : 'cluster-control',
     QL_DATABASE_URL: db.url,
     QL_ADMIN_PORT: '0',

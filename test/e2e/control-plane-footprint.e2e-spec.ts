@@ -3,7 +3,8 @@
  * dev PKI already made, as on every start after the first) is asked, through a preloaded probe
  * (test/support/loaded-packages-probe.js), which npm packages it holds once ready: none of those it
  * has no use for at idle (PostgreSQL's driver, the certificate generator, class-validator's phone and
- * string rule libraries). The document it no longer builds at start is still served on request.
+ * string rule libraries), and no `Intl.DateTimeFormat` (ICU's locale data, ADR 0024). The document it
+ * no longer builds at start is still served on request.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -48,14 +49,15 @@ describe('the standalone control plane at idle (ADR 0020)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const loadedPackages = async (): Promise<string[]> => {
+  const probe = async (): Promise<{ packages: string[]; dateTimeFormats: number }> => {
     const before = plane.lines.length;
     plane.kill('SIGUSR2');
     const line = await plane.until('the loaded packages probe', async () =>
       plane.lines.slice(before).find((l) => l.msg === 'loaded packages probe'),
     );
-    return line.packages as string[];
+    return line as unknown as { packages: string[]; dateTimeFormats: number };
   };
+  const loadedPackages = async () => (await probe()).packages;
 
   it('has not loaded what it does not use at idle, and has loaded what it does', async () => {
     const packages = await loadedPackages();
@@ -63,6 +65,10 @@ describe('the standalone control plane at idle (ADR 0020)', () => {
       expect.arrayContaining(['better-sqlite3', 'class-validator', 'typeorm', 'fastify']),
     );
     expect(packages.filter((p) => NOT_AT_IDLE.includes(p))).toEqual([]);
+  });
+
+  it("has built no date formatter: Nest's logger formatters wait for a first use (ADR 0024)", async () => {
+    expect((await probe()).dateTimeFormats).toBe(0);
   });
 
   it('builds its OpenAPI document on the first request for it', async () => {

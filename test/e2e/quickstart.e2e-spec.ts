@@ -7,7 +7,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ingressPath } from '@ql/contracts';
-import { CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
+import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
 import { WORKER_NODE_FLAGS } from '../../apps/worker/src/node-flags';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { LogLine } from '../support/child-process';
@@ -78,15 +78,20 @@ describe('the quickstart (npm start) with its control plane and worker processes
     expect(argv.filter(Boolean).pop()).toMatch(/apps\/worker\/src\/main\.[jt]s$/);
   });
 
-  it('runs its control plane under the V8 flags of ADR 0020', () => {
+  it('runs its control plane under the V8 flags of ADR 0020 and the environment of ADR 0024', () => {
     const children = readFileSync(`/proc/${first.pid}/task/${first.pid}/children`, 'utf8')
       .trim()
       .split(/\s+/);
     const argvs = children.map((pid) =>
       readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean),
     );
-    const plane = argvs.find((argv) => /apps\/control-plane\/src\/main\.[jt]s$/.test(argv[argv.length - 1]!));
-    expect(plane?.slice(1, 1 + CONTROL_PLANE_NODE_FLAGS.length)).toEqual([...CONTROL_PLANE_NODE_FLAGS]);
+    const at = argvs.findIndex((argv) => /apps\/control-plane\/src\/main\.[jt]s$/.test(argv[argv.length - 1]!));
+    expect(argvs[at]?.slice(1, 1 + CONTROL_PLANE_NODE_FLAGS.length)).toEqual([...CONTROL_PLANE_NODE_FLAGS]);
+    // …and with the launchers' environment (ADR 0024).
+    const environ = readFileSync(`/proc/${children[at]}/environ`, 'utf8').split('\0');
+    expect(environ).toEqual(
+      expect.arrayContaining(Object.entries(CONTROL_PLANE_ENV).map(([name, value]) => `${name}=${value}`)),
+    );
   });
 
   it('restarts a fenced worker after 1 s, says so with the exit code, and the new process registers a new session', async () => {

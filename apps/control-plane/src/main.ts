@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { ConfigError, ControlPlaneConfig, loadConfig } from './config/config';
+import { withDeferredDateTimeFormats } from './deferred-date-formats';
 import { EXIT, describeStartFailure } from './start-failure';
 
 /** What the control plane tells a parent that started it with an IPC channel (the quickstart). */
@@ -28,8 +29,11 @@ async function main(): Promise<void> {
 
 async function run(config: ControlPlaneConfig): Promise<void> {
   // Loaded after the settings are checked: a configuration error is reported without loading Nest.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { startControlPlane } = require('./bootstrap') as typeof import('./bootstrap');
+  // Nest's never-used logger date formatters are built only if used (ADR 0024).
+  const { startControlPlane } = withDeferredDateTimeFormats(
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    () => require('./bootstrap') as typeof import('./bootstrap'),
+  );
   const plane = await startControlPlane(config);
   // Also the first round trip to the database (a PostgreSQL pool connects lazily): fail before "ready".
   const migrated = await plane.core.db.migrationsApplied();

@@ -7,3 +7,12 @@
  * not need one, and a cap is a crash waiting for a large backlog.
  */
 export const CONTROL_PLANE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+
+/**
+ * The environment every launcher gives the control plane besides its own settings (ADR 0024): glibc's
+ * malloc keeps up to 8 arenas per core, one per thread that allocated (Node's libuv and V8 platform
+ * threads), each holding freed memory of its own; 2 arenas hold less of it at idle (a few MiB of RSS).
+ * The Dockerfile sets it for the image (docker-compose and Kubernetes run that image), the npm script
+ * on its command, the quickstart when it spawns the control plane.
+ */
+export const CONTROL_PLANE_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };

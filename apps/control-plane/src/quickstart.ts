@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { extname, join } from 'node:path';
 import { WORKER_NODE_FLAGS } from '../../worker/src/node-flags';
-import { CONTROL_PLANE_NODE_FLAGS } from './node-flags';
+import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from './node-flags';
 import { WORKER_EXIT } from '../../worker/src/worker-exit';
 import type { ReadyMessage } from './main';
 import { RestartBackoff } from './restart-backoff';
@@ -37,6 +37,7 @@ const exitText = (code: number | null, signal: NodeJS.Signals | null) =>
 
 // Own process groups: a terminal Ctrl-C reaches only this process, which stops the worker first.
 const controlPlane = spawn(process.execPath, [...CONTROL_PLANE_NODE_FLAGS, ...entry('main')], {
+  env: { ...process.env, ...CONTROL_PLANE_ENV },
   stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
   detached: true,
 });
