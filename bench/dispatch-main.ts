@@ -1,3 +1,4 @@
+// Size: the dispatch group drives three drains per level (bench sessions, worker processes, the samples beside them) and reports four tables (end to end, CPU per run, arrivals, latency) from one place.
 /**
  * The `dispatch` group of `npm run bench`: end-to-end remote runs/s at 1, 4 and 16 sessions per
  * dialect beside graphile-worker draining the same number of no-op jobs, the share of each step, and
