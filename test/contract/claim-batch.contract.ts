@@ -55,6 +55,25 @@ export function describeClaimBatch(suite: DispatchSuite): void {
       else expect(statements).toBeGreaterThanOrEqual(16 * 8);
     });
 
+    it('pullers that pull again as soon as they are answered ride together in the next statement', async () => {
+      const { f } = suite;
+      const { task, workers } = await warmSessions(suite, 8);
+      await f.queue(task.id, 32);
+      const before = f.db.statements.value;
+      // 8 closed loops of 3 claims each: each puller pulls again the moment its answer arrives.
+      const loops = workers.map(async (w) => {
+        for (let i = 0; i < 3; i++) offered(await f.pull(w));
+      });
+      await Promise.all(loops);
+      const statements = f.db.statements.value - before;
+      expect(await f.count('runs', `status = 'queued'`)).toBe(8);
+      // PostgreSQL: the first claim alone, then one statement per round of all 8 (ADR 0027: a statement
+      // that returns lets the callers it answered pull again before the next one goes). Without that
+      // turn of the event loop, the first re-pull would go alone and the others queue behind it.
+      if (f.db.dialect === 'postgres') expect(statements).toBe(4);
+      else expect(statements).toBeGreaterThanOrEqual(24 * 8);
+    });
+
     it('a fenced puller among them is refused alone; the others are offered', async () => {
       const { f } = suite;
       const { task, workers } = await warmSessions(suite, 8);

@@ -56,6 +56,8 @@ interface Queued<Row> {
 export class ClaimCoalescer<Row extends object> {
   private queue: Queued<Row>[] = [];
   private inFlight = 0;
+  /** A statement just returned: claims arriving before the next turn of the event loop wait for it. */
+  private settling = false;
 
   constructor(
     private readonly db: SqlDatabase,
@@ -69,7 +71,7 @@ export class ClaimCoalescer<Row extends object> {
     if (this.options.maxSize <= 1) return this.single(params);
     return new Promise<Row | undefined>((resolve, reject) => {
       this.queue.push({ params, resolve, reject });
-      this.pump();
+      if (!this.settling) this.pump();
     });
   }
 
@@ -79,7 +81,14 @@ export class ClaimCoalescer<Row extends object> {
       this.inFlight++;
       void this.send(batch).finally(() => {
         this.inFlight--;
-        this.pump();
+        // The callers just answered often pull again at once (a worker with free slots, a long poll
+        // handing over): one turn of the event loop lets those claims join the next statement
+        // instead of the first of them going alone and the rest queueing behind it.
+        this.settling = true;
+        setImmediate(() => {
+          this.settling = false;
+          this.pump();
+        });
       });
     }
   }
