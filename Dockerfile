@@ -45,4 +45,4 @@ RUN mkdir -p /var/lib/qinglong/pki /var/lib/qinglong/worker && chown -R node:nod
 USER node
 EXPOSE 8080 8443
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "--max-semi-space-size=1", "dist/apps/control-plane/src/main.js"]
+CMD ["node", "--max-semi-space-size=4", "dist/apps/control-plane/src/main.js"]

@@ -163,7 +163,11 @@ export interface PlaneVariant {
  * larger young generations, and with no V8 flag (ADR 0024 weighs them: idle RSS against CPU per
  * heartbeat).
  */
-const SEMI_SPACE_CANDIDATES = [['--max-semi-space-size=2'], ['--max-semi-space-size=4']];
+const SEMI_SPACE_CANDIDATES = [
+  ['--max-semi-space-size=1'],
+  ['--max-semi-space-size=2'],
+  ['--max-semi-space-size=4'],
+];
 export const PLANE_VARIANTS: readonly PlaneVariant[] = [
   { flags: CONTROL_PLANE_NODE_FLAGS, env: {}, label: CONTROL_PLANE_NODE_FLAGS.join(' ') },
   {

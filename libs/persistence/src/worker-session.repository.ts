@@ -88,7 +88,10 @@ export const SESSION_FENCE_SQL = sessionFence({
  * The heartbeat CAS for many calls in one statement (ADR 0018): the calls arrive as one JSON array,
  * each row is the session fence (SESSION_FENCE_SQL's shape) with slots ≤ max, and each updated row
  * carries its session's cancel intents (`cancelIntentsSql`, R-RUN-5) read in the same statement. A
- * worker may appear once.
+ * worker may appear once. On PostgreSQL the batch's workers are also named by primary key
+ * (`worker_id = ANY (ARRAY(…))`): without it the planner, which guesses 100 rows for the JSON, may
+ * hash-join against every registered worker, so a heartbeat's cost would grow with the sessions (issue
+ * 10 item 4; `test/contract/heartbeat-batch.contract.ts` counts the scans).
  */
 const BATCH_FENCE = sessionFence({
   workerId: 'b.b_worker',
@@ -107,6 +110,7 @@ export const HEARTBEAT_BATCH_SQL = {
         l AS b_lease, k AS b_call
       FROM json_to_recordset(:batch::json) AS j(w text, s uuid, g int4, v int8, n int4, l int8, k text)) AS b
     WHERE ${BATCH_FENCE} AND max_concurrent_runs >= b.b_slots
+      AND workers.worker_id = ANY (ARRAY(SELECT x.w FROM json_to_recordset(:batch::json) AS x(w text)))
     RETURNING ${SESSION_COLUMNS}, last_call)
   SELECT u.*, ${cancelsOf('u', `coalesce(json_agg(c.attempt_id ORDER BY c.attempt_id), '[]'::json)`)} AS cancels
   FROM u`,
