@@ -7,6 +7,7 @@ import { AdminViews1764979200000 as PostgresAdminViews } from './postgres/176497
 import { ClaimFunction1765065600000 as PostgresClaimFunction } from './postgres/1765065600000-claim-function';
 import { LeaseSteps1765152000000 as PostgresLeaseSteps } from './postgres/1765152000000-lease-steps';
 import { QueueSignals1765238400000 as PostgresQueueSignals } from './postgres/1765238400000-queue-signals';
+import { IndexOnlyPlans1765324800000 as PostgresIndexOnlyPlans } from './postgres/1765324800000-index-only-plans';
 import { Initial1764547200000 as SqliteInitial } from './sqlite/1764547200000-initial';
 import { RevokedCertificates1764633600000 as SqliteRevoked } from './sqlite/1764633600000-revoked-certificates';
 import { RunsAndLeases1764720000000 as SqliteRuns } from './sqlite/1764720000000-runs-and-leases';
@@ -33,4 +34,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresClaimFunction,
   PostgresLeaseSteps,
   PostgresQueueSignals,
+  PostgresIndexOnlyPlans,
 ];
