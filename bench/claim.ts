@@ -29,6 +29,7 @@ import {
   DEFAULT_CLAIM_BATCH,
   PostgresDatabase,
   SqlDatabase,
+  SqlExecutor,
   SqlLeaseRepository,
   SqlOperationalStatsRepository,
   SqlTaskRepository,
@@ -97,7 +98,10 @@ export interface ClaimRow {
 export const LEASE_MS = 24 * 60 * 60 * 1000;
 const CAPACITY = 1024;
 // The defaults the app runs with for what the claim reads (the preference hold: 5 s).
-export const LEASE_TTL_CONFIG = { runLeaseMs: LEASE_MS, placementPreferenceHoldMs: 5000 } as ControlPlaneConfig;
+export const LEASE_TTL_CONFIG = {
+  runLeaseMs: LEASE_MS,
+  placementPreferenceHoldMs: 5000,
+} as ControlPlaneConfig;
 
 export interface BenchWorker {
   readonly workerId: string;
@@ -310,22 +314,28 @@ export async function settle(db: SqlDatabase): Promise<void> {
 const RESET_TABLES = ['runs', 'run_leases', 'attempts', 'run_events', 'workers'];
 
 /**
+ * Inside a reset's transaction: the runs a sample claimed (found through `attempts` by primary key, no
+ * scan of the backlog) queued again, its attempts, leases and events deleted, every slot free.
+ */
+export async function requeueTouchedRuns(tx: SqlExecutor): Promise<void> {
+  await tx.run(
+    `UPDATE runs SET status = 'queued', version = 0, event_seq = 1, attempt_count = 0, current_attempt_id = NULL
+     WHERE id IN (SELECT run_id FROM attempts)`,
+  );
+  await tx.run('DELETE FROM run_events');
+  await tx.run('DELETE FROM run_leases');
+  await tx.run('DELETE FROM attempts');
+  await tx.run('UPDATE workers SET active_leases = 0 WHERE active_leases <> 0');
+}
+
+/**
  * Back to `backlog` queued runs and no leases: only rows a sample touched are rewritten, found
  * through `attempts` by primary key (no scan of the backlog). PostgreSQL then VACUUMs the tables so
  * no sample inherits another's dead rows: a plain VACUUM reads only the pages not all-visible (those
  * the sample and this reset dirtied); `analyze` (once, after seeding) also samples the statistics.
  */
 export async function reset(db: SqlDatabase, analyze = false): Promise<void> {
-  await db.transaction(async (tx) => {
-    await tx.run(
-      `UPDATE runs SET status = 'queued', version = 0, event_seq = 1, attempt_count = 0, current_attempt_id = NULL
-       WHERE id IN (SELECT run_id FROM attempts)`,
-    );
-    await tx.run('DELETE FROM run_events');
-    await tx.run('DELETE FROM run_leases');
-    await tx.run('DELETE FROM attempts');
-    await tx.run('UPDATE workers SET active_leases = 0 WHERE active_leases <> 0');
-  });
+  await db.transaction(requeueTouchedRuns);
   if (db.dialect === 'postgres') {
     for (const table of RESET_TABLES) await db.run(`VACUUM ${analyze ? '(ANALYZE) ' : ''}${table}`);
   } else {

@@ -36,6 +36,7 @@ import {
   LEASE_MS,
   LEASE_TTL_CONFIG,
   postgresCeiling,
+  requeueTouchedRuns,
   sample,
   seed,
   serviceOp,
@@ -363,14 +364,7 @@ async function addHeldRuns(db: SqlDatabase, template: string, count: number): Pr
 /** Back to the full backlog and no leases: only the rows a sample touched are rewritten (by index). */
 async function reset(target: Target): Promise<void> {
   await target.admin.transaction(async (tx) => {
-    await tx.run(
-      `UPDATE runs SET status = 'queued', version = 0, event_seq = 1, attempt_count = 0, current_attempt_id = NULL
-       WHERE id IN (SELECT run_id FROM attempts)`,
-    );
-    await tx.run('DELETE FROM run_events');
-    await tx.run('DELETE FROM run_leases');
-    await tx.run('DELETE FROM attempts');
-    await tx.run('UPDATE workers SET active_leases = 0 WHERE active_leases <> 0');
+    await requeueTouchedRuns(tx);
     await tx.run(
       `UPDATE runs SET status = 'cancelled' WHERE id BETWEEN :lo AND :hi AND status <> 'cancelled'`,
       HELD_IDS,
