@@ -104,13 +104,15 @@ const BATCH_SET = `version = version + 1, last_call = b.b_call,
 const cancelsOf = (alias: string, aggregate: string) =>
   `(SELECT ${aggregate} FROM (${cancelIntentsSql(`${alias}.worker_id`, `${alias}.session_id`)}) c)`;
 export const HEARTBEAT_BATCH_SQL = {
-  postgres: `WITH u AS (
-    UPDATE workers SET ${BATCH_SET}, lease_expires_at = {now} + b.b_lease * interval '1 millisecond'
-    FROM (SELECT w AS b_worker, s AS b_session, g AS b_generation, v AS b_version, n AS b_slots,
+  postgres: `WITH b AS MATERIALIZED (
+    SELECT w AS b_worker, s AS b_session, g AS b_generation, v AS b_version, n AS b_slots,
         l AS b_lease, k AS b_call
-      FROM json_to_recordset(:batch::json) AS j(w text, s uuid, g int4, v int8, n int4, l int8, k text)) AS b
+      FROM json_to_recordset(:batch::json) AS j(w text, s uuid, g int4, v int8, n int4, l int8, k text)),
+  u AS (
+    UPDATE workers SET ${BATCH_SET}, lease_expires_at = {now} + b.b_lease * interval '1 millisecond'
+    FROM b
     WHERE ${BATCH_FENCE} AND max_concurrent_runs >= b.b_slots
-      AND workers.worker_id = ANY (ARRAY(SELECT x.w FROM json_to_recordset(:batch::json) AS x(w text)))
+      AND workers.worker_id = ANY (ARRAY(SELECT b_worker FROM b))
     RETURNING ${SESSION_COLUMNS}, last_call)
   SELECT u.*, ${cancelsOf('u', `coalesce(json_agg(c.attempt_id ORDER BY c.attempt_id), '[]'::json)`)} AS cancels
   FROM u`,
