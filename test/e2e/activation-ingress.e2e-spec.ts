@@ -107,6 +107,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
           leaseGeneration: 1,
           callbackSequence: 1,
           deadlineAt: expect.any(String),
+          deadlineGraceMs: GRACE_MS, // the sweeper's grace: the worker has the attempt dead by deadline + grace (ADR 0028)
           startedAt: expect.any(String),
         },
       });

@@ -163,6 +163,11 @@ export class RemoteRunHarness {
     return new RemoteRunHarness(t, db, pki);
   }
 
+  /** The database the control plane uses (`sqlite:<file>` or a PostgreSQL URL): read-only inspection. */
+  get databaseUrl(): string {
+    return this.db.url;
+  }
+
   /** A folder under this harness's temp root (removed by `close`). */
   folder(name: string): string {
     return join(this.root, name);

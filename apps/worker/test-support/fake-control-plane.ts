@@ -1,3 +1,4 @@
+import { monotonicNow } from '../src/host/monotonic';
 import {
   EXECUTION_OFFER_SCHEMA,
   IngressAction,
@@ -64,9 +65,9 @@ export class FakeControlPlane implements WorkerIngress {
     return Date.now() + this.clockSkewMs;
   }
 
-  /** What the HTTPS client does with the answers' `Date` header: server time onto the worker's clock. */
+  /** What the HTTPS client does with the answers' `Date` header: server time onto the worker's monotonic clock. */
   toLocalTime(serverMs: number): number {
-    return serverMs - this.clockSkewMs;
+    return serverMs - this.clockSkewMs - (Date.now() - monotonicNow());
   }
 
   /** Queues a run of a task with this spec (defaults fill the rest). */
@@ -146,7 +147,8 @@ export class FakeControlPlane implements WorkerIngress {
     const b = call.body;
     if (call.action === 'register') return this.session(call, { outcome: 'created' });
     // A held pull is served while the worker's own later calls moved the version on (ADR 0019).
-    const behind = call.action === 'offers' && Number(b.waitMs ?? 0) > 0 && Number(b.expectedVersion) < this.version;
+    const behind =
+      call.action === 'offers' && Number(b.waitMs ?? 0) > 0 && Number(b.expectedVersion) < this.version;
     if (b.expectedVersion !== this.version && !behind) throw fenced('session', 'version_mismatch');
     switch (call.action) {
       case 'heartbeat':

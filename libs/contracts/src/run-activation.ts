@@ -37,6 +37,11 @@ export interface ActivationSnapshot {
   readonly leaseGeneration: number;
   readonly callbackSequence: number;
   readonly deadlineAt?: string;
+  /**
+   * How long after `deadlineAt` the control plane's sweeper may end the attempt (QL_RUN_DEADLINE_GRACE_MS):
+   * the worker has every process of it dead by then (ADR 0028). Absent: the sweep may come at the deadline.
+   */
+  readonly deadlineGraceMs?: number;
   readonly startedAt?: string;
   readonly finishedAt?: string;
   readonly executorHandle?: string;
@@ -71,6 +76,7 @@ const SNAPSHOT_FIELDS = [
   'leaseGeneration',
   'callbackSequence',
   'deadlineAt',
+  'deadlineGraceMs',
   'startedAt',
   'finishedAt',
   'executorHandle',
@@ -109,6 +115,8 @@ function readActivation(json: unknown): RunActivationResponse {
   for (const [field, rule] of Object.entries(OPTIONAL)) {
     if (s[field] !== undefined) snapshot[field] = readString(s[field], `snapshot.${field}`, rule);
   }
+  if (s.deadlineGraceMs !== undefined)
+    snapshot.deadlineGraceMs = readInt(s.deadlineGraceMs, 'snapshot.deadlineGraceMs', 0, INT31);
   return { schema: RUN_ACTIVATION_SCHEMA, status, snapshot: snapshot as unknown as ActivationSnapshot };
 }
 

@@ -5,11 +5,15 @@ const iso = (ms: number | null) => (ms === null ? undefined : new Date(ms).toISO
 
 /**
  * The repository's result as `qinglong/remote-run-activation@v1`: epoch ms become ISO times, null
- * becomes absent. The contract's parser checks it; a corrupt projection is a 503, never sent.
+ * becomes absent; a deadline comes with the sweeper's grace after it (ADR 0028). The contract's parser checks it; a corrupt projection is a 503, never sent.
  */
-export function projectActivation({ status, snapshot: s }: ActivationResult): RunActivationResponse {
+export function projectActivation(
+  { status, snapshot: s }: ActivationResult,
+  deadlineGraceMs: number,
+): RunActivationResponse {
   const optional = {
     deadlineAt: iso(s.deadlineAt),
+    deadlineGraceMs: s.deadlineAt === null ? undefined : deadlineGraceMs,
     startedAt: iso(s.startedAt),
     finishedAt: iso(s.finishedAt),
     executorHandle: s.executorHandle ?? undefined,

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import {
   ACTIVATION_REPOSITORY,
   ActivationRepository,
+  ActivationResult,
   LogAppendResult,
   readCompletion,
   readErrorCode,
@@ -15,6 +16,8 @@ import { LeaseFenceDto } from '../leases/dto/pull.dto';
 import { CompletionDto, LogChunkDto, RunningDto, StartFailureDto } from './dto/activation.dto';
 import { RunLogWaiters } from '../runs/run-log-waiters';
 import { projectActivation } from './activation-projection';
+import { CONFIG } from '../core/core';
+import { ControlPlaneConfig } from '../config/config';
 
 /**
  * The lease holder's acknowledgements and output (R-ACT-1..3, R-CMP-1..2, R-RUN-4). The domain's
@@ -25,10 +28,15 @@ export class ActivationService {
   constructor(
     @Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository,
     private readonly logWaiters: RunLogWaiters,
+    @Inject(CONFIG) private readonly config: ControlPlaneConfig,
   ) {}
 
+  private project(result: ActivationResult): RunActivationResponse {
+    return projectActivation(result, this.config.runDeadlineGraceMs);
+  }
+
   async starting(p: WorkerPrincipal, sessionId: string, body: LeaseFenceDto): Promise<RunActivationResponse> {
-    return projectActivation(await this.activation.starting(leaseFenceCommand(p, sessionId, body)));
+    return this.project(await this.activation.starting(leaseFenceCommand(p, sessionId, body)));
   }
 
   async running(p: WorkerPrincipal, sessionId: string, body: RunningDto): Promise<RunActivationResponse> {
@@ -37,7 +45,7 @@ export class ActivationService {
       ...leaseFenceCommand(p, sessionId, fence),
       executorHandle: readExecutorHandle(executorHandle),
     };
-    return projectActivation(await this.activation.running(command));
+    return this.project(await this.activation.running(command));
   }
 
   async startFailure(
@@ -47,7 +55,7 @@ export class ActivationService {
   ): Promise<RunActivationResponse> {
     const { errorCode, ...fence } = body;
     const command = { ...leaseFenceCommand(p, sessionId, fence), errorCode: readErrorCode(errorCode) };
-    return projectActivation(await this.activation.startFailure(command));
+    return this.project(await this.activation.startFailure(command));
   }
 
   async completion(
@@ -58,7 +66,7 @@ export class ActivationService {
     const { outcome, exitCode, errorSummary, ...fence } = body;
     const { step: _step, ...ending } = readCompletion({ outcome, exitCode, errorSummary });
     const result = await this.activation.complete({ ...leaseFenceCommand(p, sessionId, fence), ...ending });
-    const response = projectActivation(result);
+    const response = this.project(result);
     this.logWaiters.notify(response.snapshot.runId);
     return response;
   }

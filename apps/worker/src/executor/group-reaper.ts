@@ -1,19 +1,34 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import { monotonicNow } from '../host/monotonic';
 
 /**
- * Reads `+pgid` / `-pgid` lines; at the end of its input it SIGKILLs every group still listed. The
- * input ends when the worker closes it (no run left) or when the worker dies, however it dies: the
- * kernel closes the pipe of a killed process.
+ * Reads `+pgid`, `-pgid` and `@pgid seconds` lines; at the end of its input it SIGKILLs every group
+ * still listed. The input ends when the worker closes it (no run left) or when the worker dies,
+ * however it dies: the kernel closes the pipe of a killed process.
+ *
+ * `@pgid seconds` is the dead man's switch (ADR 0028): a sleeper (`sleep` in a subshell) SIGKILLs
+ * the group when the time passes, unless a later `@` line (the next renewal) or `-pgid` disarms it
+ * first. The sleepers are processes of their own: a worker that is stopped (SIGSTOP, Ctrl-Z, a long
+ * pause) cannot hold them back. A disarmed sleeper's trap kills its `sleep`. Where `sleep` takes
+ * whole seconds only (a minimal busybox), the time is rounded down: the switch fires early, never late.
  */
 const REAPER_SCRIPT = `groups=""
+whole=""; sleep 0.001 2>/dev/null || whole=1
+disarm() { eval "p=\\\${w$1:-}"; [ -n "$p" ] && kill -TERM "$p" 2>/dev/null; eval "w$1="; }
+arm() {
+  disarm "$1"; t=$2; [ -n "$whole" ] && t=\${t%%.*}
+  ( trap 'kill "$s" 2>/dev/null; exit 0' TERM; sleep "$t" & s=$!; wait "$s" && kill -KILL "-$1" 2>/dev/null ) &
+  eval "w$1=$!"
+}
 while IFS= read -r line; do
   case "$line" in
     +*) groups="$groups \${line#+}" ;;
-    -*) keep=""; for g in $groups; do [ "$g" = "\${line#-}" ] || keep="$keep $g"; done; groups=$keep ;;
+    -*) disarm "\${line#-}"; keep=""; for g in $groups; do [ "$g" = "\${line#-}" ] || keep="$keep $g"; done; groups=$keep ;;
+    @*) set -- \${line#@}; arm "$1" "$2" ;;
   esac
 done
-for g in $groups; do kill -KILL "-$g" 2>/dev/null; done`;
+for g in $groups; do kill -KILL "-$g" 2>/dev/null; disarm "$g"; done`;
 
 /**
  * Run groups must not outlive a worker that died without killing them (kill -9, the OOM killer):
@@ -46,6 +61,16 @@ export class GroupReaper extends EventEmitter<{ released: [pid: number | undefin
     if (this.groups.has(pgid)) return;
     this.groups.add(pgid);
     this.send(`+${pgid}`);
+  }
+
+  /**
+   * Arms (or moves) the group's dead man's switch: SIGKILL at monotonic time `atMs` unless armed
+   * again or untracked before. Sent at once; the reaper counts the time on its own.
+   */
+  arm(pgid: number, atMs: number): void {
+    if (!this.groups.has(pgid)) return;
+    const seconds = Math.max(0, atMs - monotonicNow()) / 1000;
+    this.send(`@${pgid} ${seconds.toFixed(3)}`);
   }
 
   /** The group is gone (or given up on): no longer killed at the worker's death. */

@@ -4,6 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CompletionStatus, RecordedProcess } from '../journal/journal-record';
 import { currentBootId, groupAlive, signalGroup, waitGroupGone } from '../host/process-table';
+import { monotonicNow } from '../host/monotonic';
 import { GroupReaper } from './group-reaper';
 import { OutputChunk, OutputLimiter } from './output-limiter';
 
@@ -131,7 +132,9 @@ export class LocalProcessExecutor {
         ),
       );
     });
-    const run = new LocalRun(child, workDir, request, this.options);
+    const run = new LocalRun(child, workDir, request, this.options, (pgid, atMs) =>
+      this.reaper.arm(pgid, atMs),
+    );
     this.reaper.track(run.pgid);
     const untrack = () => this.reaper.untrack(run.pgid);
     run.done.then(untrack, untrack);
@@ -149,12 +152,19 @@ export class LocalRun {
   private terminating = false;
   private exited = false;
   private readonly timers: NodeJS.Timeout[] = [];
+  /** Monotonic time every process of the run must be dead by (ADR 0028); none until `stopBy`. */
+  private hardStopMs = Infinity;
+  /** Monotonic time the SIGKILL is due after a SIGTERM (its grace); none before a kill began. */
+  private killAfterGrace = Infinity;
+  private killTimer: NodeJS.Timeout | undefined;
 
   constructor(
     child: ChildProcess,
     readonly workDir: string,
     request: LaunchRequest,
     private readonly options: LocalProcessExecutorOptions,
+    /** Arms the reaper's dead man's switch for the group (a process outside this event loop). */
+    private readonly armSwitch: (pgid: number, atMs: number) => void = () => undefined,
   ) {
     this.pid = child.pid!;
     this.pgid = this.pid;
@@ -178,6 +188,7 @@ export class LocalRun {
     this.done = Promise.all([exited, closed]).then(async ([[code, signal]]) => {
       const groupCleared = await waitGroupGone(this.pgid, options.killGraceMs + 2000);
       for (const t of this.timers) clearTimeout(t);
+      clearTimeout(this.killTimer);
       return {
         status: this.reason ?? (code === 0 ? 'succeeded' : 'failed'),
         exitCode: code,
@@ -199,12 +210,38 @@ export class LocalRun {
     this.terminate('cancelled');
   }
 
+  /** The attempt's deadline (the control plane's) comes before the local timeout: `timed_out`. */
+  timeOut(): void {
+    this.terminate('timed_out');
+  }
+
+  /**
+   * Every process of the run must be dead by monotonic time `atMs` (the lease term or the deadline,
+   * less a margin): the reaper's switch SIGKILLs the group then even if this process is frozen, and
+   * a SIGKILL already scheduled by a kill in progress moves up to it. Moved again at every renewal.
+   */
+  stopBy(atMs: number): void {
+    if (this.exited && !groupAlive(this.pgid)) return;
+    this.hardStopMs = atMs;
+    this.armSwitch(this.pgid, atMs);
+    if (this.terminating) this.scheduleKill();
+  }
+
   private terminate(reason: 'timed_out' | 'cancelled' | null): void {
     if (!this.exited) this.reason ??= reason; // a cancel after the command ended changes no outcome
     if (this.terminating) return;
     this.terminating = true;
+    this.killAfterGrace = monotonicNow() + this.options.killGraceMs;
     signalGroup(this.pgid, 'SIGTERM');
-    this.arm(() => signalGroup(this.pgid, 'SIGKILL'), this.options.killGraceMs);
+    this.scheduleKill();
+  }
+
+  /** SIGKILL once the grace after SIGTERM passed, or at the hard stop if that comes first. */
+  private scheduleKill(): void {
+    clearTimeout(this.killTimer);
+    const at = Math.min(this.killAfterGrace, this.hardStopMs);
+    this.killTimer = setTimeout(() => signalGroup(this.pgid, 'SIGKILL'), Math.max(0, at - monotonicNow()));
+    this.killTimer.unref();
   }
 
   private arm(fn: () => void, ms: number): void {

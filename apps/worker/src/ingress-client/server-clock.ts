@@ -1,34 +1,59 @@
+import { monotonicNow } from '../host/monotonic';
+
 /**
- * The control plane's clock as the worker sees it. Lease expiries in answers are database time; a
- * worker's own clock may be minutes or years off (a router without NTP boots in 1970), so every
- * expiry is moved onto the local clock before it is compared with `Date.now()`.
+ * The control plane's clock as the worker sees it. Lease expiries and deadlines in answers are
+ * database time; the worker keeps every term on its monotonic clock (ADR 0028), so each expiry is
+ * moved onto that clock once, when its answer arrives — never compared with the wall clock.
  *
- * The offset comes from the `Date` header of each answer (HTTP dates have one-second resolution): the
- * server's time when it answered lies in [D, D + 1 s), so the local clock is taken to be `received −
- * (D + 1 s)` ahead of it. That errs on the early side: the worker believes a term ends at most about
- * a second (plus the round trip) before it does, never after.
+ * The offset comes from the `Date` header of the answer (one-second resolution) and the moment its
+ * request was SENT: the server wrote the answer after the request left, at a server time below
+ * `D + 1 s`, so `server − monotonic` is at most `D + 1 s − sent`. Taking that bound moves every
+ * expiry early by the round trip plus up to a second, never late — however long the answer took on
+ * its way back (with the receive time, an answer delayed 4.5 s moved the term 4.5 s late).
+ *
+ * Each answer's bound is valid, but a held long-poll pull's is loose by the time the control plane
+ * held it (up to 20 s: an offer would seem to end that much early). So the clock uses the tightest
+ * bound of the last `windowMs` (any answer on any lane: heartbeats come every few seconds). Only a
+ * forward step of the control plane's own clock inside that window could make a term seem later
+ * than it is, by that step, until the window passes.
  */
 export class ServerClock {
-  /** Local minus server time (ms), from the latest answer that carried a usable `Date`. */
-  private offsetMs = 0;
+  /** Upper bound of (server time − monotonic time), in ms: the tightest of the window. */
+  private offsetMs: number;
   private observed = false;
+  /** The tightest bound and when (monotonic) it was taken; it stands for `windowMs`. */
+  private best: { bound: number; atMs: number } | undefined;
 
-  /** Records the `Date` header of an answer received at local time `receivedAtMs`. */
-  observe(dateHeader: string | undefined, receivedAtMs: number): void {
+  constructor(
+    now: { wallMs: number; monoMs: number } = { wallMs: Date.now(), monoMs: monotonicNow() },
+    private readonly windowMs = 10_000,
+  ) {
+    // Until an answer carried a usable `Date`, the server is taken to keep this machine's wall time.
+    this.offsetMs = now.wallMs - now.monoMs;
+  }
+
+  /**
+   * Records the `Date` header of an answer to a request sent at monotonic time `sentAtMs`, received
+   * at `receivedAtMs` (the window's clock).
+   */
+  observe(dateHeader: string | undefined, sentAtMs: number, receivedAtMs = monotonicNow()): void {
     if (dateHeader === undefined) return;
     const serverMs = Date.parse(dateHeader);
     if (!Number.isFinite(serverMs)) return;
-    this.offsetMs = receivedAtMs - (serverMs + 1000);
+    const bound = serverMs + 1000 - sentAtMs;
+    if (this.best === undefined || bound <= this.best.bound || receivedAtMs - this.best.atMs > this.windowMs)
+      this.best = { bound, atMs: receivedAtMs };
+    this.offsetMs = this.best.bound;
     this.observed = true;
   }
 
-  /** True once an answer carried a usable `Date` (until then server and local time are taken as equal). */
+  /** True once an answer carried a usable `Date`. */
   get synced(): boolean {
     return this.observed;
   }
 
-  /** A server (database) time in ms, on the local clock. */
+  /** A server (database) time in ms, on the monotonic clock (`monotonicNow()`). */
   toLocal(serverMs: number): number {
-    return serverMs + this.offsetMs;
+    return serverMs - this.offsetMs;
   }
 }

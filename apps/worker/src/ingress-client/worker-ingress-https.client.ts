@@ -16,6 +16,7 @@ import {
   ingressPath,
 } from '@ql/contracts';
 import { isUuidV7, isWorkerId } from '@ql/domain';
+import { monotonicNow } from '../host/monotonic';
 import { ServerClock } from './server-clock';
 import {
   IngressOrigin,
@@ -171,7 +172,7 @@ export class WorkerIngressHttpsClient {
     this.timeoutMs = options.timeoutMs ?? 10_000;
   }
 
-  /** A control-plane (database) time, such as a lease expiry, on this machine's clock. */
+  /** A control-plane (database) time, such as a lease expiry, on this process's monotonic clock. */
   toLocalTime(serverMs: number): number {
     return this.serverClock.toLocal(serverMs);
   }
@@ -412,6 +413,8 @@ export class WorkerIngressHttpsClient {
       if (options.signal?.aborted) return onAbort();
       options.signal?.addEventListener('abort', onAbort, { once: true });
 
+      // Before the request leaves: the bound the answer's `Date` converts lease times with (ServerClock).
+      const sentAtMs = monotonicNow();
       try {
         req = this.open(target, entry, path, payload.length);
       } catch (error) {
@@ -440,6 +443,7 @@ export class WorkerIngressHttpsClient {
       req.on('response', (res: IncomingMessage) =>
         this.read(
           res,
+          sentAtMs,
           cap,
           options.parse,
           fail,
@@ -475,6 +479,7 @@ export class WorkerIngressHttpsClient {
 
   private read(
     res: IncomingMessage,
+    sentAtMs: number,
     cap: number,
     parse: IngressCallOptions['parse'],
     fail: (status: number, code: string, message: string, reason?: string) => void,
@@ -526,7 +531,7 @@ export class WorkerIngressHttpsClient {
         );
       }
       const bytes = Buffer.concat(chunks, received);
-      if (status === 200) this.serverClock.observe(res.headers.date, Date.now());
+      if (status === 200) this.serverClock.observe(res.headers.date, sentAtMs);
       if (status === 200 && parse) {
         let value: unknown;
         try {

@@ -18,6 +18,7 @@ import { HeldLease, LeaseChannel, callInTerm, describeError, isLeaseFenced } fro
 import type { LeaseRenewer } from './lease-renewer';
 import { LogUploader } from './log-uploader';
 import { completionSummary, finishLostRecord } from './attempt-outcome';
+import { monotonicNow } from '../host/monotonic';
 
 export interface AttemptDeps {
   readonly channel: LeaseChannel;
@@ -29,7 +30,16 @@ export interface AttemptDeps {
   readonly signal: AbortSignal;
   /** Pause before a lease call that got no answer is sent again (inside the lease term). */
   readonly retryMs: number;
+  /** SIGTERM → SIGKILL grace of the executor: kills start this long before the hard stop. */
+  readonly killGraceMs: number;
 }
+
+/**
+ * Every process of an attempt is dead this long before the worker's bound of its lease end (or of
+ * the control plane's deadline sweep): room for the SIGKILL to land and the reaper's `sleep` to
+ * wake on a loaded machine (ADR 0028).
+ */
+export const KILL_MARGIN_MS = 500;
 
 /** The lease is gone (refused, ended by the control plane, or its term passed): no more reports. */
 class LeaseLost extends Error {
@@ -51,6 +61,9 @@ export class AttemptRunner {
   private lostReason: string | null = null;
   private readonly uploader: LogUploader;
   private readonly ids: Record<string, string>;
+  /** Monotonic time the control plane's deadline sweep may end the attempt at (deadline + grace). */
+  private sweepAtMs = Infinity;
+  private enforceTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly deps: AttemptDeps,
@@ -62,7 +75,7 @@ export class AttemptRunner {
       leaseToken,
       leaseGeneration: offer.lease.leaseGeneration,
       leaseVersion: offer.lease.version,
-      expiresAtMs: deps.channel.toLocalTime(Date.parse(offer.lease.expiresAt)),
+      termEndMs: deps.channel.toLocalTime(Date.parse(offer.lease.expiresAt)),
     };
     this.ids = { offerId: this.lease.offerId, runId: offer.run.runId, attemptId: offer.run.attemptId };
     this.uploader = new LogUploader(deps.channel, this.lease, this.term(), deps.log, this.ids);
@@ -82,6 +95,9 @@ export class AttemptRunner {
 
   /** The lease is gone or the worker gives up: kill the process group, report nothing more. */
   abandon(reason: string): void {
+    clearTimeout(this.enforceTimer);
+    if (this.lostReason === null && reason === 'lease_term_ending')
+      this.deps.log.error("lease term ending without a renewal: killing the attempt's processes", this.ids);
     this.lostReason ??= reason;
     this.uploader.stop();
     this.local?.cancel();
@@ -109,21 +125,50 @@ export class AttemptRunner {
     this.deps.renewer.hold(this.lease, {
       cancelRequested: () => this.cancel(),
       lost: (reason) => this.abandon(reason),
+      renewed: () => this.enforce(),
     });
+    this.enforce();
     try {
       await this.steps();
     } catch (error) {
       await this.failed(error);
     } finally {
+      clearTimeout(this.enforceTimer);
       this.deps.renewer.release(this.lease.offerId);
     }
+  }
+
+  /**
+   * ADR 0028: the run's processes are dead before the lease term (or the deadline sweep) ends, on
+   * this process's monotonic clock, without waiting for any call: the hard stop is that end less
+   * a margin; the kill starts a kill grace before it (SIGTERM, then SIGKILL at the hard stop), and
+   * the reaper's dead man's switch SIGKILLs the group at the hard stop even if this process is
+   * frozen. Re-armed whenever the term or the deadline moves.
+   */
+  private enforce(): void {
+    clearTimeout(this.enforceTimer);
+    if (this.lostReason) return;
+    const hardStop = Math.min(this.lease.termEndMs, this.sweepAtMs) - KILL_MARGIN_MS;
+    this.local?.stopBy(hardStop);
+    const byDeadline = this.sweepAtMs < this.lease.termEndMs;
+    const killAt = hardStop - this.deps.killGraceMs;
+    this.enforceTimer = setTimeout(
+      () => {
+        if (!byDeadline) return this.abandon('lease_term_ending');
+        this.deps.log.warn("the attempt's deadline is near: killing it (timed out)", this.ids);
+        this.local?.timeOut();
+      },
+      Math.max(0, killAt - monotonicNow()),
+    );
+    this.enforceTimer.unref();
   }
 
   private async steps(): Promise<void> {
     const { journal, log } = this.deps;
     const offerId = this.lease.offerId;
-    if ((await this.activation('starting', {})).status === 'already_terminal')
-      throw new LeaseLost('attempt_ended');
+    const starting = await this.activation('starting', {});
+    if (starting.status === 'already_terminal') throw new LeaseLost('attempt_ended');
+    this.learnDeadline(starting);
     await journal.transition(offerId, 'starting_acknowledged');
     if (this.cancelWanted) return this.startFailure('cancel_requested');
     this.checkLease();
@@ -145,6 +190,7 @@ export class AttemptRunner {
     }
     this.local = local;
     if (this.cancelWanted || this.lostReason) local.cancel(); // arrived while it was spawning
+    this.enforce(); // the group exists now: arm the reaper's switch
     await journal.transition(offerId, 'started', { process: local.process });
     log.info('attempt started', { ...this.ids, pid: local.pid, runtime: spec.runtime });
     const running = await this.activation('running', { executorHandle: `local-process:${local.pgid}` });
@@ -206,6 +252,14 @@ export class AttemptRunner {
       ...this.ids,
       ...describeError(error),
     });
+  }
+
+  /** The control plane sweeps the attempt at deadline + grace (both in the `starting` answer). */
+  private learnDeadline(answer: RunActivationResponse): void {
+    const { deadlineAt, deadlineGraceMs } = answer.snapshot;
+    if (deadlineAt === undefined) return;
+    this.sweepAtMs = this.deps.channel.toLocalTime(Date.parse(deadlineAt)) + (deadlineGraceMs ?? 0);
+    this.enforce();
   }
 
   private checkLease(): void {

@@ -1,4 +1,5 @@
 import type { IngressAction } from '@ql/contracts';
+import { monotonicNow } from '../host/monotonic';
 import { IngressCallError, IngressResponse } from '../ingress-client/worker-ingress-https.client';
 
 /** Lease calls: everything the run orchestration sends, besides the session's own calls. */
@@ -19,7 +20,10 @@ export interface LeaseChannel {
     body: () => Record<string, unknown>,
     options?: LeaseCallOptions<A>,
   ): Promise<IngressResponse<A>>;
-  /** A lease expiry (database time) on this machine's clock: the two clocks may be far apart. */
+  /**
+   * A lease expiry or deadline (database time) on this process's monotonic clock (`monotonicNow()`):
+   * converted once, when its answer arrives, with the bound of that answer (ServerClock).
+   */
   toLocalTime(serverMs: number): number;
 }
 
@@ -44,8 +48,8 @@ export interface HeldLease {
   readonly leaseToken: string;
   readonly leaseGeneration: number;
   leaseVersion: number;
-  /** Local clock time (ms) the lease term ends at, as the last answer said (moved onto the local clock). */
-  expiresAtMs: number;
+  /** Monotonic time (ms, `monotonicNow()`) the lease term ends at, as the last answer said. */
+  termEndMs: number;
 }
 
 /** The lease part of a lease call's body (the chain adds the session fence). */
@@ -94,12 +98,12 @@ export async function callInTerm<A extends LeaseAction>(
   extra: Record<string, unknown>,
   options: TermOptions & Pick<LeaseCallOptions<A>, 'onAnswer' | 'parse'>,
 ): Promise<IngressResponse<A>> {
-  const now = options.now ?? Date.now;
+  const now = options.now ?? monotonicNow;
   for (;;) {
     try {
       return await channel.leaseCall(action, () => ({ ...leaseFence(lease), ...extra }), options);
     } catch (error) {
-      if (!isRetryable(error) || options.signal.aborted || now() + options.retryMs >= lease.expiresAtMs)
+      if (!isRetryable(error) || options.signal.aborted || now() + options.retryMs >= lease.termEndMs)
         throw error;
       await pause(options.retryMs, options.signal);
     }

@@ -1,6 +1,7 @@
 import type { SchedulerRegistry } from '@nestjs/schedule';
 import type { RenewResponse } from '@ql/contracts';
 import { ScheduledLoop } from '@ql/scheduling';
+import { monotonicNow } from '../host/monotonic';
 import type { WorkerLog } from '../logging/worker-log';
 import {
   HeldLease,
@@ -23,23 +24,29 @@ export interface LeaseHandlers {
   cancelRequested(): void;
   /** The lease is gone: refused (409) or its term ended without a renewal. Kill, never complete. */
   lost(reason: string): void;
+  /** A renewal moved the term (`lease.termEndMs`): the run moves its kill times with it (ADR 0028). */
+  renewed(): void;
 }
 
 interface Held {
   readonly lease: HeldLease;
   readonly handlers: LeaseHandlers;
   renewAtMs: number;
+  /** A renewal of this lease is in the call chain: the next is not queued behind it. */
+  renewing: boolean;
 }
 
-/** The local time a lease with this expiry is renewed at: a third into what is left of its term. */
-export function renewalDue(nowMs: number, expiresAtMs: number): number {
-  return nowMs + Math.max(0, expiresAtMs - nowMs) * RENEW_AT_SHARE;
+/** The monotonic time a lease ending at `termEndMs` is renewed at: a third into what is left of it. */
+export function renewalDue(nowMs: number, termEndMs: number): number {
+  return nowMs + Math.max(0, termEndMs - nowMs) * RENEW_AT_SHARE;
 }
 
 /**
- * R-WRK-4: ONE non-overlapping, unref'd renewal loop for every lease the worker holds, armed only
- * while it holds one. Each lease is renewed a third into its remaining term; a renewal that got no
- * answer is tried again on the next tick, but only while the term lasts.
+ * R-WRK-4: ONE unref'd renewal loop for every lease the worker holds, armed only while it holds one.
+ * Each lease is renewed a third into its remaining term; a renewal that got no answer is tried again
+ * on the next tick, but only while the term lasts. A tick never waits for a renewal's answer: one
+ * lease's hung call does not hold back another's renewal. Ending the run when the term runs out is
+ * not this loop's job — it would wait for calls — but the run's own timers' (AttemptRunner, ADR 0028).
  */
 export class LeaseRenewer {
   private readonly held = new Map<string, Held>();
@@ -51,7 +58,7 @@ export class LeaseRenewer {
     private readonly log: WorkerLog,
     private readonly signal: AbortSignal,
     private readonly tickMs: number = RENEW_TICK_MS,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = monotonicNow,
   ) {}
 
   get size(): number {
@@ -59,10 +66,21 @@ export class LeaseRenewer {
   }
 
   hold(lease: HeldLease, handlers: LeaseHandlers): void {
-    this.held.set(lease.offerId, { lease, handlers, renewAtMs: renewalDue(this.now(), lease.expiresAtMs) });
-    this.loop ??= new ScheduledLoop(this.scheduler, 'worker-lease-renewal', this.tickMs, () => this.cycle(), {
-      warn: (m) => this.log.warn('lease renewal loop', { detail: String(m) }),
+    this.held.set(lease.offerId, {
+      lease,
+      handlers,
+      renewAtMs: renewalDue(this.now(), lease.termEndMs),
+      renewing: false,
     });
+    this.loop ??= new ScheduledLoop(
+      this.scheduler,
+      'worker-lease-renewal',
+      this.tickMs,
+      async () => this.cycle(),
+      {
+        warn: (m) => this.log.warn('lease renewal loop', { detail: String(m) }),
+      },
+    );
     this.loop.start();
   }
 
@@ -77,21 +95,24 @@ export class LeaseRenewer {
     await this.loop?.stop();
   }
 
-  private async cycle(): Promise<void> {
-    for (const held of [...this.held.values()]) {
+  private cycle(): void {
+    for (const held of this.held.values()) {
       if (this.signal.aborted) return;
-      if (this.held.get(held.lease.offerId) === held && this.now() >= held.renewAtMs) await this.renew(held);
+      if (!held.renewing && this.now() >= held.renewAtMs) {
+        held.renewing = true;
+        void this.renew(held).finally(() => (held.renewing = false));
+      }
     }
   }
 
   private async renew(held: Held): Promise<void> {
     const { lease, handlers } = held;
-    if (this.now() >= lease.expiresAtMs) return this.lose(held, 'lease_term_ended');
+    if (this.now() >= lease.termEndMs) return this.lose(held, 'lease_term_ended');
     let cancelRequested = false;
     try {
       const body = () => {
         // Checked again when the call's turn in the chain comes: never sent past the term.
-        if (this.now() >= lease.expiresAtMs) throw new Error('lease term ended');
+        if (this.now() >= lease.termEndMs) throw new Error('lease term ended');
         return leaseFence(lease);
       };
       await this.channel.leaseCall('renew', body, {
@@ -101,16 +122,18 @@ export class LeaseRenewer {
           // Applied in the chain's turn: the next lease call is built with the new version.
           const renewed = answer as RenewResponse;
           lease.leaseVersion = renewed.lease.version;
-          lease.expiresAtMs = this.channel.toLocalTime(Date.parse(renewed.lease.expiresAt));
+          lease.termEndMs = this.channel.toLocalTime(Date.parse(renewed.lease.expiresAt));
           cancelRequested = renewed.cancelRequested;
         },
       });
-      held.renewAtMs = renewalDue(this.now(), lease.expiresAtMs);
+      if (this.held.get(lease.offerId) !== held) return; // released or lost meanwhile
+      held.renewAtMs = renewalDue(this.now(), lease.termEndMs);
+      handlers.renewed();
       this.log.debug('lease renewed', { offerId: lease.offerId, leaseVersion: lease.leaseVersion });
       if (cancelRequested) handlers.cancelRequested();
     } catch (error) {
       if (this.signal.aborted || isSessionFenced(error)) return; // the lifecycle ends everything
-      if (!isLeaseFenced(error) && this.now() < lease.expiresAtMs) {
+      if (!isLeaseFenced(error) && this.now() < lease.termEndMs) {
         this.log.warn('lease renewal failed; trying again inside its term', {
           offerId: lease.offerId,
           ...describeError(error),
@@ -122,6 +145,7 @@ export class LeaseRenewer {
   }
 
   private lose(held: Held, reason: string, error?: unknown): void {
+    if (this.held.get(held.lease.offerId) !== held) return; // released (run over) or lost already
     this.release(held.lease.offerId);
     this.log.error('lease lost; its run is killed and not completed', {
       offerId: held.lease.offerId,

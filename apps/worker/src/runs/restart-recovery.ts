@@ -1,4 +1,5 @@
 import { parseActivationResponse } from '@ql/contracts';
+import { monotonicNow } from '../host/monotonic';
 import { killLeftoverGroup } from '../executor/leftover-group';
 import type { JournalRecord } from '../journal/journal-record';
 import { RestartAction } from '../journal/restart-action';
@@ -116,7 +117,7 @@ async function report(deps: RecoveryDeps, record: JournalRecord, action: ReportA
       leaseToken: record.leaseToken,
       leaseGeneration: record.leaseGeneration,
       leaseVersion: 0,
-      expiresAtMs: Date.now() + RESTART_TRIES * deps.retryMs,
+      termEndMs: monotonicNow() + RESTART_TRIES * deps.retryMs,
     };
     try {
       await callInTerm(deps.channel, call, lease, extra, {

@@ -182,6 +182,7 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
           log: this.log,
           signal: this.abort.signal,
           retryMs: this.retryMs,
+          killGraceMs: this.config.killGraceMs,
         },
         pulled.offer,
         pulled.leaseToken,
