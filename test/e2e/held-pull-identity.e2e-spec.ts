@@ -11,6 +11,7 @@ import { X509Certificate, randomBytes } from 'node:crypto';
 import { ingressPath } from '@ql/contracts';
 import { PemPair } from '../../apps/control-plane/src/pki';
 import { ManualClock, newSessionId, registerBody } from '../support/fixtures';
+import { within } from '../support/remote-run-harness';
 import {
   Dialect,
   HttpResult,
@@ -25,19 +26,6 @@ import {
 jest.setTimeout(60_000);
 
 const CACHE_MS = 1_000;
-
-/** `promise`, or a failure after `ms`. */
-async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 describe.each<Dialect>(['sqlite', 'postgres'])('a held pull loses its right to claim (%s)', (dialect) => {
   let db: TestDatabase;
@@ -150,7 +138,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held pull loses its right to c
     const runId = await trigger();
     expect((await c.answer).status).toBe(401);
     // Far below QL_OFFER_RECHECK_MS (60 s): only the passed-on wake-up can explain the offer.
-    const offered = await within(15_000, d.answer);
+    const offered = await within('the passed-on offer', 15_000, d.answer);
     expect(offered).toMatchObject({ status: 200, body: { status: 'offered', run: { runId } } });
   });
 });
