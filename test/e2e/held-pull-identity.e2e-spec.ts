@@ -1,6 +1,6 @@
 /**
  * Issue 15 item 10 (ADR 0033): a long-poll pull held since before its worker lost the right to claim
- * — its certificate revoked, or the worker disabled — must not claim a run queued afterwards. The pull
+ * — its certificate revoked or expired, or the worker disabled — must not claim a run queued afterwards. The pull
  * passed the mTLS guard when it arrived; each claim it makes while held checks the certificate again
  * (validity and revocation, through the same cache as the guard) and the claim's session fence still
  * refuses a disabled worker. Real control plane, real mTLS, both dialects (the claim and the queue
@@ -16,9 +16,11 @@ import {
   Dialect,
   HttpResult,
   TestDatabase,
+  TRUST_DOMAIN,
   TestPlane,
   createTestDatabase,
   createTestPki,
+  createWorkerCert,
   readPair,
   startTestPlane,
 } from '../support/test-plane';
@@ -65,8 +67,10 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held pull loses its right to c
   });
 
   /** Registers `workerId` and holds one pull for it (20 s); resolves once the pull waits for a signal. */
-  async function holdPull(workerId: string): Promise<{ creds: PemPair; answer: Promise<HttpResult> }> {
-    const creds = readPair(pki.workers[workerId]!);
+  async function holdPull(
+    workerId: string,
+    creds: PemPair = readPair(pki.workers[workerId]!),
+  ): Promise<{ creds: PemPair; answer: Promise<HttpResult> }> {
     const sessionId = newSessionId();
     const reg = await t.ingress(creds, ingressPath(workerId, sessionId, 'register'), registerBody());
     expect(reg.status).toBe(200);
@@ -140,5 +144,24 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held pull loses its right to c
     // Far below QL_OFFER_RECHECK_MS (60 s): only the passed-on wake-up can explain the offer.
     const offered = await within('the passed-on offer', 15_000, d.answer);
     expect(offered).toMatchObject({ status: 200, body: { status: 'offered', run: { runId } } });
+  });
+  it('a certificate that expires while its pull is held: the run queued afterwards is not claimed; the pull is refused', async () => {
+    // Valid for TLS (the real clock) and for the plane's clock now; then the plane's clock passes notAfter.
+    const notAfter = new Date(Math.ceil((Math.max(Date.now(), clock.now()) + 5_000) / 1_000) * 1_000);
+    const shortLived = await createWorkerCert(pki.caPair(), {
+      workerId: 'worker-e',
+      trustDomain: TRUST_DOMAIN,
+      notBefore: new Date(Math.min(Date.now(), clock.now()) - 60_000),
+      notAfter,
+    });
+    const { answer } = await holdPull('worker-e', shortLived);
+    clock.set(notAfter.getTime() + 1);
+    const runId = await trigger();
+    const res = await answer;
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 401,
+      body: { code: 'worker_authentication_required', message: 'the certificate has expired' },
+    });
+    await expectStillQueued(runId);
   });
 });
