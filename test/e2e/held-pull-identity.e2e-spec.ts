@@ -103,6 +103,25 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held pull loses its right to c
     expect((await t.admin('POST', `/api/v1/runs/${runId}/cancel`)).status).toBe(200);
   }
 
+  /** Revokes the certificate, then moves the plane's clock through QL_REVOCATION_CACHE_MS. */
+  async function revokePastTheWindow(creds: PemPair): Promise<void> {
+    const revoked = await t.admin('POST', '/api/v1/certificates/revoke', {
+      fingerprint: new X509Certificate(creds.certPem).fingerprint256,
+    });
+    expect(revoked.status).toBe(200);
+    clock.advance(CACHE_MS);
+  }
+
+  /** The held pull got the guard's refusal, and the run queued while it was held was not claimed. */
+  async function expectRefusedAndQueued(answer: Promise<HttpResult>, runId: string, message: string) {
+    const res = await answer;
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 401,
+      body: { code: 'worker_authentication_required', message },
+    });
+    await expectStillQueued(runId);
+  }
+
   it('a worker disabled while its pull is held: the run queued afterwards is not claimed; the pull is fenced', async () => {
     const { answer } = await holdPull('worker-b');
     expect((await t.admin('POST', '/api/v1/workers/worker-b/disable')).status).toBe(200);
@@ -117,34 +136,21 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held pull loses its right to c
 
   it('a certificate revoked while its pull is held: the run queued after the cache window is not claimed; the pull is refused', async () => {
     const { creds, answer } = await holdPull('worker-a');
-    const revoked = await t.admin('POST', '/api/v1/certificates/revoke', {
-      fingerprint: new X509Certificate(creds.certPem).fingerprint256,
-    });
-    expect(revoked.status).toBe(200);
-    clock.advance(CACHE_MS);
-    const runId = await trigger();
-    const res = await answer;
-    expect({ status: res.status, body: res.body }).toEqual({
-      status: 401,
-      body: { code: 'worker_authentication_required', message: expect.stringMatching(/revoked/) },
-    });
-    await expectStillQueued(runId);
+    await revokePastTheWindow(creds);
+    await expectRefusedAndQueued(answer, await trigger(), 'this certificate has been revoked');
   });
 
   it('the run a refused pull was woken for goes to the next held pull at once, not at its re-check a minute later', async () => {
     const c = await holdPull('worker-c'); // the longest waiting: the run's wake-up comes to it first
     const d = await holdPull('worker-d');
-    const revoked = await t.admin('POST', '/api/v1/certificates/revoke', {
-      fingerprint: new X509Certificate(c.creds.certPem).fingerprint256,
-    });
-    expect(revoked.status).toBe(200);
-    clock.advance(CACHE_MS);
+    await revokePastTheWindow(c.creds);
     const runId = await trigger();
     expect((await c.answer).status).toBe(401);
     // Far below QL_OFFER_RECHECK_MS (60 s): only the passed-on wake-up can explain the offer.
     const offered = await within('the passed-on offer', 15_000, d.answer);
     expect(offered).toMatchObject({ status: 200, body: { status: 'offered', run: { runId } } });
   });
+
   it('a certificate that expires while its pull is held: the run queued afterwards is not claimed; the pull is refused', async () => {
     // Valid for TLS (the real clock) and for the plane's clock now; then the plane's clock passes notAfter.
     const notAfter = new Date(Math.ceil((Math.max(Date.now(), clock.now()) + 5_000) / 1_000) * 1_000);
@@ -156,12 +162,6 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held pull loses its right to c
     });
     const { answer } = await holdPull('worker-e', shortLived);
     clock.set(notAfter.getTime() + 1);
-    const runId = await trigger();
-    const res = await answer;
-    expect({ status: res.status, body: res.body }).toEqual({
-      status: 401,
-      body: { code: 'worker_authentication_required', message: 'the certificate has expired' },
-    });
-    await expectStillQueued(runId);
+    await expectRefusedAndQueued(answer, await trigger(), 'the certificate has expired');
   });
 });
