@@ -175,6 +175,37 @@ export function describeWorkerSessionContract(dialect: string, makeTarget: () =>
       await expectFence(repo.heartbeat({ ...cmd(w3, s3, 1, 0, 0), availableSlots: 1 }), 'session_expired');
     });
 
+    // Issue 15 item 12. The key is the action and body only (`heartbeat:<slots>`), and a replacement
+    // moves the version by exactly one: the replaced session's last heartbeat then matches a call of the
+    // new session one version behind its registration — a call it never sent, and must not be replayed.
+    it('a replacement starts with no last call: the new session is never answered with the replaced one’s replay', async () => {
+      const w = workerId();
+      const s1 = newSessionId();
+      const s2 = newSessionId();
+      await register(w, s1);
+      const old = await repo.heartbeat({ ...cmd(w, s1, 1, 0), availableSlots: 1 }); // last call heartbeat:1
+      const { session } = await register(w, s2);
+      expect(session).toMatchObject({ generation: 2, version: old.version + 1 });
+      const before = await snapshotDatabase(db);
+      // At the new generation, one behind: today's replay rule matches the inherited key exactly.
+      await expectFence(
+        repo.heartbeat({ ...cmd(w, s2, 2, session.version - 1), availableSlots: 1 }),
+        'version_mismatch',
+      );
+      const [batched] = await repo.heartbeatBatch(
+        [{ ...cmd(w, s2, 2, session.version - 1), availableSlots: 1 }],
+        10,
+      );
+      expect(batched).toMatchObject({ status: 'rejected', reason: { reason: 'version_mismatch' } });
+      expect(await snapshotDatabase(db)).toEqual(before);
+      // Its first heartbeat with the same key is applied (the version moves), and only that is replayed.
+      const first = await repo.heartbeat({ ...cmd(w, s2, 2, session.version), availableSlots: 1 });
+      expect(first.version).toBe(session.version + 1);
+      await expect(repo.heartbeat({ ...cmd(w, s2, 2, session.version), availableSlots: 1 })).resolves.toEqual(
+        first,
+      );
+    });
+
     it('an expired session lease fails closed', async () => {
       const w = workerId();
       const s = newSessionId();

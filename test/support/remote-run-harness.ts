@@ -104,6 +104,19 @@ export async function eventually<T>(
   }
 }
 
+/** `promise`, or a failure naming `what` after `ms` (where a bound is the point of the test). */
+export async function within<T>(what: string, ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * The live processes (zombies have no environment) that carry `QL_ATTEMPT_ID=<attemptId>`: every
  * process a run starts inherits it, so none may be left once the attempt ended.

@@ -15,6 +15,7 @@ import {
   configureIngressEdge,
   edgeServerOptions,
 } from './http/edge';
+import { boundConnectionLifetime } from './http/connection-lifetime';
 import { JsonLogger } from './http/json-logger';
 import { ensureDevPki } from './pki';
 
@@ -76,6 +77,7 @@ export async function startControlPlane(
       { logger, abortOnError: false, bodyParser: false },
     );
     configureIngressEdge(ingress.getHttpAdapter().getInstance(), INGRESS_MAX_BODY);
+    boundConnectionLifetime(ingress.getHttpServer(), 'secureConnection', config.ingressConnectionMaxMs);
     serveApiDocs(admin, ingress);
     await admin.listen(config.adminPort, config.adminHost);
     await ingress.listen(config.ingressPort, config.ingressHost);

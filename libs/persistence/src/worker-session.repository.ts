@@ -208,13 +208,15 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
         );
       } else {
         // R-RUN-7: the slots count this session's leases only; the old session's expire on their own.
+        // last_call is the old session's: the new one has applied no call yet (issue 15 item 12), and a
+        // call of it one version behind would otherwise match the old key as a replay.
         written = await tx.one<WorkerRow>(
           `UPDATE workers SET session_id = :sessionId, generation = :generation, version = :version,
              status = 'online', lease_expires_at = {now + :leaseMs}, max_concurrent_runs = :maxRuns,
              available_slots = :slots, registration_digest = :registrationDigest,
              capabilities_json = :capabilities, capabilities_digest = :capabilitiesDigest,
              software_version = :softwareVersion, protocol_version = :protocolVersion,
-             registered_at = {now}, last_seen_at = {now}, active_leases = 0
+             registered_at = {now}, last_seen_at = {now}, active_leases = 0, last_call = NULL
            WHERE worker_id = :workerId AND session_id = :previousSessionId AND generation = :previousGeneration
            RETURNING ${COLUMNS}`,
           {

@@ -49,6 +49,7 @@ export interface ControlPlaneConfig {
   readonly runLogCapBytes: number;
   readonly cronTickMs: number;
   readonly revocationCacheMs: number;
+  readonly ingressConnectionMaxMs: number;
   readonly ingressRatePerSecond: number;
   readonly ingressRateBurst: number;
   readonly shutdownGraceMs: number;
@@ -187,7 +188,7 @@ export const SETTINGS = [
     key: 'claimBatchMax',
     env: 'QL_CLAIM_BATCH_MAX',
     default: '32',
-    doc: 'PostgreSQL: claims that queue while this replica\'s claim statement is busy go out together, at most this many per statement, each still its own fenced claim with its own answer (1 … 256); 1 sends each alone',
+    doc: "PostgreSQL: claims that queue while this replica's claim statement is busy go out together, at most this many per statement, each still its own fenced claim with its own answer (1 … 256); 1 sends each alone",
     parse: int(1, 256),
   },
   {
@@ -259,6 +260,13 @@ export const SETTINGS = [
     default: '2000',
     doc: 'how long a replica trusts its last look at a certificate revocation (0 … 5000; a revocation is enforced by every replica within this)',
     parse: int(0, 5_000),
+  },
+  {
+    key: 'ingressConnectionMaxMs',
+    env: 'QL_INGRESS_CONNECTION_MAX_MS',
+    default: '600000',
+    doc: 'how long one worker connection to the ingress serves requests (1 s … 24 h); once older, its answers say `Connection: close` and it is closed when idle (the certificate is checked on every request regardless)',
+    parse: int(1_000, 86_400_000),
   },
   {
     key: 'ingressRatePerSecond',

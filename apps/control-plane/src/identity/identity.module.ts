@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ApiKeyGuard } from './api-key.guard';
 import { MtlsPrincipalGuard } from './mtls-principal.guard';
+import { PrincipalStanding } from './principal-standing';
 import { RevocationCache } from './revocation-cache';
 
 /**
@@ -9,7 +10,7 @@ import { RevocationCache } from './revocation-cache';
  * Both guards decide before any other repository call.
  */
 @Module({
-  providers: [MtlsPrincipalGuard, RevocationCache, ApiKeyGuard],
-  exports: [MtlsPrincipalGuard, RevocationCache, ApiKeyGuard],
+  providers: [MtlsPrincipalGuard, PrincipalStanding, RevocationCache, ApiKeyGuard],
+  exports: [MtlsPrincipalGuard, PrincipalStanding, RevocationCache, ApiKeyGuard],
 })
 export class IdentityModule {}

@@ -5,7 +5,7 @@ import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { IngressRefusal } from '../http/ingress-errors';
 import { RateLimiter } from './rate-limiter';
-import { RevocationCache } from './revocation-cache';
+import { PrincipalStanding } from './principal-standing';
 import { WorkerPrincipal, principalFromCertificate } from './worker-principal';
 
 type IngressRequest = FastifyRequest & { principal?: WorkerPrincipal };
@@ -15,8 +15,8 @@ const principals = new WeakMap<TLSSocket, WorkerPrincipal | null>();
 
 /**
  * R-ID-2/R-ID-3: the principal comes from the verified peer certificate on every request, before any
- * repository call; the path's worker id must be the principal's. Then the per-worker rate limit and
- * the certificate revocation list.
+ * repository call; the path's worker id must be the principal's. Then the per-worker rate limit, the
+ * certificate's validity at this request and the certificate revocation list (`PrincipalStanding`).
  */
 @Injectable()
 export class MtlsPrincipalGuard implements CanActivate {
@@ -24,7 +24,7 @@ export class MtlsPrincipalGuard implements CanActivate {
 
   constructor(
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
-    private readonly revocations: RevocationCache,
+    private readonly standing: PrincipalStanding,
   ) {
     this.limiter = new RateLimiter(config.ingressRatePerSecond, config.ingressRateBurst);
   }
@@ -50,10 +50,9 @@ export class MtlsPrincipalGuard implements CanActivate {
     if (!this.limiter.take(principal.workerId)) {
       throw new IngressRefusal(429, 'worker_rate_limited', 'too many requests from this worker');
     }
-    // Identity is settled above without the database; revocation is the first lookup.
-    if (await this.revocations.isRevoked(principal.fingerprint256)) {
-      throw new IngressRefusal(401, 'worker_authentication_required', 'this certificate has been revoked');
-    }
+    // Identity is settled above without the database; validity is checked now, on this request (the
+    // principal is cached per connection, which may outlive notAfter); revocation is the first lookup.
+    await this.standing.check(principal);
     request.principal = principal;
     return true;
   }

@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { PemPair, WorkerCertOptions, createCa, createWorkerCert } from '../pki';
 import { BasicConstraintsExtension, X509Certificate as ParsedCertificate } from '@peculiar/x509';
-import { basicConstraintsCa, principalFromCertificate } from './worker-principal';
+import { basicConstraintsCa, principalFromCertificate, validityRefusal } from './worker-principal';
 
 const TRUST_DOMAIN = 'ql.test';
 
@@ -24,7 +24,19 @@ describe('principalFromCertificate', () => {
       fingerprint256: leaf.fingerprint256.replace(/:/g, '').toLowerCase(),
       serialNumber: leaf.serialNumber.toLowerCase(),
       notAfter: new Date(leaf.validTo).toISOString(),
+      validFromMs: Date.parse(leaf.validFrom),
+      validToMs: Date.parse(leaf.validTo),
     });
+  });
+
+  it('is inside its validity from notBefore to notAfter inclusive, refused a millisecond outside (checked per request)', async () => {
+    const notBefore = new Date('2026-01-01T00:00:00Z');
+    const notAfter = new Date('2026-01-02T00:00:00Z');
+    const principal = principalFromCertificate(await cert({ notBefore, notAfter }), TRUST_DOMAIN)!;
+    expect(validityRefusal(principal, notBefore.getTime() - 1)).toBe('not_yet_valid');
+    expect(validityRefusal(principal, notBefore.getTime())).toBeNull();
+    expect(validityRefusal(principal, notAfter.getTime())).toBeNull();
+    expect(validityRefusal(principal, notAfter.getTime() + 1)).toBe('expired');
   });
 
   it.each<[string, Partial<WorkerCertOptions>]>([

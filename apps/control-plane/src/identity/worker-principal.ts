@@ -7,6 +7,20 @@ export interface WorkerPrincipal {
   readonly fingerprint256: string;
   readonly serialNumber: string;
   readonly notAfter: string;
+  /** The validity window in epoch ms, checked on every request (a TLS connection outlives its handshake). */
+  readonly validFromMs: number;
+  readonly validToMs: number;
+}
+
+/**
+ * Why the certificate may not speak at `now` although TLS accepted it: the handshake checked its
+ * validity once, and a kept-alive connection (or a held pull) goes on past `notAfter` (issue 15 item
+ * 11, ADR 0033). Both bounds are inclusive, as in X.509.
+ */
+export function validityRefusal(principal: WorkerPrincipal, now: number): 'not_yet_valid' | 'expired' | null {
+  if (now < principal.validFromMs) return 'not_yet_valid';
+  if (now > principal.validToMs) return 'expired';
+  return null;
 }
 
 const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
@@ -31,6 +45,8 @@ export function principalFromCertificate(cert: X509Certificate, trustDomain: str
     fingerprint256: cert.fingerprint256.replace(/:/g, '').toLowerCase(),
     serialNumber: cert.serialNumber.toLowerCase(),
     notAfter: new Date(cert.validTo).toISOString(),
+    validFromMs: Date.parse(cert.validFrom),
+    validToMs: Date.parse(cert.validTo),
   };
 }
 

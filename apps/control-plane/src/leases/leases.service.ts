@@ -11,6 +11,7 @@ import {
 import { EXECUTION_OFFER_SCHEMA, OfferResponse, RenewResponse } from '@ql/contracts';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
+import { PrincipalStanding } from '../identity/principal-standing';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { LeaseFenceDto, PullRequestDto } from './dto/pull.dto';
@@ -31,6 +32,7 @@ export class LeasesService {
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
     private readonly metrics: ControlPlaneMetrics,
     waiters: OfferWaiters,
+    @Inject(PrincipalStanding) private readonly standing: Pick<PrincipalStanding, 'check'>,
   ) {
     this.longPoll = new OfferLongPoll(leases, sessions, waiters, {
       maxWaitMs: config.offerWaitMaxMs,
@@ -55,7 +57,10 @@ export class LeasesService {
       leaseMs: this.config.runLeaseMs,
       preferenceHoldMs: this.config.placementPreferenceHoldMs,
     };
-    const result = await this.longPoll.pull(command, request.waitMs ?? 0, signal);
+    // A held pull claims again long after the guard ran: the certificate is checked before each claim.
+    const result = await this.longPoll.pull(command, request.waitMs ?? 0, signal, () =>
+      this.standing.check(principal),
+    );
     if (result.kind === 'idle') {
       const { reason, activeLeases, capacity, scanned } = result;
       this.metrics.claim('idle', reason);

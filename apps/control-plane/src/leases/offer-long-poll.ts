@@ -9,7 +9,11 @@ import {
 import { OfferWaiters } from './offer-waiters';
 
 /** Idle answers a wait can change: a run may still be queued. Draining, capacity and fences cannot. */
-const WAITABLE: ReadonlySet<IdleReason> = new Set(['no_queued_runs', 'no_matching_run', 'preferred_elsewhere']);
+const WAITABLE: ReadonlySet<IdleReason> = new Set([
+  'no_queued_runs',
+  'no_matching_run',
+  'preferred_elsewhere',
+]);
 
 /** How many times a held pull re-reads its session's version after its own calls moved it. */
 const VERSION_CATCH_UP_TRIES = 3;
@@ -41,7 +45,17 @@ export class OfferLongPoll {
     private readonly settings: LongPollSettings,
   ) {}
 
-  async pull(command: ClaimCommand, waitMs: number, signal: AbortSignal): Promise<ClaimResult> {
+  /**
+   * `admit` runs before every claim the pull makes while held (not the first: the request's guard just
+   * ran) and throws when the caller may no longer claim — its certificate expired or was revoked while
+   * it waited (ADR 0033). The run it was woken for is passed on to the next waiter first.
+   */
+  async pull(
+    command: ClaimCommand,
+    waitMs: number,
+    signal: AbortSignal,
+    admit: () => Promise<void> = async () => undefined,
+  ): Promise<ClaimResult> {
     const wait = Math.min(waitMs, this.settings.maxWaitMs);
     if (!(wait > 0)) return this.leases.claim(command);
     const until = Date.now() + wait;
@@ -67,15 +81,24 @@ export class OfferLongPoll {
         );
         if (wake.reason === 'closed' || wake.reason === 'aborted') break;
         epoch = this.waiters.epoch;
+        try {
+          await admit();
+        } catch (refusal) {
+          if (wake.run) this.waiters.passOn(wake.run);
+          throw refusal;
+        }
         result = await claim();
         // Woken for a run it cannot take: the next waiter tries (a run nobody wants ends the chain).
-        if (wake.run && isWaitable(result) && result.reason !== 'no_queued_runs') this.waiters.passOn(wake.run);
+        if (wake.run && isWaitable(result) && result.reason !== 'no_queued_runs')
+          this.waiters.passOn(wake.run);
       }
       return result;
     });
   }
 
-  private async claimCatchingUp(command: ClaimCommand): Promise<{ result: ClaimResult; command: ClaimCommand }> {
+  private async claimCatchingUp(
+    command: ClaimCommand,
+  ): Promise<{ result: ClaimResult; command: ClaimCommand }> {
     for (let tries = 0; ; tries++) {
       try {
         return { result: await this.leases.claim(command), command };
