@@ -271,6 +271,59 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
       expect(await f.runs.find(run.id)).toEqual(runBefore);
     });
 
+    it('a completion or start failure after the lease term, before the sweeper ran, is refused (lease_expired) and writes nothing', async () => {
+      // Three leases taken at one instant: their terms end together, RUN_LEASE after it.
+      const inTerm = await started();
+      const late = await started();
+      const spawning = await claimed();
+      await acts.starting(spawning.fence);
+      const complete = { outcome: 'succeeded', exitCode: 0, errorSummary: null } as const;
+      target.clock.advance(RUN_LEASE - 1);
+      expect(await acts.complete({ ...inTerm.fence, ...complete })).toMatchObject({
+        status: 'applied',
+        snapshot: { attemptStatus: 'succeeded' },
+      });
+      // The term ends at expires_at itself; the sweeper has not run, so both leases are still 'active'.
+      target.clock.advance(1);
+      expect(await f.leases.findLease(late.fence.offerId)).toMatchObject({ state: 'active' });
+      const before = await snapshotDatabase(f.db);
+      await expectFence(acts.complete({ ...late.fence, ...complete }), 'lease', 'lease_expired');
+      await expectFence(
+        acts.startFailure({ ...spawning.fence, errorCode: 'spawn_failed' }),
+        'lease',
+        'lease_expired',
+      );
+      expect(await snapshotDatabase(f.db)).toEqual(before);
+      // The sweeper then ends both (lost, so the runs fail) as it would have without the calls.
+      expect(await f.leases.sweep(64)).toMatchObject({ failed: 2 });
+      expect(await f.runs.find(late.run.id)).toMatchObject({ status: 'failed' });
+      expect(await f.runs.find(spawning.run.id)).toMatchObject({ status: 'failed' });
+    });
+
+    it('the deadline sweeper ends an attempt whose run has a cancel request cancelled, not timed_out', async () => {
+      const { run, worker, fence } = await started({
+        timeoutMs: 1_000,
+        retry: { maxAttempts: 3, initialBackoffMs: 1_000 },
+      });
+      await f.runs.requestCancel(run.id, { actor: 't', action: 'cancel', target: run.id });
+      target.clock.advance(1_000 + GRACE);
+      expect(await acts.sweepDeadlines(64, GRACE)).toEqual({ timedOut: 0, retried: 0, cancelled: 1 });
+      expect(await f.runs.find(run.id)).toMatchObject({ status: 'cancelled' });
+      const [attempt] = await f.db.many<{ status: string; error_code: string | null }>(
+        'SELECT status, error_code FROM attempts WHERE run_id = :id',
+        { id: run.id },
+      );
+      expect(attempt).toEqual({ status: 'cancelled', error_code: 'deadline_exceeded' });
+      const events = await f.runs.events(run.id, { afterSeq: 0, limit: 50 });
+      expect(events.slice(-3).map((e) => [e.type, e.detail])).toEqual([
+        ['attempt.deadline_exceeded', { graceMs: GRACE }],
+        ['attempt.finished', { status: 'cancelled' }],
+        ['run.finished', { status: 'cancelled' }],
+      ]);
+      expect(await f.leases.findLease(fence.offerId)).toMatchObject({ state: 'expired' });
+      expect(await activeLeases(worker)).toBe(0);
+    });
+
     it('a success after a committed cancel request converges to cancelled; start failure retries per policy', async () => {
       const c = await started();
       await f.runs.requestCancel(c.run.id, { actor: 't', action: 'cancel', target: c.run.id });

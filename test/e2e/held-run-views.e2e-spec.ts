@@ -266,6 +266,35 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
       expect(t.plane.core.logWaiters.size).toBe(0);
     });
 
+    it('a completion wakes a waiting tail at once, not at its next poll', async () => {
+      const r = await runningRun(a);
+      // The waits of this process re-poll 20 times slower here (10 s instead of LOG_TAIL_POLL_MS): only
+      // the completion's wake can answer the tail in time, whatever the phase of its poll.
+      const waiters = t.plane.core.logWaiters;
+      const wait = waiters.wait.bind(waiters);
+      const slowPolls = jest
+        .spyOn(waiters, 'wait')
+        .mockImplementation((runId, ms, signal) => wait(runId, ms * 20, signal));
+      try {
+        let answeredAt = 0;
+        const pending = logs(r.runId, '?after=0&wait=20').then((page) => ((answeredAt = Date.now()), page));
+        await waiting(1);
+        const done = await send(a, 'completion', {
+          ...fenceOf(a, r.h, r.version),
+          outcome: 'succeeded',
+          exitCode: 0,
+        });
+        const completedAt = Date.now();
+        expect(done.status).toBe(200);
+        expect(await pending).toEqual({ items: [], nextAfter: 0, runEnded: true, truncated: false });
+        // Well under one LOG_TAIL_POLL_MS (500 ms), with room for a loaded machine; without the wake
+        // the answer would come 10 s after the tail began to wait.
+        expect(answeredAt - completedAt).toBeLessThan(250);
+      } finally {
+        slowPolls.mockRestore();
+      }
+    });
+
     it("sees a chunk no signal announced (another replica's write) by polling the store", async () => {
       const r = await runningRun(a);
       const pending = logs(r.runId, '?wait=20');

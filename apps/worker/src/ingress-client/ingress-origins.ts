@@ -53,18 +53,17 @@ export interface AttemptFailure {
 
 /**
  * A failure of the replica or the path to it, not an answer about the call: no connection, a reset or
- * TLS failure, no connection within the origin's share of the deadline, an answer cut short, or the
+ * TLS failure, no connection within the origin's share of the deadline, a 200 cut short, or the
  * replica saying it cannot serve (503 worker_ingress_unavailable). Every ingress action is safe to
  * send again (replays are recognised by the control plane), so the same call goes to the next origin
- * at once. Any other answer — a 4xx above all — is the control plane's word and is never retried.
+ * at once. Any other answer — a 4xx above all, even one whose body was cut short (its status line
+ * arrived: `length_mismatch`, or `transport_error` when it had no content-length) — is the control
+ * plane's word and is never retried.
  */
 export function movesToNextOrigin(failure: AttemptFailure): boolean {
   if (failure.status === 503) return failure.code === 'worker_ingress_unavailable';
-  return (
-    failure.code === 'transport_error' ||
-    failure.code === 'connect_timeout' ||
-    (failure.code === 'length_mismatch' && failure.status === 200)
-  );
+  if (failure.status !== 0 && failure.status !== 200) return false;
+  return ['transport_error', 'connect_timeout', 'length_mismatch'].includes(failure.code);
 }
 
 /** The one error of a call no origin answered: each origin with what went wrong there. */

@@ -177,6 +177,36 @@ describe('WorkerIngressHttpsClient with several origins (R-WRK-7)', () => {
     expect(c.preferredOrigin).toBe(a.origin); // an origin that answers keeps the preference
   });
 
+  it.each([
+    ['with a content-length', true],
+    ['chunked, without a content-length', false],
+  ])(
+    'never sends a call whose 4xx answer was cut short mid-body (%s) to another origin',
+    async (_name, declared) => {
+      const bytes = Buffer.from(
+        JSON.stringify({ code: 'worker_session_fenced', message: 'fenced', reason: 'version_mismatch' }),
+      );
+      // The status line and half the body leave; then the connection closes (no clean end).
+      const a = await startReplica((req, res) => {
+        res.writeHead(409, {
+          'content-type': 'application/json',
+          ...(declared ? { 'content-length': String(bytes.length) } : {}),
+        });
+        res.write(bytes.subarray(0, bytes.length >> 1), () => req.socket.destroy());
+      });
+      const b = await startReplica();
+      const c = newClient([a.origin, b.origin]);
+      const error = await callError(c.call('heartbeat', newSessionId(), fence));
+      expect(error).toMatchObject({
+        status: 409,
+        code: declared ? 'length_mismatch' : 'transport_error',
+      });
+      expect(a.requests).toHaveLength(1);
+      expect(b.requests).toEqual([]);
+      expect(c.preferredOrigin).toBe(a.origin);
+    },
+  );
+
   it('rotated credentials retire the agent of every origin, not only the one in use', async () => {
     const a = await startReplica(unavailable);
     const b = await startReplica();
