@@ -122,6 +122,15 @@ export class AttemptRunner {
       await this.release().catch(() => undefined);
       return;
     }
+    const termMs = this.lease.termEndMs - monotonicNow();
+    if (this.deps.killGraceMs + KILL_MARGIN_MS > termMs / 2) {
+      // Renewed a third into the term, killed a grace and a margin before its end: with a grace this
+      // long the kill can come before any renewal has had a chance (ADR 0028).
+      this.deps.log.error(
+        'QL_WORKER_KILL_GRACE_MS is too long for this lease term: keep it under half the run lease (QL_RUN_LEASE_MS) less 500 ms, or runs are killed before their lease is renewed',
+        { ...this.ids, killGraceMs: this.deps.killGraceMs, termMs: Math.round(termMs) },
+      );
+    }
     this.deps.renewer.hold(this.lease, {
       cancelRequested: () => this.cancel(),
       lost: (reason) => this.abandon(reason),
