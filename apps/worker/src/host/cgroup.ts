@@ -202,11 +202,7 @@ export class RunCgroups {
   /** The attempt's cgroup (made now); an existing one of the same attempt is taken over. */
   create(attemptId: string): AttemptCgroup {
     const cgroup = new AttemptCgroup(join(this.base, attemptId));
-    try {
-      mkdirSync(cgroup.path);
-    } catch (error) {
-      if (errorCode(error) !== 'EEXIST') throw error;
-    }
+    mkdirSync(cgroup.path, { recursive: true }); // the runs folder again too, if someone removed it
     return cgroup;
   }
 
