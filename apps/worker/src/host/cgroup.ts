@@ -157,14 +157,14 @@ function enable(dir: string): boolean {
  */
 function enableMemory(base: string, own: string | null, pid: number): boolean {
   try {
-    const parent = own ?? posix.dirname(base);
-    if (!controllers(parent, 'cgroup.controllers').includes('memory')) return false;
-    if (!enable(parent)) {
-      if (own === null) return false;
+    // An explicit path: the operator arranged its parent; only the folder itself is changed.
+    if (own === null) return controllers(base, 'cgroup.controllers').includes('memory') && enable(base);
+    if (!controllers(own, 'cgroup.controllers').includes('memory')) return false;
+    if (!enable(own)) {
       const leaf = join(own, AUTO_WORKER_FOLDER);
       if (!existsSync(leaf)) mkdirSync(leaf);
       writeFileSync(join(leaf, 'cgroup.procs'), String(pid));
-      if (!enable(parent)) return false;
+      if (!enable(own)) return false;
     }
     return enable(base);
   } catch {
