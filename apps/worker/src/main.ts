@@ -1,6 +1,8 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { WorkerConfigError, loadWorkerConfig, workerConfigTable } from './config/worker-config';
+import { LocalProcessExecutor } from './executor/local-process.executor';
+import { containmentLine } from './host/cgroup';
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
 import { WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
 import { JsonLineLog, NestJsonLogger, WorkerLog } from './logging/worker-log';
@@ -44,6 +46,8 @@ async function main(): Promise<number> {
   });
   try {
     const lifecycle = app.get(WorkerLifecycleService);
+    const containment = containmentLine(app.get(LocalProcessExecutor).containment());
+    log[containment.level](containment.msg, containment.fields);
     try {
       await lifecycle.start();
     } catch (error) {

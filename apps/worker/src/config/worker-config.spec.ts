@@ -24,9 +24,15 @@ describe('loadWorkerConfig', () => {
       workDir: './var/worker/worker-1/runs',
       killGraceMs: 5000,
       reaperLingerMs: 2000,
+      cgroup: 'auto',
       outputMaxBytes: 1048576,
       logLevel: 'info',
     });
+  });
+
+  it('reads QL_WORKER_CGROUP: auto, off, or an absolute path (a trailing / dropped)', () => {
+    expect(loadWorkerConfig({ QL_WORKER_CGROUP: 'off' }).cgroup).toBe('off');
+    expect(loadWorkerConfig({ QL_WORKER_CGROUP: '/sys/fs/cgroup/ql/' }).cgroup).toBe('/sys/fs/cgroup/ql');
   });
 
   it('reads a comma-separated list of control-plane origins, in order (R-WRK-7)', () => {
@@ -39,7 +45,9 @@ describe('loadWorkerConfig', () => {
       'https://[::1]:9443',
     ]);
     const eight = Array.from({ length: 8 }, (_, i) => `https://cp-${i}:8443`);
-    expect(loadWorkerConfig({ QL_WORKER_CONTROL_PLANE_URL: eight.join(',') }).controlPlaneOrigins).toEqual(eight);
+    expect(loadWorkerConfig({ QL_WORKER_CONTROL_PLANE_URL: eight.join(',') }).controlPlaneOrigins).toEqual(
+      eight,
+    );
   });
 
   it('derives the certificate paths from the worker id and parses labels', () => {
@@ -69,7 +77,11 @@ describe('loadWorkerConfig', () => {
       { QL_WORKER_CONTROL_PLANE_URL: 'https://cp-1:8443, https://CP-1:8443/' },
       /https:\/\/cp-1:8443 appears twice/,
     ],
-    ['an empty origin', { QL_WORKER_CONTROL_PLANE_URL: 'https://cp-1:8443,,https://cp-2' }, /item 2 is empty/],
+    [
+      'an empty origin',
+      { QL_WORKER_CONTROL_PLANE_URL: 'https://cp-1:8443,,https://cp-2' },
+      /item 2 is empty/,
+    ],
     [
       'nine origins',
       { QL_WORKER_CONTROL_PLANE_URL: Array.from({ length: 9 }, (_, i) => `https://cp-${i}:8443`).join(',') },
@@ -101,6 +113,12 @@ describe('loadWorkerConfig', () => {
       /QL_WORKER_JOURNAL_MAX_RECORDS \(4\) must be at least QL_WORKER_MAX_CONCURRENT_RUNS \(8\)/,
     ],
     ['an empty journal folder', { QL_WORKER_JOURNAL_DIR: ' ' }, /QL_WORKER_JOURNAL_DIR must not be empty/],
+    [
+      'a relative cgroup path',
+      { QL_WORKER_CGROUP: 'ql-runs' },
+      /QL_WORKER_CGROUP=ql-runs must be auto, off or an absolute path/,
+    ],
+    ['a cgroup path with ..', { QL_WORKER_CGROUP: '/sys/fs/cgroup/../x' }, /no \. or \.\. segments/],
     ['a label without =', { QL_WORKER_LABELS: 'zone' }, /item 1 is not k=v/],
     ['a bad label key', { QL_WORKER_LABELS: 'Zone=x' }, /label key "Zone"/],
     ['a duplicate label key', { QL_WORKER_LABELS: 'a=1,a=2' }, /appears twice/],

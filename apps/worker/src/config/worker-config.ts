@@ -9,6 +9,7 @@ import {
   readSettings,
   settingsTable,
 } from '@ql/contracts';
+import type { CgroupSetting } from '../host/cgroup';
 import { JOURNAL_LIMITS } from '../journal/journal-states';
 
 /**
@@ -34,6 +35,7 @@ export interface WorkerConfig {
   readonly workDir: string;
   readonly killGraceMs: number;
   readonly reaperLingerMs: number;
+  readonly cgroup: CgroupSetting;
   readonly outputMaxBytes: number;
   readonly logLevel: WorkerLogLevel;
 }
@@ -53,6 +55,14 @@ const workerId: Parser<string> = (raw, name) => {
 };
 
 const logLevel = oneOf(WORKER_LOG_LEVELS);
+
+/** `auto`, `off`, or an absolute path without `.`/`..` segments. */
+const cgroupSetting: Parser<CgroupSetting> = (raw, name) => {
+  if (raw === 'auto' || raw === 'off') return raw;
+  if (raw.startsWith('/') && !raw.split('/').some((s) => s === '.' || s === '..'))
+    return raw.replace(/(.)\/+$/, '$1') as CgroupSetting;
+  throw new WorkerConfigError(`${name}=${raw} must be auto, off or an absolute path (no . or .. segments)`);
+};
 
 /** An `https://host[:port]` origin: no path, query, fragment or user info (the client adds the path). */
 const origin: Parser<string> = (raw, name) => {
@@ -255,6 +265,13 @@ export const WORKER_SETTINGS = [
     default: '2000',
     doc: 'how long the reaper `sh` (which kills the run groups if the worker dies) outlives the last run, so the next run reuses it (0..60000); 0 ends it with each last run. An idle worker holds no child once it passed',
     parse: int(0, 60_000),
+  },
+  {
+    key: 'cgroup',
+    env: 'QL_WORKER_CGROUP',
+    default: 'auto',
+    doc: "cgroup v2 containment of runs: `auto` puts each attempt in a cgroup `<own cgroup>/ql-runs/<attemptId>` when the worker's cgroup v2 subtree is writable (systemd `Delegate=yes`, a container), killed as a whole (`cgroup.kill`: `setsid` does not escape) and measured (CPU, peak memory); else one start line says runs are contained by process group only. `off`: process group only. An absolute path: the cgroup v2 folder the attempt cgroups go in",
+    parse: cgroupSetting,
   },
   {
     key: 'outputMaxBytes',

@@ -18,6 +18,7 @@ import { LocalProcessExecutor } from './local-process.executor';
           killGraceMs: c.killGraceMs,
           outputCapBytes: c.outputMaxBytes,
           reaperLingerMs: c.reaperLingerMs,
+          cgroup: c.cgroup,
         }),
     },
   ],

@@ -3,8 +3,9 @@ import { EventEmitter } from 'node:events';
 import { monotonicNow } from '../host/monotonic';
 
 /**
- * Reads `+pgid`, `-pgid` and `@pgid seconds` lines; at the end of its input it SIGKILLs every group
- * still listed. The input ends when the worker closes it (no run left) or when the worker dies,
+ * Reads `+pgid [cgroup folder]`, `-pgid` and `@pgid seconds` lines; at the end of its input it
+ * SIGKILLs every group still listed, and kills its cgroup (`cgroup.kill`: what escaped the group with
+ * `setsid` too, ADR 0030) when one was given. The input ends when the worker closes it (no run left) or when the worker dies,
  * however it dies: the kernel closes the pipe of a killed process.
  *
  * `@pgid seconds` is the dead man's switch (ADR 0028): a sleeper (`sleep` in a subshell) SIGKILLs
@@ -13,22 +14,23 @@ import { monotonicNow } from '../host/monotonic';
  * pause) cannot hold them back. A disarmed sleeper's trap kills its `sleep`. Where `sleep` takes
  * whole seconds only (a minimal busybox), the time is rounded down: the switch fires early, never late.
  */
-const REAPER_SCRIPT = `groups=""
+const REAPER_SCRIPT = `set -f; groups=""
 whole=""; sleep 0.001 2>/dev/null || whole=1
+killg() { kill -KILL "-$1" 2>/dev/null; eval "c=\\\${c$1:-}"; [ -n "$c" ] && { echo 1 > "$c/cgroup.kill"; } 2>/dev/null; }
 disarm() { eval "p=\\\${w$1:-}"; [ -n "$p" ] && kill -TERM "$p" 2>/dev/null; eval "w$1="; }
 arm() {
   disarm "$1"; t=$2; [ -n "$whole" ] && t=\${t%%.*}
-  ( trap 'kill "$s" 2>/dev/null; exit 0' TERM; sleep "$t" & s=$!; wait "$s" && kill -KILL "-$1" 2>/dev/null ) &
+  ( trap 'kill "$s" 2>/dev/null; exit 0' TERM; sleep "$t" & s=$!; wait "$s" && killg "$1" ) &
   eval "w$1=$!"
 }
 while IFS= read -r line; do
   case "$line" in
-    +*) groups="$groups \${line#+}" ;;
+    +*) set -- \${line#+}; g=$1; shift; groups="$groups $g"; eval "c$g=\\$*" ;;
     -*) disarm "\${line#-}"; keep=""; for g in $groups; do [ "$g" = "\${line#-}" ] || keep="$keep $g"; done; groups=$keep ;;
     @*) set -- \${line#@}; arm "$1" "$2" ;;
   esac
 done
-for g in $groups; do kill -KILL "-$g" 2>/dev/null; disarm "$g"; done`;
+for g in $groups; do killg "$g"; disarm "$g"; done`;
 
 /**
  * Run groups must not outlive a worker that died without killing them (kill -9, the OOM killer):
@@ -56,11 +58,12 @@ export class GroupReaper extends EventEmitter<{ released: [pid: number | undefin
     return this.child?.pid;
   }
 
-  track(pgid: number): void {
+  /** Kills `pgid` (and the processes of `cgroup`, a cgroup v2 folder) if the worker dies. */
+  track(pgid: number, cgroup?: string): void {
     this.stopLinger();
     if (this.groups.has(pgid)) return;
     this.groups.add(pgid);
-    this.send(`+${pgid}`);
+    this.send(cgroup && !/[\n\r]/.test(cgroup) ? `+${pgid} ${cgroup}` : `+${pgid}`);
   }
 
   /**

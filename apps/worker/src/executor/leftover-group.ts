@@ -1,4 +1,5 @@
 import type { RecordedProcess } from '../journal/journal-record';
+import type { RunCgroups } from '../host/cgroup';
 import {
   currentBootId,
   environHas,
@@ -37,4 +38,48 @@ export async function killLeftoverGroup(
   signalGroup(recorded.pgid, 'SIGKILL');
   if (await waitGroupGone(recorded.pgid, 2000)) return 'killed';
   throw new Error(`process group ${recorded.pgid} survived SIGKILL`);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function attemptCgroup(cgroups: RunCgroups, attemptId: string) {
+  if (!UUID.test(attemptId)) throw new RangeError('attemptId must be a uuid');
+  return cgroups.of(attemptId);
+}
+
+/**
+ * Kills what a crashed predecessor left in the cgroup of `attemptId` (ADR 0030) and removes it. No
+ * proof beyond the name is needed: the worker made the cgroup for this attempt only, and a process
+ * cannot move itself out of it (or into it) without write access to the cgroup tree, so whatever is
+ * in it is the attempt's — a `setsid` daemon and an `exec env -i` process included. SIGTERM first,
+ * `cgroup.kill` after `graceMs`. `killed`: processes were in it and are gone; `gone`: none were.
+ * Throws if it still has processes after the kill (e.g. stuck in the kernel).
+ */
+export async function killLeftoverCgroup(
+  cgroups: RunCgroups,
+  attemptId: string,
+  graceMs: number,
+): Promise<'killed' | 'gone'> {
+  const cgroup = attemptCgroup(cgroups, attemptId);
+  const populated = cgroup.populated();
+  if (populated) {
+    cgroup.signal('SIGTERM');
+    if (!(await cgroup.waitEmpty(graceMs))) cgroup.kill();
+    if (!(await cgroup.waitEmpty(2000)))
+      throw new Error(`cgroup ${cgroup.path} has processes after cgroup.kill`);
+  }
+  cgroup.remove();
+  return populated ? 'killed' : 'gone';
+}
+
+/**
+ * One `sh` line that SIGKILLs everything in the cgroup of `attemptId` and removes the cgroup once it
+ * is empty (5 s at most), for the reaper to run when the worker dies; does nothing if it is gone.
+ */
+export function cgroupKillShell(cgroups: RunCgroups, attemptId: string): string {
+  const path = attemptCgroup(cgroups, attemptId).path.replace(/'/g, `'\\''`);
+  return (
+    `d='${path}'; if [ -d "$d" ]; then { echo 1 > "$d/cgroup.kill"; } 2>/dev/null; i=0; ` +
+    `while [ -d "$d" ] && ! rmdir "$d" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; fi`
+  );
 }

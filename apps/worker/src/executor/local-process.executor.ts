@@ -2,6 +2,8 @@ import type { TaskRuntime } from '@ql/domain';
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { AttemptCgroup, CgroupChoice, CgroupSetting, CgroupUsage, chooseRunCgroups } from '../host/cgroup';
+import { containedLine, moveIntoCgroup } from './cgroup-launch';
 import type { CompletionStatus, RecordedProcess } from '../journal/journal-record';
 import { currentBootId, groupAlive, signalGroup, waitGroupGone } from '../host/process-table';
 import { monotonicNow } from '../host/monotonic';
@@ -26,6 +28,8 @@ export interface LocalProcessExecutorOptions {
   readonly path?: string;
   /** How long the reaper `sh` outlives the last run, for the next one to reuse (0: not at all). */
   readonly reaperLingerMs?: number;
+  /** Each attempt in a cgroup of its own (ADR 0030), decided at the first `containment()`; default `off`. */
+  readonly cgroup?: CgroupSetting;
 }
 
 export interface LaunchRequest {
@@ -48,6 +52,8 @@ export interface ProcessOutcome {
   readonly droppedBytes: number;
   /** False only if a member of the group survived SIGKILL (e.g. stuck in the kernel). */
   readonly groupCleared: boolean;
+  /** CPU and peak memory of the attempt's cgroup, when it ran in one. */
+  readonly usage?: CgroupUsage;
 }
 
 /** The run could not start: no process exists for it. */
@@ -82,12 +88,18 @@ function commandLine(runtime: TaskRuntime, command: string, workDir: string) {
 export class LocalProcessExecutor {
   /** Kills the run groups if the worker dies without doing it; started with the first run. */
   private readonly reaper: GroupReaper;
+  private choice: CgroupChoice | undefined;
 
   constructor(
     private readonly options: LocalProcessExecutorOptions,
     reaper?: GroupReaper,
   ) {
     this.reaper = reaper ?? new GroupReaper(undefined, options.reaperLingerMs);
+  }
+
+  /** How runs are contained, decided once (the worker says it at start; a launch decides it otherwise). */
+  containment(): CgroupChoice {
+    return (this.choice ??= chooseRunCgroups(this.options.cgroup ?? 'off'));
   }
 
   /** Resolves once the process exists (its pid and group known); rejects with StartFailedError. */
@@ -113,14 +125,19 @@ export class LocalProcessExecutor {
       ...request.env,
       [ATTEMPT_MARKER]: request.attemptId,
     };
-    const child = spawn(line.file, line.args, {
+    const choice = this.containment();
+    const contained =
+      choice.kind === 'cgroup' ? containedLine(choice.cgroups, request.attemptId, line, env.PATH) : null;
+    const spawned = contained ?? { ...line, stdio: [] };
+    const child = spawn(spawned.file, spawned.args, {
       cwd: workDir,
       env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', ...spawned.stdio],
     });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
+      child.once('error', () => contained?.cgroup.remove());
       child.once('error', (error: NodeJS.ErrnoException) =>
         reject(
           error.code === 'ENOENT'
@@ -132,10 +149,11 @@ export class LocalProcessExecutor {
         ),
       );
     });
-    const run = new LocalRun(child, workDir, request, this.options, (pgid, atMs) =>
+    if (contained) moveIntoCgroup(child, contained.cgroup);
+    const run = new LocalRun(child, workDir, request, this.options, contained?.cgroup, (pgid, atMs) =>
       this.reaper.arm(pgid, atMs),
     );
-    this.reaper.track(run.pgid);
+    this.reaper.track(run.pgid, contained?.cgroup.path);
     const untrack = () => this.reaper.untrack(run.pgid);
     run.done.then(untrack, untrack);
     return run;
@@ -163,6 +181,7 @@ export class LocalRun {
     readonly workDir: string,
     request: LaunchRequest,
     private readonly options: LocalProcessExecutorOptions,
+    private readonly cgroup: AttemptCgroup | null = null,
     /** Arms the reaper's dead man's switch for the group (a process outside this event loop). */
     private readonly armSwitch: (pgid: number, atMs: number) => void = () => undefined,
   ) {
@@ -180,13 +199,14 @@ export class LocalRun {
       child.once('exit', (code, signal) => {
         this.exited = true;
         // The command is over; whatever it left running in its group goes too.
-        if (groupAlive(this.pgid)) this.terminate(null);
+        if (groupAlive(this.pgid) || this.cgroup?.populated()) this.terminate(null);
         resolve([code, signal]);
       }),
     );
     const closed = new Promise((resolve) => child.once('close', resolve));
     this.done = Promise.all([exited, closed]).then(async ([[code, signal]]) => {
       const groupCleared = await waitGroupGone(this.pgid, options.killGraceMs + 2000);
+      const contained = await this.cgroup?.release(options.killGraceMs + 2000);
       for (const t of this.timers) clearTimeout(t);
       clearTimeout(this.killTimer);
       return {
@@ -195,7 +215,8 @@ export class LocalRun {
         signal,
         outputBytes: output.bytes,
         droppedBytes: output.droppedBytes,
-        groupCleared,
+        groupCleared: groupCleared && (contained?.cleared ?? true),
+        ...(contained?.usage ? { usage: contained.usage } : {}),
       };
     });
   }
@@ -233,6 +254,7 @@ export class LocalRun {
     this.terminating = true;
     this.killAfterGrace = monotonicNow() + this.options.killGraceMs;
     signalGroup(this.pgid, 'SIGTERM');
+    this.cgroup?.signal('SIGTERM'); // what left the group (setsid) is still in the cgroup
     this.scheduleKill();
   }
 
@@ -240,7 +262,13 @@ export class LocalRun {
   private scheduleKill(): void {
     clearTimeout(this.killTimer);
     const at = Math.min(this.killAfterGrace, this.hardStopMs);
-    this.killTimer = setTimeout(() => signalGroup(this.pgid, 'SIGKILL'), Math.max(0, at - monotonicNow()));
+    this.killTimer = setTimeout(
+      () => {
+        signalGroup(this.pgid, 'SIGKILL');
+        this.cgroup?.kill();
+      },
+      Math.max(0, at - monotonicNow()),
+    );
     this.killTimer.unref();
   }
 

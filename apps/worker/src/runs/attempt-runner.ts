@@ -223,6 +223,7 @@ export class AttemptRunner {
       outcome: outcome.status,
       exitCode: outcome.exitCode,
       logChunks: this.uploader.uploaded,
+      ...ended.usage, // cpuUsec, memoryPeakBytes: from the attempt's cgroup (ADR 0030)
     });
   }
 

@@ -1,0 +1,140 @@
+import { createIdGenerator } from '@ql/contracts';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { RunCgroups, parseMountinfo } from '../host/cgroup';
+import { environHas } from '../host/process-table';
+import { cgroupKillShell, killLeftoverCgroup } from './leftover-group';
+import { ATTEMPT_MARKER, LaunchRequest, LocalProcessExecutor } from './local-process.executor';
+
+/**
+ * Runs contained by cgroup v2 (ADR 0030), on this host's real cgroup v2 tree: a task that leaves its
+ * process group with `setsid` is still killed, and the attempt's cgroup is measured and removed.
+ */
+const ids = createIdGenerator();
+const mount = parseMountinfo(readFileSync('/proc/self/mountinfo', 'utf8')).find(
+  (m) => m.fsType === 'cgroup2',
+);
+if (!mount) throw new Error('these tests need a writable cgroup v2 mount, as this host has');
+/** The folder of this file's attempt cgroups (an explicit QL_WORKER_CGROUP path), removed at the end. */
+const base = join(mount.point, `ql-test-exec-${process.pid}`) as `/${string}`;
+/** A daemon: leaves the task's process group and session, writes a marker line every 100 ms. */
+const DAEMON = `setsid sh -c 'while :; do date +%s%3N >> "$M/daemon"; sleep 0.1; done' &`;
+
+let root: string;
+beforeEach(() => (root = mkdtempSync(join(tmpdir(), 'ql-cgroup-exec-'))));
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+afterAll(() => {
+  for (const id of existsSync(base) ? readdirSync(base, { withFileTypes: true }) : [])
+    if (id.isDirectory()) rmdirSync(join(base, id.name));
+  if (existsSync(base)) rmdirSync(base);
+});
+
+/** Live processes carrying the attempt's marker (every process a run starts inherits it). */
+function attemptProcesses(attemptId: string): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => pid !== process.pid && environHas(pid, ATTEMPT_MARKER, attemptId));
+}
+
+async function until(what: string, probe: () => boolean, withinMs = 30_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await delay(20);
+  }
+}
+
+async function launch(request: Partial<LaunchRequest>, path?: string) {
+  const markers = join(root, 'markers');
+  mkdirSync(markers);
+  const attemptId = ids.uuidV7();
+  const executor = new LocalProcessExecutor({
+    workRoot: join(root, 'runs'),
+    killGraceMs: 300,
+    outputCapBytes: 1 << 20,
+    cgroup: base,
+    ...(path ? { path } : {}),
+  });
+  const run = await executor.launch({
+    offerId: ids.uuidV7(),
+    attemptId,
+    runtime: 'shell',
+    command: 'true',
+    env: { M: markers },
+    timeoutMs: 30_000,
+    ...request,
+  });
+  return { run, attemptId, cgroup: join(base, attemptId), daemon: join(markers, 'daemon') };
+}
+
+describe('runs contained by cgroup v2', () => {
+  it('a daemon left behind by a command that exits 0 is killed; CPU is reported; the cgroup is removed', async () => {
+    const { run, attemptId, cgroup, daemon } = await launch({ command: `${DAEMON} echo started` });
+    const outcome = await run.done;
+    expect(outcome).toMatchObject({ status: 'succeeded', exitCode: 0, groupCleared: true });
+    expect(outcome.usage?.cpuUsec).toEqual(expect.any(Number));
+    expect(outcome.usage?.cpuUsec).toBeGreaterThan(0);
+    expect(attemptProcesses(attemptId)).toEqual([]);
+    expect(existsSync(cgroup)).toBe(false);
+    expect(existsSync(daemon)).toBe(true); // it did run
+  });
+
+  it('cancel kills the daemon that left the process group', async () => {
+    const { run, attemptId, cgroup, daemon } = await launch({ command: `${DAEMON} sleep 30` });
+    await until('the daemon writing', () => existsSync(daemon));
+    const members = readFileSync(join(cgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
+    expect(members).toContain(String(run.pid));
+    expect(members.length).toBeGreaterThanOrEqual(2); // the task's shell, its sleep and the daemon
+    run.cancel();
+    await expect(run.done).resolves.toMatchObject({ status: 'cancelled', groupCleared: true });
+    expect(attemptProcesses(attemptId)).toEqual([]);
+    expect(existsSync(cgroup)).toBe(false);
+  });
+
+  it('a missing runtime is a start failure and leaves no cgroup', async () => {
+    const attempt = launch({ runtime: 'python', command: 'print(1)' }, join(root, 'empty-bin'));
+    await expect(attempt).rejects.toMatchObject({ code: 'runtime_unavailable' });
+    await expect(attempt).rejects.toThrow(/python3 is not installed on this worker/);
+    expect(readdirSync(base).filter((name) => /^[0-9a-f-]{36}$/.test(name))).toEqual([]);
+  });
+});
+
+describe('leftover cgroups after a crash', () => {
+  /** A cgroup of `attemptId` holding a process in a session of its own, as a crashed worker leaves it. */
+  async function leftover() {
+    const attemptId = ids.uuidV7();
+    const cgroups = new RunCgroups(base, false);
+    if (!existsSync(base)) mkdirSync(base);
+    const cgroup = cgroups.create(attemptId);
+    const child = spawn('sleep', ['60'], {
+      detached: true,
+      stdio: 'ignore',
+      env: { [ATTEMPT_MARKER]: attemptId },
+    });
+    await new Promise((resolve) => child.once('spawn', resolve));
+    cgroup.adopt(child.pid!);
+    child.unref();
+    await until('the leftover process', () => attemptProcesses(attemptId).length === 1);
+    return { attemptId, cgroups, path: cgroup.path };
+  }
+
+  it('killLeftoverCgroup kills what is in the attempt cgroup and removes it', async () => {
+    const { attemptId, cgroups, path } = await leftover();
+    await expect(killLeftoverCgroup(cgroups, attemptId, 300)).resolves.toBe('killed');
+    expect(attemptProcesses(attemptId)).toEqual([]);
+    expect(existsSync(path)).toBe(false);
+    await expect(killLeftoverCgroup(cgroups, attemptId, 300)).resolves.toBe('gone');
+  });
+
+  it('the reaper snippet (sh) kills what is in the attempt cgroup and removes it', async () => {
+    const { attemptId, cgroups, path } = await leftover();
+    const shell = spawnSync('/bin/sh', ['-c', cgroupKillShell(cgroups, attemptId)], { encoding: 'utf8' });
+    expect({ status: shell.status, stderr: shell.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(attemptProcesses(attemptId)).toEqual([]);
+    expect(existsSync(path)).toBe(false);
+  });
+});

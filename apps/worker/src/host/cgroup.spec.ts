@@ -1,0 +1,148 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, rmdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  AUTO_RUNS_FOLDER,
+  CgroupChoice,
+  CgroupHost,
+  chooseRunCgroups,
+  containmentLine,
+  ownCgroupPath,
+  parseMountinfo,
+} from './cgroup';
+
+/** This host as the worker sees it (the tests need a cgroup v2 mount writable by root, as here). */
+const host: CgroupHost = {
+  mountinfo: readFileSync('/proc/self/mountinfo', 'utf8'),
+  selfCgroup: readFileSync('/proc/self/cgroup', 'utf8'),
+  pid: process.pid,
+};
+const cgroup2 = parseMountinfo(host.mountinfo).find((m) => m.fsType === 'cgroup2');
+if (!cgroup2) throw new Error('these tests need a cgroup v2 mount (see /proc/self/mountinfo)');
+const v1 = parseMountinfo(host.mountinfo).find((m) => m.fsType === 'cgroup');
+const ownDir = join(cgroup2.point, ownCgroupPath(host.selfCgroup) ?? '/');
+
+const reason = (choice: CgroupChoice) =>
+  choice.kind === 'process_group' ? choice.reason : `cgroup ${choice.cgroups.base}`;
+/** A mountinfo line of a cgroup2 mount at `point`. */
+const cgroup2Line = (point: string) => `99 1 0:99 / ${point} rw,relatime - cgroup2 none rw\n`;
+
+let made: string[] = [];
+afterEach(() => {
+  for (const dir of made.reverse()) {
+    try {
+      rmdirSync(dir);
+    } catch (error) {
+      // gone, or (ql-runs) in use by a worker of a test running beside this one
+      if (!['ENOENT', 'EBUSY'].includes(String((error as NodeJS.ErrnoException).code))) throw error;
+    }
+  }
+  made = [];
+});
+
+describe('cgroup detection (QL_WORKER_CGROUP)', () => {
+  it('off: process group only, saying why', () => {
+    expect(chooseRunCgroups('off', host)).toEqual({ kind: 'process_group', reason: 'QL_WORKER_CGROUP=off' });
+  });
+
+  it('auto on a writable cgroup v2 tree: attempt cgroups under <own cgroup>/ql-runs, a real cgroup with cgroup.kill', () => {
+    const base = join(ownDir, AUTO_RUNS_FOLDER);
+    const existed = existsSync(base);
+    const choice = chooseRunCgroups('auto', host);
+    if (!existed) made.push(base);
+    expect(reason(choice)).toBe(`cgroup ${base}`);
+    expect(existsSync(join(base, 'cgroup.kill'))).toBe(true);
+    // No memory controller in cgroup v2 on this host: memory.peak is left out, not invented.
+    const memory = readFileSync(join(ownDir, 'cgroup.controllers'), 'utf8').includes('memory');
+    expect(choice.kind === 'cgroup' && choice.cgroups.memory).toBe(memory);
+  });
+
+  it('auto with cgroup v1 only (no cgroup2 line in mountinfo): process group only', () => {
+    const v1Only = host.mountinfo
+      .split('\n')
+      .filter((l) => !l.includes(' - cgroup2 '))
+      .join('\n');
+    expect(reason(chooseRunCgroups('auto', { ...host, mountinfo: v1Only }))).toMatch(
+      /^no cgroup v2 is mounted here/,
+    );
+  });
+
+  it('auto when the process is in no cgroup v2 hierarchy: process group only', () => {
+    expect(reason(chooseRunCgroups('auto', { ...host, selfCgroup: '4:memory:/x\n' }))).toBe(
+      'this process is in no cgroup v2 hierarchy',
+    );
+  });
+
+  it('an explicit path in a cgroup v1 mount: process group only', () => {
+    if (!v1) throw new Error('this test needs a cgroup v1 mount, as this host has');
+    expect(reason(chooseRunCgroups(v1.point as `/${string}`, host))).toBe(
+      `QL_WORKER_CGROUP=${v1.point} is not in a cgroup v2 mount (cgroup)`,
+    );
+  });
+
+  it('an explicit writable cgroup v2 path: attempt cgroups right under it', () => {
+    const path = join(cgroup2.point, `ql-test-${process.pid}`) as `/${string}`;
+    made.push(path);
+    expect(reason(chooseRunCgroups(path, host))).toBe(`cgroup ${path}`);
+    expect(existsSync(join(path, 'cgroup.procs'))).toBe(true);
+  });
+
+  it('a folder that is no cgroup (a plain folder claimed as cgroup2 in mountinfo): process group only', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ql-not-cgroup-'));
+    try {
+      const choice = chooseRunCgroups('auto', { ...host, mountinfo: cgroup2Line(dir), selfCgroup: '0::/\n' });
+      expect(reason(choice)).toBe(`${join(dir, AUTO_RUNS_FOLDER)} is not a cgroup v2 folder`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe('a read-only cgroup v2 mount (a container without delegation)', () => {
+    let point: string;
+    beforeAll(() => {
+      point = mkdtempSync(join(tmpdir(), 'ql-ro-cgroup2-'));
+      execFileSync('mount', ['-t', 'cgroup2', '-o', 'ro', 'none', point]);
+    });
+    afterAll(() => {
+      execFileSync('umount', [point]);
+      rmdirSync(point);
+    });
+    const roHost = () => ({
+      ...host,
+      // the read-only mount as the only cgroup v2 one
+      mountinfo: readFileSync('/proc/self/mountinfo', 'utf8')
+        .split('\n')
+        .filter((l) => !l.includes(' - cgroup2 ') || l.includes(` ${point} `))
+        .join('\n'),
+      selfCgroup: '0::/\n',
+    });
+
+    it('auto: the runs folder cannot be made or written, process group only', () => {
+      expect(reason(chooseRunCgroups('auto', roHost()))).toMatch(
+        // The same cgroup2 tree as the writable mount: ql-runs may exist already (a worker beside).
+        new RegExp(`^(cannot create the cgroup|the cgroup) ${join(point, AUTO_RUNS_FOLDER)} .*\\(EROFS\\)`),
+      );
+    });
+
+    it('the explicit path of the mount: not writable, process group only', () => {
+      expect(reason(chooseRunCgroups(point as `/${string}`, roHost()))).toBe(
+        `the cgroup ${point} is not writable (EROFS): no delegated cgroup v2 subtree`,
+      );
+    });
+  });
+
+  it('reads mountinfo escapes and the 0:: line', () => {
+    const line = '40 30 0:37 / /sys/fs/cg\\040two rw,relatime shared:1 - cgroup2 cgroup2 rw';
+    expect(parseMountinfo(line)).toEqual([{ root: '/', point: '/sys/fs/cg two', fsType: 'cgroup2' }]);
+    expect(ownCgroupPath('1:cpu:/a\n0::/system.slice/ql.service\n')).toBe('/system.slice/ql.service');
+  });
+
+  it('the start line: a warning naming the reason when runs are held by their process group only', () => {
+    expect(containmentLine({ kind: 'process_group', reason: 'QL_WORKER_CGROUP=off' })).toEqual({
+      level: 'warn',
+      msg: 'runs are contained by process group only: a task that calls setsid can outlive cancel, timeout and a crash',
+      fields: { reason: 'QL_WORKER_CGROUP=off' },
+    });
+  });
+});

@@ -1,0 +1,319 @@
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
+import { join, posix } from 'node:path';
+
+/**
+ * Run containment by cgroup v2 (ADR 0030): each attempt in a cgroup of its own, named for the
+ * attempt, under a folder the worker may write (a delegated subtree). A process cannot leave its
+ * cgroup without write access to a common ancestor, so `setsid` or a double fork no longer escapes
+ * the kill, and the cgroup's `cpu.stat` / `memory.peak` measure the whole attempt.
+ */
+
+/** `QL_WORKER_CGROUP`: `auto`, `off`, or the absolute path of the folder the attempt cgroups go in. */
+export type CgroupSetting = 'auto' | 'off' | `/${string}`;
+
+/** What detection reads of the host (injectable: tests hand it other mount tables). */
+export interface CgroupHost {
+  /** `/proc/self/mountinfo`. */
+  readonly mountinfo: string;
+  /** `/proc/self/cgroup`. */
+  readonly selfCgroup: string;
+  readonly pid: number;
+}
+
+export type CgroupChoice =
+  | { readonly kind: 'cgroup'; readonly cgroups: RunCgroups }
+  | { readonly kind: 'process_group'; readonly reason: string };
+
+/** The sub-folder of the worker's own cgroup that holds the attempt cgroups under `auto`. */
+export const AUTO_RUNS_FOLDER = 'ql-runs';
+/** Where `auto` moves the worker when its own cgroup must be free of processes to enable `memory`. */
+export const AUTO_WORKER_FOLDER = 'ql-worker';
+
+interface Mount {
+  readonly root: string;
+  readonly point: string;
+  readonly fsType: string;
+}
+
+/** mountinfo escapes space, tab, newline and backslash as `\ooo`. */
+const unescape = (field: string) =>
+  field.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+
+export function parseMountinfo(text: string): Mount[] {
+  return text
+    .split('\n')
+    .filter((line) => line.includes(' - '))
+    .map((line) => {
+      const [left, right] = line.split(' - ') as [string, string];
+      const fields = left.split(' ');
+      return {
+        root: unescape(fields[3] ?? ''),
+        point: unescape(fields[4] ?? ''),
+        fsType: right.split(' ')[0] ?? '',
+      };
+    });
+}
+
+/** The `0::<path>` line of `/proc/<pid>/cgroup`: the process's cgroup v2 path; null without one. */
+export function ownCgroupPath(selfCgroup: string): string | null {
+  const line = selfCgroup.split('\n').find((l) => l.startsWith('0::'));
+  return line ? line.slice(3).replace(/ \(deleted\)$/, '') : null;
+}
+
+function readHost(): CgroupHost {
+  const read = (path: string) => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  return { mountinfo: read('/proc/self/mountinfo'), selfCgroup: read('/proc/self/cgroup'), pid: process.pid };
+}
+
+const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? String(error);
+const inside = (path: string, dir: string) => dir === '/' || path === dir || path.startsWith(`${dir}/`);
+
+/**
+ * Decides, once at start, how runs are contained: cgroups under a writable cgroup v2 folder, or the
+ * process group alone (with the reason, for the one start line). Creates the runs folder (`auto`)
+ * and may move the worker into a leaf (see `enableMemory`); never throws.
+ */
+export function chooseRunCgroups(setting: CgroupSetting, host: CgroupHost = readHost()): CgroupChoice {
+  const none = (reason: string): CgroupChoice => ({ kind: 'process_group', reason });
+  if (setting === 'off') return none('QL_WORKER_CGROUP=off');
+  const mounts = parseMountinfo(host.mountinfo);
+  let base: string;
+  let own: string | null = null;
+  if (setting === 'auto') {
+    const mount = mounts.find((m) => m.fsType === 'cgroup2');
+    if (!mount) return none('no cgroup v2 is mounted here (cgroup v1 only, or no /proc)');
+    const path = ownCgroupPath(host.selfCgroup);
+    if (path === null) return none('this process is in no cgroup v2 hierarchy');
+    if (!inside(path, mount.root))
+      return none(`its cgroup ${path} is not under the cgroup v2 mount ${mount.point}`);
+    own = join(mount.point, posix.relative(mount.root, path));
+    base = join(own, AUTO_RUNS_FOLDER);
+  } else {
+    const mount = mounts
+      .filter((m) => inside(setting, m.point))
+      .sort((a, b) => b.point.length - a.point.length)[0];
+    if (mount?.fsType !== 'cgroup2')
+      return none(`QL_WORKER_CGROUP=${setting} is not in a cgroup v2 mount (${mount?.fsType ?? 'none'})`);
+    base = setting;
+  }
+  try {
+    mkdirSync(base);
+  } catch (error) {
+    if (errorCode(error) !== 'EEXIST')
+      return none(`cannot create the cgroup ${base} (${errorCode(error)}): no delegated cgroup v2 subtree`);
+  }
+  if (!existsSync(join(base, 'cgroup.procs'))) return none(`${base} is not a cgroup v2 folder`);
+  try {
+    accessSync(base, constants.W_OK);
+    accessSync(join(base, 'cgroup.procs'), constants.W_OK);
+  } catch (error) {
+    return none(`the cgroup ${base} is not writable (${errorCode(error)}): no delegated cgroup v2 subtree`);
+  }
+  if (!existsSync(join(base, 'cgroup.kill')))
+    return none('this kernel has no cgroup.kill (Linux 5.14 or later needed)');
+  return { kind: 'cgroup', cgroups: new RunCgroups(base, enableMemory(base, own, host.pid)) };
+}
+
+function controllers(dir: string, file: 'cgroup.controllers' | 'cgroup.subtree_control'): string[] {
+  try {
+    return readFileSync(join(dir, file), 'utf8').trim().split(/\s+/);
+  } catch {
+    return [];
+  }
+}
+
+function enable(dir: string): boolean {
+  if (controllers(dir, 'cgroup.subtree_control').includes('memory')) return true;
+  try {
+    writeFileSync(join(dir, 'cgroup.subtree_control'), '+memory');
+    return true;
+  } catch (error) {
+    if (errorCode(error) === 'EBUSY') return false;
+    throw error;
+  }
+}
+
+/**
+ * Turns on the `memory` controller for the attempt cgroups when the subtree offers it, so each has a
+ * `memory.peak`. A non-root cgroup with processes cannot enable controllers for its children (the
+ * "no internal processes" rule): under `auto` the worker then moves itself into the leaf
+ * `<own>/ql-worker`, a sibling of `<own>/ql-runs` (systemd `Delegate=yes` allows it). Best effort:
+ * false when it cannot (other processes share the worker's cgroup), and runs go without memory.peak.
+ */
+function enableMemory(base: string, own: string | null, pid: number): boolean {
+  try {
+    // An explicit path: the operator arranged its parent; only the folder itself is changed.
+    if (own === null) return controllers(base, 'cgroup.controllers').includes('memory') && enable(base);
+    if (!controllers(own, 'cgroup.controllers').includes('memory')) return false;
+    if (!enable(own)) {
+      const leaf = join(own, AUTO_WORKER_FOLDER);
+      if (!existsSync(leaf)) mkdirSync(leaf);
+      writeFileSync(join(leaf, 'cgroup.procs'), String(pid));
+      if (!enable(own)) return false;
+    }
+    return enable(base);
+  } catch {
+    return false;
+  }
+}
+
+/** The worker's one start line about containment: where runs go, or that only the group holds them. */
+export function containmentLine(choice: CgroupChoice): {
+  level: 'info' | 'warn';
+  msg: string;
+  fields: Record<string, string | boolean>;
+} {
+  if (choice.kind === 'cgroup')
+    return {
+      level: 'info',
+      msg: 'runs are contained by cgroup v2',
+      fields: { cgroup: choice.cgroups.base, memoryPeak: choice.cgroups.memory },
+    };
+  return {
+    level: 'warn',
+    msg: 'runs are contained by process group only: a task that calls setsid can outlive cancel, timeout and a crash',
+    fields: { reason: choice.reason },
+  };
+}
+
+/** The folder of the attempt cgroups; one cgroup per attempt, named by its id. */
+export class RunCgroups {
+  constructor(
+    readonly base: string,
+    /** Whether the attempt cgroups have the memory controller (and so `memory.peak`). */
+    readonly memory: boolean,
+  ) {}
+
+  /** The attempt's cgroup (made now); an existing one of the same attempt is taken over. */
+  create(attemptId: string): AttemptCgroup {
+    const cgroup = new AttemptCgroup(join(this.base, attemptId));
+    mkdirSync(cgroup.path, { recursive: true }); // the runs folder again too, if someone removed it
+    return cgroup;
+  }
+
+  /** The cgroup of `attemptId` whether or not it exists (leftover recovery). */
+  of(attemptId: string): AttemptCgroup {
+    return new AttemptCgroup(join(this.base, attemptId));
+  }
+}
+
+/** What an attempt's cgroup measured: all its processes, the exited ones included. */
+export interface CgroupUsage {
+  /** `usage_usec` of `cpu.stat`: user + system CPU time. */
+  readonly cpuUsec: number;
+  /** `memory.peak` (bytes), where the memory controller is on for the cgroup (Linux 5.19+). */
+  readonly memoryPeakBytes?: number;
+}
+
+export class AttemptCgroup {
+  constructor(readonly path: string) {}
+
+  /** Moves `pid` (and its future children) into this cgroup. */
+  adopt(pid: number): void {
+    writeFileSync(join(this.path, 'cgroup.procs'), String(pid));
+  }
+
+  /** Whether any process is in it (`populated 1` in `cgroup.events`); false once it is removed. */
+  populated(): boolean {
+    try {
+      return /^populated 1$/m.test(readFileSync(join(this.path, 'cgroup.events'), 'utf8'));
+    } catch {
+      return false;
+    }
+  }
+
+  /** Sends `signal` to every process in it (the polite first step; `kill()` is the sure one). */
+  signal(signal: NodeJS.Signals): void {
+    let pids: string[];
+    try {
+      pids = readFileSync(join(this.path, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
+    } catch {
+      return;
+    }
+    for (const pid of pids) {
+      try {
+        process.kill(Number(pid), signal);
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+
+  /** SIGKILLs every process in it and in its descendants at once (`cgroup.kill`): none can escape. */
+  kill(): void {
+    try {
+      writeFileSync(join(this.path, 'cgroup.kill'), '1');
+    } catch (error) {
+      if (errorCode(error) !== 'ENOENT') throw error;
+    }
+  }
+
+  /** Waits until it holds no process or `withinMs` passed; true when empty. */
+  async waitEmpty(withinMs: number, everyMs = 20): Promise<boolean> {
+    const deadline = Date.now() + withinMs;
+    while (this.populated()) {
+      if (Date.now() >= deadline) return false;
+      await delay(everyMs);
+    }
+    return true;
+  }
+
+  /** CPU and peak memory of the attempt; null when the cgroup is gone. Read it before `remove()`. */
+  usage(): CgroupUsage | null {
+    let cpu: string;
+    try {
+      cpu = readFileSync(join(this.path, 'cpu.stat'), 'utf8');
+    } catch {
+      return null;
+    }
+    const cpuUsec = Number(/^usage_usec (\d+)$/m.exec(cpu)?.[1] ?? NaN);
+    if (!Number.isFinite(cpuUsec)) return null;
+    try {
+      return {
+        cpuUsec,
+        memoryPeakBytes: Number(readFileSync(join(this.path, 'memory.peak'), 'utf8').trim()),
+      };
+    } catch {
+      return { cpuUsec };
+    }
+  }
+
+  /**
+   * The attempt is over: waits up to `withinMs` for the cgroup to empty (a kill is already under
+   * way), kills what is still in it, reads its usage and removes it. `cleared`: nothing is left.
+   */
+  async release(withinMs: number): Promise<{ cleared: boolean; usage: CgroupUsage | null }> {
+    let empty = await this.waitEmpty(withinMs);
+    if (!empty) {
+      this.kill();
+      empty = await this.waitEmpty(2000);
+    }
+    const usage = this.usage();
+    return { cleared: empty && this.remove(), usage };
+  }
+
+  /** Removes it once empty; true when it no longer exists. */
+  remove(): boolean {
+    try {
+      rmdirSync(this.path);
+      return true;
+    } catch (error) {
+      return errorCode(error) === 'ENOENT';
+    }
+  }
+}
