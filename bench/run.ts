@@ -5,7 +5,7 @@
  * beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
- *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost (default all); `npm run bench -- memory`
+ *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too; heartbeat-mtls: only the mTLS part of heartbeat
  *   QL_BENCH_MTLS_WORKERS    heartbeat over mTLS: workers, each its own certificate (default 256);
  *                            QL_BENCH_MTLS_IN_FLIGHT heartbeats in flight (default 32)
@@ -16,6 +16,8 @@
  *   QL_BENCH_E2E_RUNS        dispatch: counted runs per level (default 150; QL_BENCH_E2E_WARMUP 20 before)
  *   QL_BENCH_LATENCY_*       dispatch: SAMPLES (100) and PULLERS (4); QL_BENCH_PULL_INTERVAL_MS (100); QL_BENCH_PULL_WAIT_MS (2000: long poll, 0: polling)
  *   QL_BENCH_COST_*          worker-cost: RUNS (100), WARMUP (10), ROUNDS (3), BASELINE (dist/ to compare), NODE_FLAGS
+ *   QL_BENCH_SWITCH_ARMS     lease-enforcement: armings of the dead man's switch per sample (300);
+ *                            QL_BENCH_LEASE_SCENARIOS=0 skips the e2e scenarios (they need jest)
  *   QL_BENCH_STEP_RUNS       steps: pre-claimed runs per sample (default 300); QL_BENCH_STEP_CONCURRENCY (1,8)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
  *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)
@@ -38,6 +40,7 @@ import { dispatchMain } from './dispatch-main';
 import { memoryMain } from './memory-main';
 import { stepsMain } from './steps';
 import { workerCostMain } from './worker-cost';
+import { leaseEnforcementMain } from './lease-enforcement';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
 import { heartbeatMtlsMain } from './heartbeat-mtls-main';
@@ -265,9 +268,20 @@ async function main(): Promise<void> {
   if (suites.includes('steps')) await stepsMain(RESULTS_DIR);
   if (suites.includes('curve')) await curveMain(RESULTS_DIR);
   if (suites.includes('worker-cost')) await workerCostMain(RESULTS_DIR);
+  if (suites.includes('lease-enforcement')) await leaseEnforcementMain(RESULTS_DIR);
 }
 
-const SUITES = ['heartbeat', 'heartbeat-mtls', 'claim', 'memory', 'dispatch', 'steps', 'curve', 'worker-cost'];
+const SUITES = [
+  'heartbeat',
+  'heartbeat-mtls',
+  'claim',
+  'memory',
+  'dispatch',
+  'steps',
+  'curve',
+  'worker-cost',
+  'lease-enforcement',
+];
 
 /** Groups named as arguments (`npm run bench -- memory dispatch`), else QL_BENCH_SUITES, else all. */
 function selectedSuites(args: readonly string[], env: string | undefined): string[] {
