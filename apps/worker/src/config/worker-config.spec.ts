@@ -25,8 +25,15 @@ describe('loadWorkerConfig', () => {
       killGraceMs: 5000,
       reaperLingerMs: 2000,
       outputMaxBytes: 1048576,
+      runAs: null,
       logLevel: 'info',
     });
+  });
+
+  it('reads QL_WORKER_RUN_AS as a user name or numeric ids (ADR 0031)', () => {
+    expect(loadWorkerConfig({ QL_WORKER_RUN_AS: 'qinglong-task' }).runAs).toEqual({ user: 'qinglong-task' });
+    expect(loadWorkerConfig({ QL_WORKER_RUN_AS: ' 10001:10002 ' }).runAs).toEqual({ uid: 10001, gid: 10002 });
+    expect(loadWorkerConfig({ QL_WORKER_RUN_AS: '' }).runAs).toBeNull();
   });
 
   it('reads a comma-separated list of control-plane origins, in order (R-WRK-7)', () => {
@@ -39,7 +46,9 @@ describe('loadWorkerConfig', () => {
       'https://[::1]:9443',
     ]);
     const eight = Array.from({ length: 8 }, (_, i) => `https://cp-${i}:8443`);
-    expect(loadWorkerConfig({ QL_WORKER_CONTROL_PLANE_URL: eight.join(',') }).controlPlaneOrigins).toEqual(eight);
+    expect(loadWorkerConfig({ QL_WORKER_CONTROL_PLANE_URL: eight.join(',') }).controlPlaneOrigins).toEqual(
+      eight,
+    );
   });
 
   it('derives the certificate paths from the worker id and parses labels', () => {
@@ -69,7 +78,11 @@ describe('loadWorkerConfig', () => {
       { QL_WORKER_CONTROL_PLANE_URL: 'https://cp-1:8443, https://CP-1:8443/' },
       /https:\/\/cp-1:8443 appears twice/,
     ],
-    ['an empty origin', { QL_WORKER_CONTROL_PLANE_URL: 'https://cp-1:8443,,https://cp-2' }, /item 2 is empty/],
+    [
+      'an empty origin',
+      { QL_WORKER_CONTROL_PLANE_URL: 'https://cp-1:8443,,https://cp-2' },
+      /item 2 is empty/,
+    ],
     [
       'nine origins',
       { QL_WORKER_CONTROL_PLANE_URL: Array.from({ length: 9 }, (_, i) => `https://cp-${i}:8443`).join(',') },
@@ -115,6 +128,24 @@ describe('loadWorkerConfig', () => {
       /unknown worker setting\(s\): QL_WORKER_HEARTBEAT/,
     ],
     ['an unknown log level', { QL_WORKER_LOG_LEVEL: 'trace' }, /not one of debug, info, warn, error/],
+    [
+      'tasks as uid 0',
+      { QL_WORKER_RUN_AS: '0:65534' },
+      /QL_WORKER_RUN_AS=0:65534: tasks must not run as root/,
+    ],
+    [
+      'tasks in gid 0',
+      { QL_WORKER_RUN_AS: '65534:0' },
+      /tasks must not run as root \(uid 0\) or in its group/,
+    ],
+    [
+      'tasks as root by name',
+      { QL_WORKER_RUN_AS: 'root' },
+      /QL_WORKER_RUN_AS=root: tasks must not run as root/,
+    ],
+    ['a bare uid', { QL_WORKER_RUN_AS: '0' }, /QL_WORKER_RUN_AS=0: give numeric ids as <uid>:<gid>/],
+    ['a uid past 2^32-2', { QL_WORKER_RUN_AS: '4294967295:1' }, /ids must be at most 4294967294/],
+    ['not a user name', { QL_WORKER_RUN_AS: 'a b' }, /neither a user name nor <uid>:<gid>/],
   ])('fails fast with a clear message on %s', (_name, env, message) => {
     expect(() => loadWorkerConfig(env)).toThrow(WorkerConfigError);
     expect(() => loadWorkerConfig(env)).toThrow(message);

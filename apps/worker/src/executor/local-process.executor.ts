@@ -1,6 +1,6 @@
 import type { TaskRuntime } from '@ql/domain';
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CompletionStatus, RecordedProcess } from '../journal/journal-record';
 import { currentBootId, groupAlive, signalGroup, waitGroupGone } from '../host/process-table';
@@ -25,6 +25,8 @@ export interface LocalProcessExecutorOptions {
   readonly path?: string;
   /** How long the reaper `sh` outlives the last run, for the next one to reuse (0: not at all). */
   readonly reaperLingerMs?: number;
+  /** The user runs start as (QL_WORKER_RUN_AS, checked at start); unset: the worker's own. */
+  readonly runAs?: { readonly uid: number; readonly gid: number };
 }
 
 export interface LaunchRequest {
@@ -92,7 +94,10 @@ export class LocalProcessExecutor {
   /** Resolves once the process exists (its pid and group known); rejects with StartFailedError. */
   async launch(request: LaunchRequest): Promise<LocalRun> {
     if (!UUID.test(request.offerId)) throw new RangeError('offerId must be a uuid');
-    await mkdir(this.options.workRoot, { recursive: true, mode: 0o700 });
+    const { runAs } = this.options;
+    // Another run user must pass through the root (0711) to its own folder; it cannot list the root.
+    await mkdir(this.options.workRoot, { recursive: true, mode: runAs ? 0o711 : 0o700 });
+    if (runAs) await chmod(this.options.workRoot, 0o711);
     const workDir = join(this.options.workRoot, request.offerId);
     try {
       await mkdir(workDir, { mode: 0o700 });
@@ -105,6 +110,11 @@ export class LocalProcessExecutor {
     }
     const line = commandLine(request.runtime, request.command, workDir);
     if (line.script) await writeFile(line.script, request.command, { mode: 0o600 });
+    if (runAs) {
+      // The run's folder and script belong to the run user (CAP_CHOWN), still 0700 and 0600.
+      await chown(workDir, runAs.uid, runAs.gid);
+      if (line.script) await chown(line.script, runAs.uid, runAs.gid);
+    }
     const env = {
       PATH: this.options.path ?? process.env.PATH ?? FALLBACK_PATH,
       HOME: workDir,
@@ -117,6 +127,8 @@ export class LocalProcessExecutor {
       env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
+      // libuv drops the supplementary groups, then sets the gid and uid in the child before exec.
+      ...(runAs && { uid: runAs.uid, gid: runAs.gid }),
     });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
