@@ -111,9 +111,12 @@ export class LocalProcessExecutor {
     const line = commandLine(request.runtime, request.command, workDir);
     if (line.script) await writeFile(line.script, request.command, { mode: 0o600 });
     if (runAs) {
-      // The run's folder and script belong to the run user (CAP_CHOWN), still 0700 and 0600.
-      await chown(workDir, runAs.uid, runAs.gid);
+      // The script and the folder become the run user's (CAP_CHOWN). The folder keeps the worker's
+      // group with search only (0710): spawn enters it before dropping to the run user, and a root
+      // worker without CAP_DAC_OVERRIDE could not otherwise. chmod while still its owner.
+      await chmod(workDir, 0o710);
       if (line.script) await chown(line.script, runAs.uid, runAs.gid);
+      await chown(workDir, runAs.uid, process.getgid!());
     }
     const env = {
       PATH: this.options.path ?? process.env.PATH ?? FALLBACK_PATH,

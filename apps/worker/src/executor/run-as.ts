@@ -70,13 +70,19 @@ export async function checkRunAs(ids: RunAsIds, workRoot: string, tlsKeyPath: st
   await chmod(workRoot, 0o711);
   const out = await new Promise<string>((done, reject) => {
     // libuv enters `cwd` before it switches users, so the probe tries the work root itself.
-    const child = spawn('/bin/sh', ['-c', PROBE, 'probe', tlsKeyPath, resolve(workRoot)], {
-      uid: ids.uid,
-      gid: ids.gid,
-      cwd: '/',
-      env: { PATH: '/usr/bin:/bin' },
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
+    let child;
+    try {
+      child = spawn('/bin/sh', ['-c', PROBE, 'probe', tlsKeyPath, resolve(workRoot)], {
+        uid: ids.uid,
+        gid: ids.gid,
+        cwd: '/',
+        env: { PATH: '/usr/bin:/bin' },
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+    } catch (error) {
+      // Node throws EPERM (a failed switch) at once; only a few codes come as an 'error' event.
+      return reject(switchError(ids, error as NodeJS.ErrnoException));
+    }
     let text = '';
     child.stdout.on('data', (data: Buffer) => (text += data.toString('latin1')));
     child.once('error', (error: NodeJS.ErrnoException) => reject(switchError(ids, error)));
