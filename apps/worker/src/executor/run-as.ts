@@ -15,6 +15,13 @@ export interface RunAsIds {
 const SETTING = 'QL_WORKER_RUN_AS';
 
 /**
+ * The capabilities a worker with a task user needs, and all the deployments give it (as root):
+ * SETUID/SETGID to drop to the task user, KILL to signal the runs' groups, CHOWN to give each run
+ * its folder. None reaches a task: leaving uid 0 clears them.
+ */
+export const RUN_AS_CAPABILITIES = ['CHOWN', 'KILL', 'SETGID', 'SETUID'] as const;
+
+/**
  * `QL_WORKER_RUN_AS` as ids: a name is looked up in `passwd` (/etc/passwd: users only a directory
  * service knows are given as `<uid>:<gid>`). Refuses uid 0 and the worker's own uid: a task running
  * as either could read the worker's key, journal and environment.
