@@ -56,11 +56,14 @@ describe('tasks run as another user in every deployment (ADR 0031)', () => {
       keys.push(loadWorkerConfig(s.environment).tlsKeyPath);
     }
     const setup = compose.services.setup;
+    const pki = setup.environment.QL_DEV_PKI_DIR as string;
     const script = (setup.command as string[]).join(' ');
+    expect(script).toContain('&& cd "$QL_DEV_PKI_DIR" &&');
     // The worker keys become root's (the workers' user; root without CAP_DAC_OVERRIDE reads only its own).
     const toRoot = /chown 0:0 ([^&]+)/.exec(script)?.[1]?.trim().split(/\s+/);
-    expect(sorted(toRoot)).toEqual(sorted(keys));
-    expect(script).toMatch(/chmod 0711 \/var\/lib\/qinglong\/pki \/var\/lib\/qinglong\/pki\/workers$/);
+    expect(sorted(toRoot?.map((file) => `${pki}/${file}`))).toEqual(sorted(keys));
+    expect(script).toMatch(/chown 1000:1000 server\.key /);
+    expect(script).toMatch(/chmod 0711 \. workers$/);
     expect({ user: setup.user, drop: setup.cap_drop }).toEqual({ user: '0:0', drop: ['ALL'] });
   });
 
