@@ -178,6 +178,20 @@ describe('a task must not be able to act as its worker (QL_WORKER_RUN_AS)', () =
       /QL_WORKER_RUN_AS=nobody: the worker cannot switch to uid 65534 \(EPERM\)/,
     ],
     [
+      'a non-root worker with ambient capabilities (they would pass on to its tasks)',
+      { QL_WORKER_RUN_AS: 'nobody' },
+      [
+        'setpriv',
+        '--reuid=1000',
+        '--regid=1000',
+        '--clear-groups',
+        '--inh-caps=-all,+setuid,+setgid,+kill,+chown',
+        '--ambient-caps=-all,+setuid,+setgid,+kill,+chown',
+        '--',
+      ],
+      /QL_WORKER_RUN_AS=nobody: a run would hold capabilities \(CapPrm 0*e1\): give the worker no ambient capabilities/,
+    ],
+    [
       "the worker's own user",
       { QL_WORKER_RUN_AS: 'nobody' },
       ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--'],

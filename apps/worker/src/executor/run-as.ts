@@ -73,8 +73,13 @@ cd "$2" 2>/dev/null || echo "WorkRootUnreachable:yes"`;
  * refusal is a configuration error.
  */
 export async function checkRunAs(ids: RunAsIds, workRoot: string, tlsKeyPath: string): Promise<void> {
-  await mkdir(workRoot, { recursive: true, mode: 0o711 });
-  await chmod(workRoot, 0o711);
+  // A work root the worker cannot make is reported after what the probe finds wrong with the user.
+  const made = await mkdir(workRoot, { recursive: true, mode: 0o711 })
+    .then(() => chmod(workRoot, 0o711))
+    .then(
+      () => null,
+      (error: Error) => error.message,
+    );
   const out = await new Promise<string>((done, reject) => {
     // libuv enters `cwd` before it switches users, so the probe tries the work root itself.
     let child;
@@ -117,6 +122,7 @@ export async function checkRunAs(ids: RunAsIds, workRoot: string, tlsKeyPath: st
       );
     }
   }
+  if (made !== null) fail(`the worker cannot make QL_WORKER_WORK_DIR 0711: ${made}`);
   if (seen.WorkRootUnreachable) {
     fail(
       `uid ${ids.uid} cannot enter QL_WORKER_WORK_DIR (${workRoot}), where a run's HOME is: every folder above it must be searchable (x) by that user`,
