@@ -12,16 +12,17 @@
  */
 import { chmodSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { RUN_AS_CAPABILITIES } from '../../apps/worker/src/executor/run-as';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { RemoteRunHarness, RunWorker, attemptProcesses, eventually } from '../support/remote-run-harness';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
 jest.setTimeout(180_000);
 
-/** The deployments' capability set (Dockerfile/compose, Kubernetes, systemd), nothing inherited. */
+/** The deployments' capability set (test/deploy/task-user.spec.ts checks each file), nothing inherited. */
 const DEPLOYED_CAPS = [
   'setpriv',
-  '--bounding-set=-all,+setuid,+setgid,+kill,+chown',
+  `--bounding-set=-all,${RUN_AS_CAPABILITIES.map((c) => `+${c.toLowerCase()}`).join(',')}`,
   '--inh-caps=-all',
   '--ambient-caps=-all',
   '--',
