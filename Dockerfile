@@ -2,7 +2,10 @@
 # One image for the control plane (default command) and the headless worker:
 #   docker build -t qinglong-remote-worker:local .
 #   control plane: docker run … qinglong-remote-worker:local
-#   worker:        docker run -e QL_PROFILE=worker … qinglong-remote-worker:local node --lite-mode --no-expose-wasm dist/apps/worker/src/main.js
+#   worker:        docker run -u 0:0 --cap-drop ALL --cap-add SETUID --cap-add SETGID --cap-add KILL --cap-add CHOWN \
+#                    --security-opt no-new-privileges -e QL_PROFILE=worker … qinglong-remote-worker:local \
+#                    node --lite-mode --no-expose-wasm dist/apps/worker/src/main.js
+#   (the worker runs as root with those four capabilities only, and its tasks as qinglong-task: ADR 0031)
 # docker-compose.yml and deploy/kubernetes/ run it; docs/operations.md explains both.
 
 # Both stages must use the same image: the runtime stage reuses the native module built in `build`.
@@ -39,9 +42,21 @@ RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /app/node_modules/better-sqlite3/build/Release/better_sqlite3.node ./node_modules/better-sqlite3/build/Release/
 COPY --from=build /app/dist ./dist
 COPY deploy/docker/healthcheck.js ./deploy/docker/
-# Owned by the runtime user so a named volume mounted here (the compose PKI volume) is writable by it.
-RUN mkdir -p /var/lib/qinglong/pki /var/lib/qinglong/worker && chown -R node:node /var/lib/qinglong
-# The `node` user (uid 1000) of the official image: nothing runs as root.
+# The user tasks run as (QL_WORKER_RUN_AS, ADR 0031): no home, no shell, owns nothing in the image.
+# A worker refuses to start if it cannot switch to it (exit 2): it needs the capabilities above; to run
+# tasks as the worker's own user instead, set QL_WORKER_RUN_AS= (empty; docs/operations.md says what a
+# task can then reach).
+RUN groupadd --system --gid 10001 qinglong-task \
+  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+     --shell /usr/sbin/nologin qinglong-task
+ENV QL_WORKER_RUN_AS=10001:10001
+# The PKI folder is the runtime user's (a control plane may write its dev PKI there). The worker's
+# state folder is root's, the worker's user: a named volume mounted there starts as root's 0711, so
+# tasks may pass through to their run folders but not list it or write in it.
+RUN mkdir -p /var/lib/qinglong/pki /var/lib/qinglong/worker \
+  && chown node:node /var/lib/qinglong/pki && chmod 0711 /var/lib/qinglong/worker
+# The `node` user (uid 1000) of the official image: the control plane never runs as root. A worker
+# container is started as root with four capabilities (docker-compose.yml, deploy/kubernetes).
 USER node
 EXPOSE 8080 8443
 ENTRYPOINT ["/usr/bin/tini", "--"]

@@ -206,14 +206,14 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     expect(ids.size).toBe(workers.length);
   });
 
-  it('every pod runs as non-root without privilege escalation, with resource requests and limits', () => {
+  it('every pod runs as non-root (a worker: its tasks, test/deploy/task-user.spec.ts) without privilege escalation, with resource requests and limits', () => {
     for (const { workload, pod, c } of containers) {
       const where = `${workload.kind}/${workload.metadata.name}`;
-      expect({ where, runAsNonRoot: pod.securityContext?.runAsNonRoot }).toEqual({
-        where,
-        runAsNonRoot: true,
-      });
-      expect({ where, uid: pod.securityContext?.runAsUser > 0 }).toEqual({ where, uid: true });
+      const nonRoot =
+        profile(c) === 'worker' ? containerEnv(c).QL_WORKER_RUN_AS : pod.securityContext?.runAsNonRoot;
+      expect({ where, nonRoot: Boolean(nonRoot) }).toEqual({ where, nonRoot: true });
+      if (profile(c) !== 'worker')
+        expect({ where, uid: pod.securityContext?.runAsUser > 0 }).toEqual({ where, uid: true });
       expect({ where, ...c.securityContext }).toMatchObject({
         where,
         allowPrivilegeEscalation: false,

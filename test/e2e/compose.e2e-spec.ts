@@ -14,7 +14,7 @@
  * - healthchecks: the `CMD` runs as a process with the service's environment (its real ports).
  */
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -209,6 +209,9 @@ describe('the compose services as real processes (compiled image layout, Postgre
   beforeAll(async () => {
     [image, db] = await Promise.all([replayImage(stages), createPostgresDatabase()]);
     volumes = mkdtempSync(join(tmpdir(), 'ql-compose-volumes-'));
+    // As a volume's mount point under /var/lib: the workers' task user (QL_WORKER_RUN_AS) may pass
+    // through to its run folders; a worker refuses to start otherwise.
+    chmodSync(volumes, 0o711);
   }, 180_000);
 
   afterAll(async () => {

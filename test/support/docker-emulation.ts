@@ -218,9 +218,10 @@ export interface ComposeFile {
   volumes?: Record<string, unknown>;
 }
 
-/** `${VAR:-default}` and `${VAR}` as Compose reads them with none of the variables set. */
+/** `${VAR:-default}` and `${VAR}` as Compose reads them with none of the variables set; `$$` is `$`. */
 export function interpolate(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(/\$\{(\w+)(?::?-([^}]*))?\}/g, (_, _v, d = '') => d);
+  if (typeof value === 'string')
+    return value.replace(/\$\$|\$\{(\w+)(?::?-([^}]*))?\}/g, (all: string, _v, d = '') => (all === '$$' ? '$' : d));
   if (Array.isArray(value)) return value.map(interpolate);
   if (value && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v)]));

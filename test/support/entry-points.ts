@@ -12,11 +12,11 @@ export const ROOT = resolve(__dirname, '..', '..');
  * TypeScript sources through SWC like a built tree (the quickstart starts its children the same way).
  */
 export class EntryPoint extends LoggedProcess {
-  constructor(file: string, env: Record<string, string>, args: string[] = []) {
-    super(process.execPath, ['-r', './apps/worker/test-support/swc-register.js', file, ...args], {
-      cwd: ROOT,
-      env,
-    });
+  /** `launcher`: a command that execs node in place (same pid), e.g. `setpriv …` to limit capabilities. */
+  constructor(file: string, env: Record<string, string>, args: string[] = [], launcher: string[] = []) {
+    const node = [process.execPath, '-r', './apps/worker/test-support/swc-register.js', file, ...args];
+    const [command, ...rest] = [...launcher, ...node];
+    super(command!, rest, { cwd: ROOT, env });
   }
 }
 

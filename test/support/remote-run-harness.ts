@@ -135,8 +135,9 @@ export class RunWorker extends EntryPoint {
     readonly journalDir: string,
     readonly workDir: string,
     env: Record<string, string>,
+    launcher: string[] = [],
   ) {
-    super(WORKER, { ...env, QL_WORKER_JOURNAL_DIR: journalDir, QL_WORKER_WORK_DIR: workDir });
+    super(WORKER, { ...env, QL_WORKER_JOURNAL_DIR: journalDir, QL_WORKER_WORK_DIR: workDir }, [], launcher);
   }
 
   /** The session id of its `worker registered` line, once it logged one. */
@@ -188,9 +189,13 @@ export class RemoteRunHarness {
 
   /**
    * Starts the worker entry point as `workerId`. `journalDir` defaults to a fresh folder; pass an
-   * old worker's to restart it "on the same machine".
+   * old worker's to restart it "on the same machine". `launcher` runs it through a command that
+   * execs it in place (e.g. `setpriv` with a reduced capability bounding set).
    */
-  startWorker(workerId: string, options: { env?: Record<string, string>; journalDir?: string } = {}): RunWorker {
+  startWorker(
+    workerId: string,
+    options: { env?: Record<string, string>; journalDir?: string; launcher?: string[] } = {},
+  ): RunWorker {
     const n = this.workers.length + 1;
     const w = new RunWorker(
       workerId,
@@ -210,6 +215,7 @@ export class RemoteRunHarness {
         ...optionalWorkerEnv(),
         ...options.env,
       },
+      options.launcher,
     );
     this.workers.push(w);
     return w;

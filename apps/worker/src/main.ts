@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { WorkerConfigError, loadWorkerConfig, workerConfigTable } from './config/worker-config';
+import { WorkerConfig, WorkerConfigError, loadWorkerConfig, workerConfigTable } from './config/worker-config';
+import { checkRunAs, resolveRunAs } from './executor/run-as';
 import { LocalProcessExecutor } from './executor/local-process.executor';
 import { containmentLine } from './host/cgroup';
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
@@ -22,9 +23,11 @@ async function main(): Promise<number> {
     );
     return WORKER_EXIT.config;
   }
-  let config;
+  let config: WorkerConfig;
+  let runAs: string | null;
   try {
     config = loadWorkerConfig(process.env);
+    runAs = await checkTaskUser(config);
   } catch (error) {
     if (!(error instanceof WorkerConfigError)) throw error;
     process.stderr.write(`worker configuration error: ${error.message}\n`);
@@ -37,7 +40,13 @@ async function main(): Promise<number> {
     heartbeatMs: config.heartbeatMs,
     stopBudgetMs: config.stopBudgetMs,
     labelCount: Object.keys(config.labels).length,
+    runAs,
   });
+  if (runAs === null) {
+    log.warn(
+      "tasks run as the worker's own user: a task can read its TLS key, journal and environment and act as this worker; set QL_WORKER_RUN_AS (docs/operations.md)",
+    );
+  }
   const releaseProcess = holdProcessOpen();
   const signal = firstSignal(log);
   const app = await NestFactory.createApplicationContext(WorkerModule.forProfile(process.env.QL_PROFILE), {
@@ -80,6 +89,14 @@ async function main(): Promise<number> {
     await app.close();
     releaseProcess();
   }
+}
+
+/** QL_WORKER_RUN_AS resolved and proven to work (ADR 0031): `uid:gid (label)`, or null when unset. */
+async function checkTaskUser(config: WorkerConfig): Promise<string | null> {
+  if (!config.runAs) return null;
+  const ids = resolveRunAs(config.runAs);
+  await checkRunAs(ids, config.workDir, config.tlsKeyPath);
+  return `${ids.uid}:${ids.gid} (${ids.label})`;
 }
 
 /**

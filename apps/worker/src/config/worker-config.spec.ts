@@ -26,6 +26,7 @@ describe('loadWorkerConfig', () => {
       reaperLingerMs: 2000,
       cgroup: 'auto',
       outputMaxBytes: 1048576,
+      runAs: null,
       logLevel: 'info',
     });
   });
@@ -33,6 +34,12 @@ describe('loadWorkerConfig', () => {
   it('reads QL_WORKER_CGROUP: auto, off, or an absolute path (a trailing / dropped)', () => {
     expect(loadWorkerConfig({ QL_WORKER_CGROUP: 'off' }).cgroup).toBe('off');
     expect(loadWorkerConfig({ QL_WORKER_CGROUP: '/sys/fs/cgroup/ql/' }).cgroup).toBe('/sys/fs/cgroup/ql');
+  });
+
+  it('reads QL_WORKER_RUN_AS as a user name or numeric ids (ADR 0031)', () => {
+    expect(loadWorkerConfig({ QL_WORKER_RUN_AS: 'qinglong-task' }).runAs).toEqual({ user: 'qinglong-task' });
+    expect(loadWorkerConfig({ QL_WORKER_RUN_AS: ' 10001:10002 ' }).runAs).toEqual({ uid: 10001, gid: 10002 });
+    expect(loadWorkerConfig({ QL_WORKER_RUN_AS: '' }).runAs).toBeNull();
   });
 
   it('reads a comma-separated list of control-plane origins, in order (R-WRK-7)', () => {
@@ -133,6 +140,24 @@ describe('loadWorkerConfig', () => {
       /unknown worker setting\(s\): QL_WORKER_HEARTBEAT/,
     ],
     ['an unknown log level', { QL_WORKER_LOG_LEVEL: 'trace' }, /not one of debug, info, warn, error/],
+    [
+      'tasks as uid 0',
+      { QL_WORKER_RUN_AS: '0:65534' },
+      /QL_WORKER_RUN_AS=0:65534: tasks must not run as root/,
+    ],
+    [
+      'tasks in gid 0',
+      { QL_WORKER_RUN_AS: '65534:0' },
+      /tasks must not run as root \(uid 0\) or in its group/,
+    ],
+    [
+      'tasks as root by name',
+      { QL_WORKER_RUN_AS: 'root' },
+      /QL_WORKER_RUN_AS=root: tasks must not run as root/,
+    ],
+    ['a bare uid', { QL_WORKER_RUN_AS: '0' }, /QL_WORKER_RUN_AS=0: give numeric ids as <uid>:<gid>/],
+    ['a uid past 2^32-2', { QL_WORKER_RUN_AS: '4294967295:1' }, /ids must be at most 4294967294/],
+    ['not a user name', { QL_WORKER_RUN_AS: 'a b' }, /neither a user name nor <uid>:<gid>/],
   ])('fails fast with a clear message on %s', (_name, env, message) => {
     expect(() => loadWorkerConfig(env)).toThrow(WorkerConfigError);
     expect(() => loadWorkerConfig(env)).toThrow(message);

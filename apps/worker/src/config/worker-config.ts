@@ -37,8 +37,13 @@ export interface WorkerConfig {
   readonly reaperLingerMs: number;
   readonly cgroup: CgroupSetting;
   readonly outputMaxBytes: number;
+  /** The user tasks run as (resolved and checked at start: executor/run-as.ts); null: the worker's own. */
+  readonly runAs: RunAsSpec | null;
   readonly logLevel: WorkerLogLevel;
 }
+
+/** `QL_WORKER_RUN_AS` as written: a user name (looked up in /etc/passwd at start) or numeric ids. */
+export type RunAsSpec = { readonly user: string } | { readonly uid: number; readonly gid: number };
 
 export const WORKER_LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type WorkerLogLevel = (typeof WORKER_LOG_LEVELS)[number];
@@ -62,6 +67,33 @@ const cgroupSetting: Parser<CgroupSetting> = (raw, name) => {
   if (raw.startsWith('/') && !raw.split('/').some((s) => s === '.' || s === '..'))
     return raw.replace(/(.)\/+$/, '$1') as CgroupSetting;
   throw new WorkerConfigError(`${name}=${raw} must be auto, off or an absolute path (no . or .. segments)`);
+};
+
+/** Largest id Linux accepts for a user or group ((uid_t)-1 is "no change"). */
+const MAX_ID = 2 ** 32 - 2;
+
+/** Empty: tasks run as the worker's own user. Else `<user>` or `<uid>:<gid>`, never root (0). */
+const runAs: Parser<RunAsSpec | null> = (raw, name) => {
+  const text = raw.trim();
+  if (!text) return null;
+  const ids = /^(\d{1,10}):(\d{1,10})$/.exec(text);
+  if (ids) {
+    const [uid, gid] = [Number(ids[1]), Number(ids[2])];
+    if (uid > MAX_ID || gid > MAX_ID)
+      throw new WorkerConfigError(`${name}=${text}: ids must be at most ${MAX_ID}`);
+    if (uid === 0 || gid === 0) {
+      throw new WorkerConfigError(
+        `${name}=${text}: tasks must not run as root (uid 0) or in its group (gid 0)`,
+      );
+    }
+    return { uid, gid };
+  }
+  if (/^\d+$/.test(text)) throw new WorkerConfigError(`${name}=${text}: give numeric ids as <uid>:<gid>`);
+  if (!/^[a-z_][a-z0-9_.-]{0,31}$/i.test(text)) {
+    throw new WorkerConfigError(`${name}=${text} is neither a user name nor <uid>:<gid>`);
+  }
+  if (text === 'root') throw new WorkerConfigError(`${name}=root: tasks must not run as root`);
+  return { user: text };
 };
 
 /** An `https://host[:port]` origin: no path, query, fragment or user info (the client adds the path). */
@@ -279,6 +311,13 @@ export const WORKER_SETTINGS = [
     default: '1048576',
     doc: 'output kept per run (stdout and stderr together); beyond it a truncation marker and nothing more',
     parse: int(4096, 64 * 1024 * 1024),
+  },
+  {
+    key: 'runAs',
+    env: 'QL_WORKER_RUN_AS',
+    default: '',
+    doc: 'user the tasks run as: a name from /etc/passwd or `<uid>:<gid>`, not root, not the worker\'s own user; the worker (root with only CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_CHOWN) drops to it for each run, so tasks cannot read its key, journal or environment. Checked at start (exit 2 if it cannot switch). Empty: tasks run as the worker\'s own user and can act as the worker (docs/operations.md, "What a task can reach")',
+    parse: runAs,
   },
   {
     key: 'logLevel',

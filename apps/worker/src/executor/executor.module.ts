@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import type { WorkerConfig } from '../config/worker-config';
 import { WORKER_CONFIG } from '../worker.tokens';
 import { LocalProcessExecutor } from './local-process.executor';
+import { resolveRunAs } from './run-as';
 
 /**
  * The `local-process` executor (R-WRK-3). Building it starts nothing: folders, processes and
@@ -19,6 +20,8 @@ import { LocalProcessExecutor } from './local-process.executor';
           outputCapBytes: c.outputMaxBytes,
           reaperLingerMs: c.reaperLingerMs,
           cgroup: c.cgroup,
+          // Checked at start by main.ts (checkRunAs); resolving it again gives the same ids.
+          runAs: c.runAs ? resolveRunAs(c.runAs) : undefined,
         }),
     },
   ],

@@ -1,6 +1,6 @@
 import type { TaskRuntime } from '@ql/domain';
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AttemptCgroup, CgroupChoice, CgroupSetting, CgroupUsage, chooseRunCgroups } from '../host/cgroup';
 import { containedLine, moveIntoCgroup } from './cgroup-launch';
@@ -30,6 +30,8 @@ export interface LocalProcessExecutorOptions {
   readonly reaperLingerMs?: number;
   /** Each attempt in a cgroup of its own (ADR 0030), decided at the first `containment()`; default `off`. */
   readonly cgroup?: CgroupSetting;
+  /** The user runs start as (QL_WORKER_RUN_AS, checked at start); unset: the worker's own. */
+  readonly runAs?: { readonly uid: number; readonly gid: number };
 }
 
 export interface LaunchRequest {
@@ -105,7 +107,10 @@ export class LocalProcessExecutor {
   /** Resolves once the process exists (its pid and group known); rejects with StartFailedError. */
   async launch(request: LaunchRequest): Promise<LocalRun> {
     if (!UUID.test(request.offerId)) throw new RangeError('offerId must be a uuid');
-    await mkdir(this.options.workRoot, { recursive: true, mode: 0o700 });
+    const { runAs } = this.options;
+    // Another run user must pass through the root (0711) to its own folder; it cannot list the root.
+    await mkdir(this.options.workRoot, { recursive: true, mode: runAs ? 0o711 : 0o700 });
+    if (runAs) await chmod(this.options.workRoot, 0o711);
     const workDir = join(this.options.workRoot, request.offerId);
     try {
       await mkdir(workDir, { mode: 0o700 });
@@ -118,6 +123,14 @@ export class LocalProcessExecutor {
     }
     const line = commandLine(request.runtime, request.command, workDir);
     if (line.script) await writeFile(line.script, request.command, { mode: 0o600 });
+    if (runAs) {
+      // The script and the folder become the run user's (CAP_CHOWN). The folder keeps the worker's
+      // group with search only (0710): spawn enters it before dropping to the run user, and a root
+      // worker without CAP_DAC_OVERRIDE could not otherwise. chmod while still its owner.
+      await chmod(workDir, 0o710);
+      if (line.script) await chown(line.script, runAs.uid, runAs.gid);
+      await chown(workDir, runAs.uid, process.getgid!());
+    }
     const env = {
       PATH: this.options.path ?? process.env.PATH ?? FALLBACK_PATH,
       HOME: workDir,
@@ -134,6 +147,8 @@ export class LocalProcessExecutor {
       env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe', ...spawned.stdio],
+      // libuv drops the supplementary groups, then sets the gid and uid in the child before exec.
+      ...(runAs && { uid: runAs.uid, gid: runAs.gid }),
     });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);

@@ -1,0 +1,210 @@
+/**
+ * Issue 15 item 9, ADR 0031: a task must not be able to act as its worker. A real worker process
+ * with QL_WORKER_RUN_AS=nobody (65534), started as root with only the capabilities the deployments
+ * give it (bounding set SETUID, SETGID, KILL, CHOWN; `setpriv` stands in for Docker's cap_drop/cap_add,
+ * systemd's CapabilityBoundingSet and the Kubernetes securityContext), runs a node task that tries what
+ * the review's task did: read the worker's TLS key, its /proc/<pid>/environ, the journal and the lease
+ * token in its own journal record. The same task on a worker without the setting (the quickstart)
+ * shows what it reaches there, as docs/operations.md says.
+ *
+ * Switching users needs root: the suite asserts it runs as root (as here and in CI) instead of
+ * passing without having checked anything.
+ */
+import { chmodSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { RUN_AS_CAPABILITIES } from '../../apps/worker/src/executor/run-as';
+import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { RemoteRunHarness, RunWorker, attemptProcesses, eventually } from '../support/remote-run-harness';
+
+// Real worker processes: a start takes seconds on a loaded machine, a run several of them.
+jest.setTimeout(180_000);
+
+/** The deployments' capability set (test/deploy/task-user.spec.ts checks each file), nothing inherited. */
+const DEPLOYED_CAPS = [
+  'setpriv',
+  `--bounding-set=-all,${RUN_AS_CAPABILITIES.map((c) => `+${c.toLowerCase()}`).join(',')}`,
+  '--inh-caps=-all',
+  '--ambient-caps=-all',
+  '--',
+];
+const NOBODY = 65534;
+
+/** What the review's task tried; prints one `REACH {…}` line: per target, its text or the error code. */
+const PROBE_TASK = `
+const fs = require('node:fs');
+const path = require('node:path');
+const attempt = (read) => { try { return { ok: true, text: String(read()) }; } catch (e) { return { ok: false, code: e.code }; } };
+const journal = process.env.PROBE_JOURNAL;
+const offer = path.basename(process.cwd());
+const reach = {
+  key: attempt(() => fs.readFileSync(process.env.PROBE_KEY, 'utf8')),
+  workerEnviron: attempt(() => fs.readFileSync('/proc/' + process.ppid + '/environ', 'latin1')),
+  journalFolder: attempt(() => fs.readdirSync(journal).join(',')),
+  ownRecord: attempt(() => fs.readFileSync(path.join(journal, offer + '.json'), 'utf8')),
+  otherRunFolders: attempt(() => fs.readdirSync(path.dirname(process.cwd())).join(',')),
+};
+fs.writeFileSync('written-by-task.txt', 'hello');
+console.log('REACH ' + JSON.stringify({ uid: process.getuid(), gid: process.getgid(), groups: process.getgroups(), ppid: process.ppid, cwd: process.cwd(), reach }));
+`;
+
+interface Reach {
+  uid: number;
+  gid: number;
+  groups: number[];
+  ppid: number;
+  cwd: string;
+  reach: Record<
+    'key' | 'workerEnviron' | 'journalFolder' | 'ownRecord' | 'otherRunFolders',
+    { ok: boolean; text?: string; code?: string }
+  >;
+}
+
+describe('a task must not be able to act as its worker (QL_WORKER_RUN_AS)', () => {
+  let h: RemoteRunHarness;
+
+  beforeAll(async () => {
+    expect({ testsRunAs: process.getuid!() }).toEqual({ testsRunAs: 0 }); // switching users needs root
+    h = await RemoteRunHarness.start('sqlite', ['worker-a', 'worker-q', 'worker-x']);
+    // As /var/lib: the task user may pass through the folders above the work root (not list them).
+    chmodSync(dirname(h.folder('x')), 0o711);
+  });
+  afterEach(async () => {
+    await h.stopWorkers(); // the next test's run must go to its own worker
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  /** Runs the probe task on `w` and returns what it reached, once the run ended. */
+  async function probe(w: RunWorker): Promise<{ status: string; report: Reach }> {
+    const taskId = await h.createTask({
+      runtime: 'node',
+      command: PROBE_TASK,
+      env: { PROBE_KEY: h.pki.workers[w.workerId]!.keyPath, PROBE_JOURNAL: w.journalDir },
+    });
+    const runId = await h.trigger(taskId);
+    const run = await h.untilRunEnds(runId);
+    const line = (await h.output(runId)).split('\n').find((l) => l.startsWith('REACH '));
+    if (!line)
+      throw new Error(`no REACH line: ${JSON.stringify(run)}\n${await h.output(runId)}\n${h.transcripts()}`);
+    return { status: run.status, report: JSON.parse(line.slice('REACH '.length)) as Reach };
+  }
+
+  it('as nobody, with only the deployed capabilities, a task reads neither the key, the worker environment nor the journal; the run succeeds; what it writes is its own', async () => {
+    const w = h.startWorker('worker-a', { env: { QL_WORKER_RUN_AS: 'nobody' }, launcher: DEPLOYED_CAPS });
+    await h.untilOnline(w);
+    expect(w.lines.find((l) => l.msg === 'worker starting')?.runAs).toBe(`${NOBODY}:${NOBODY} (nobody)`);
+
+    const { status, report } = await probe(w);
+    expect(status).toBe('succeeded');
+    expect(report).toEqual({
+      uid: NOBODY,
+      gid: NOBODY,
+      groups: [NOBODY],
+      ppid: w.pid, // the worker itself started it: the environ tried is the worker's
+      cwd: expect.stringContaining(w.workDir),
+      reach: {
+        key: { ok: false, code: 'EACCES' },
+        workerEnviron: { ok: false, code: 'EACCES' },
+        journalFolder: { ok: false, code: 'EACCES' },
+        ownRecord: { ok: false, code: 'EACCES' },
+        otherRunFolders: { ok: false, code: 'EACCES' },
+      },
+    });
+    const owner = (path: string) => ({
+      uid: statSync(path).uid,
+      gid: statSync(path).gid,
+      mode: statSync(path).mode & 0o777,
+    });
+    expect(owner(join(report.cwd, 'written-by-task.txt'))).toMatchObject({ uid: NOBODY, gid: NOBODY });
+    // The task's; the worker's group may only pass (spawn enters the folder before switching users).
+    expect(owner(report.cwd)).toEqual({ uid: NOBODY, gid: 0, mode: 0o710 });
+    expect(owner(join(report.cwd, 'task.js'))).toEqual({ uid: NOBODY, gid: NOBODY, mode: 0o600 });
+    expect(owner(w.workDir)).toEqual({ uid: 0, gid: 0, mode: 0o711 });
+  });
+
+  it('as nobody, a cancel still kills the whole run group (the worker and its reaper signal another uid: CAP_KILL)', async () => {
+    const w = h.startWorker('worker-x', { env: { QL_WORKER_RUN_AS: 'nobody' }, launcher: DEPLOYED_CAPS });
+    await h.untilOnline(w);
+    const runId = await h.trigger(
+      await h.createTask({ runtime: 'shell', command: 'echo ready; sleep 60 & sleep 60; wait' }),
+    );
+    const attemptId = await eventually(
+      'the first output and both processes',
+      async () => {
+        const id = (await h.run(runId)).attempts[0]?.id;
+        return id && (await h.output(runId)).includes('ready\n') && attemptProcesses(id).length >= 2
+          ? id
+          : undefined;
+      },
+      { context: () => h.transcripts() },
+    );
+    expect(new Set(attemptProcesses(attemptId).map((pid) => statSync(`/proc/${pid}`).uid))).toEqual(
+      new Set([NOBODY]),
+    );
+    expect((await h.t.admin('POST', `/api/v1/runs/${runId}/cancel`)).status).toBe(200);
+    expect((await h.untilRunEnds(runId)).status).toBe('cancelled');
+    expect(attemptProcesses(attemptId)).toEqual([]);
+  });
+
+  it('unset (the quickstart): the same task runs as the worker and reads its key, its environment and the lease token in the journal', async () => {
+    const w = h.startWorker('worker-q');
+    await h.untilOnline(w);
+    expect(w.lines.find((l) => l.msg?.startsWith("tasks run as the worker's own user"))?.level).toBe('warn');
+
+    const { status, report } = await probe(w);
+    expect(status).toBe('succeeded');
+    const { reach } = report;
+    expect({ uid: report.uid, ppid: report.ppid }).toEqual({ uid: process.getuid!(), ppid: w.pid });
+    expect(reach.key).toEqual({ ok: true, text: expect.stringContaining('PRIVATE KEY') });
+    expect(reach.workerEnviron.text?.split('\0')).toContain(
+      `QL_WORKER_TLS_KEY=${h.pki.workers['worker-q']!.keyPath}`,
+    );
+    expect(reach.journalFolder.text?.split(',')).toContain(`${report.cwd.split('/').pop()}.json`);
+    expect(JSON.parse(reach.ownRecord.text ?? '{}')).toMatchObject({ leaseToken: expect.any(String) });
+  });
+
+  it.each<[string, Record<string, string>, string[], RegExp]>([
+    [
+      'an unknown user',
+      { QL_WORKER_RUN_AS: 'no-such-user' },
+      [],
+      /QL_WORKER_RUN_AS=no-such-user: no such user/,
+    ],
+    ['uid 0', { QL_WORKER_RUN_AS: '0:0' }, [], /QL_WORKER_RUN_AS=0:0: tasks must not run as root/],
+    [
+      'a worker without CAP_SETUID',
+      { QL_WORKER_RUN_AS: 'nobody' },
+      ['setpriv', '--bounding-set=-all,+setgid,+kill,+chown', '--inh-caps=-all', '--ambient-caps=-all', '--'],
+      /QL_WORKER_RUN_AS=nobody: the worker cannot switch to uid 65534 \(EPERM\)/,
+    ],
+    [
+      'a non-root worker with ambient capabilities (they would pass on to its tasks)',
+      { QL_WORKER_RUN_AS: 'nobody' },
+      [
+        'setpriv',
+        '--reuid=1000',
+        '--regid=1000',
+        '--clear-groups',
+        '--inh-caps=-all,+setuid,+setgid,+kill,+chown',
+        '--ambient-caps=-all,+setuid,+setgid,+kill,+chown',
+        '--',
+      ],
+      /QL_WORKER_RUN_AS=nobody: a run would hold capabilities \(CapPrm 0*e1\): give the worker no ambient capabilities/,
+    ],
+    [
+      "the worker's own user",
+      { QL_WORKER_RUN_AS: 'nobody' },
+      ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--'],
+      /QL_WORKER_RUN_AS=nobody is the worker's own user \(uid 65534\)/,
+    ],
+  ])(
+    'refuses to start with %s: exit 2 (configuration) and the reason',
+    async (_what, env, launcher, message) => {
+      const w = h.startWorker('worker-x', { env, launcher });
+      expect(await w.exited).toEqual({ code: WORKER_EXIT.config, signal: null });
+      expect(w.stderr.join('\n')).toMatch(message);
+      expect(w.lines.filter((l) => l.msg === 'worker registered')).toEqual([]);
+    },
+  );
+});
