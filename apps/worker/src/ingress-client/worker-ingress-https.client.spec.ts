@@ -1,6 +1,6 @@
-import { monotonicNow } from '../host/monotonic';
 // Size: one real TLS server exercises every rule of the client; the cases share it.
 import { parseStrictJson } from '@ql/contracts';
+import { monotonicNow } from '../host/monotonic';
 import type * as Crypto from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
