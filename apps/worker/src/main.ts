@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { WorkerConfigError, loadWorkerConfig, workerConfigTable } from './config/worker-config';
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
+import { JournalLockedError } from './journal/journal-lock';
 import { WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
 import { JsonLineLog, NestJsonLogger, WorkerLog } from './logging/worker-log';
 import { WorkerModule } from './worker.module';
@@ -47,6 +48,10 @@ async function main(): Promise<number> {
     try {
       await lifecycle.start();
     } catch (error) {
+      if (error instanceof JournalLockedError) {
+        log.error('worker refused to start: its journal folder is in use', describe(error));
+        return WORKER_EXIT.journalLocked;
+      }
       log.error('worker failed to start', describe(error));
       return WORKER_EXIT.failed;
     }

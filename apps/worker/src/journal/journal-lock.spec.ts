@@ -70,7 +70,7 @@ describe('journal single ownership (R-WRK-1)', () => {
       await expect(mine.open()).rejects.toThrow(JournalLockedError);
       await expect(mine.open()).rejects.toThrow(
         new RegExp(
-          `in use by worker worker-9 \\(pid ${child.pid}, since .*\\); each worker process needs its own`,
+          `in use by worker worker-9 \\(pid ${child.pid} on boot .*, since .*\\): a live process holds its kernel lock .*; each worker process needs its own`,
         ),
       );
       expect(mine.isOpen).toBe(false);
@@ -119,10 +119,13 @@ describe('journal single ownership (R-WRK-1)', () => {
     await expectOwnedByThisProcess();
   });
 
-  it('refuses an unreadable lock file rather than guessing', async () => {
+  it('replaces an unreadable lock file once no process holds the kernel lock (the file only informs)', async () => {
     await writeLock({ hello: 'world' });
-    await expect(journal().open()).rejects.toThrow(
-      /unreadable journal.lock; check that no worker uses this folder/,
-    );
+    await expectOwnedByThisProcess();
+  });
+
+  it('still refuses a live worker from before the kernel lock (its lock file has no kernelLock)', async () => {
+    await writeLock({ ...identityOf(process.pid), workerId: 'worker-0', nonce: 'n', since: 'then' });
+    await expect(journal().open()).rejects.toThrow(/in use by worker worker-0 \(pid \d+, since then\)/);
   });
 });

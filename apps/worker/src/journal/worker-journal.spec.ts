@@ -69,13 +69,16 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
     const r = await driveTo(journal, 'started');
     expect(mode(dir)).toBe(0o700);
     expect(mode(join(root, 'worker'))).toBe(0o700);
-    expect(readdirSync(dir).sort()).toEqual([`${r.offerId}.json`, 'journal.lock'].sort());
+    expect(readdirSync(dir).sort()).toEqual(
+      [`${r.offerId}.json`, 'journal.lock', 'journal.lock.sqlite'].sort(),
+    );
     expect(mode(join(dir, `${r.offerId}.json`))).toBe(0o600);
     expect(mode(join(dir, 'journal.lock'))).toBe(0o600);
+    expect(mode(join(dir, 'journal.lock.sqlite'))).toBe(0o600);
     const stored = JSON.parse(readFileSync(join(dir, `${r.offerId}.json`), 'utf8')) as JournalRecord;
     expect(stored).toMatchObject({ state: 'started', process: proc, runId: r.runId, leaseGeneration: 1 });
     await journal.close();
-    expect(readdirSync(dir)).toEqual([`${r.offerId}.json`]);
+    expect(readdirSync(dir).sort()).toEqual([`${r.offerId}.json`, 'journal.lock.sqlite'].sort()); // the kernel lock file stays (ADR 0029)
   });
 
   it('refuses a folder others can read, and a journal used before open()', async () => {
