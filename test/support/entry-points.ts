@@ -12,11 +12,16 @@ export const ROOT = resolve(__dirname, '..', '..');
  * TypeScript sources through SWC like a built tree (the quickstart starts its children the same way).
  */
 export class EntryPoint extends LoggedProcess {
-  constructor(file: string, env: Record<string, string>, args: string[] = []) {
-    super(process.execPath, ['-r', './apps/worker/test-support/swc-register.js', file, ...args], {
-      cwd: ROOT,
-      env,
-    });
+  /** `launcher`: a command that runs node, e.g. `['unshare', '--pid', '--fork', '--mount-proc']`. */
+  constructor(
+    file: string,
+    env: Record<string, string>,
+    args: string[] = [],
+    launcher: readonly string[] = [],
+  ) {
+    const node = [process.execPath, '-r', './apps/worker/test-support/swc-register.js', file, ...args];
+    const [command, ...rest] = [...launcher, ...node];
+    super(command!, rest, { cwd: ROOT, env });
   }
 }
 

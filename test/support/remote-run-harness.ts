@@ -20,7 +20,14 @@ import type { JournalRecord } from '../../apps/worker/src/journal/journal-record
 import { ATTEMPT_MARKER } from '../../apps/worker/src/executor/local-process.executor';
 import { environHas } from '../../apps/worker/src/host/process-table';
 import { EntryPoint, WORKER, tempDir } from './entry-points';
-import { Dialect, TestDatabase, TestPlane, createTestDatabase, createTestPki, startTestPlane } from './test-plane';
+import {
+  Dialect,
+  TestDatabase,
+  TestPlane,
+  createTestDatabase,
+  createTestPki,
+  startTestPlane,
+} from './test-plane';
 
 export interface AttemptView {
   id: string;
@@ -80,7 +87,9 @@ const KNOWN_WORKER_ENV = new Set<string>(WORKER_SETTINGS.map((s) => s.env));
 
 /** The optional settings this worker build knows (fast idle pulls). */
 export function optionalWorkerEnv(): Record<string, string> {
-  return Object.fromEntries(Object.entries(OPTIONAL_WORKER_ENV).filter(([name]) => KNOWN_WORKER_ENV.has(name)));
+  return Object.fromEntries(
+    Object.entries(OPTIONAL_WORKER_ENV).filter(([name]) => KNOWN_WORKER_ENV.has(name)),
+  );
 }
 
 /**
@@ -93,13 +102,18 @@ export const WAIT_DEADLINE_MS = 60_000;
 export async function eventually<T>(
   what: string,
   probe: () => Promise<T | undefined> | T | undefined,
-  { deadlineMs = WAIT_DEADLINE_MS, pollMs = 100, context }: { deadlineMs?: number; pollMs?: number; context?: () => string } = {},
+  {
+    deadlineMs = WAIT_DEADLINE_MS,
+    pollMs = 100,
+    context,
+  }: { deadlineMs?: number; pollMs?: number; context?: () => string } = {},
 ): Promise<T> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
-    if (Date.now() >= deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}\n${context?.() ?? ''}`);
+    if (Date.now() >= deadline)
+      throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}\n${context?.() ?? ''}`);
     await delay(pollMs);
   }
 }
@@ -122,8 +136,9 @@ export class RunWorker extends EntryPoint {
     readonly journalDir: string,
     readonly workDir: string,
     env: Record<string, string>,
+    launcher: readonly string[] = [],
   ) {
-    super(WORKER, { ...env, QL_WORKER_JOURNAL_DIR: journalDir, QL_WORKER_WORK_DIR: workDir });
+    super(WORKER, { ...env, QL_WORKER_JOURNAL_DIR: journalDir, QL_WORKER_WORK_DIR: workDir }, [], launcher);
   }
 
   /** The session id of its `worker registered` line, once it logged one. */
@@ -172,7 +187,10 @@ export class RemoteRunHarness {
    * Starts the worker entry point as `workerId`. `journalDir` defaults to a fresh folder; pass an
    * old worker's to restart it "on the same machine".
    */
-  startWorker(workerId: string, options: { env?: Record<string, string>; journalDir?: string } = {}): RunWorker {
+  startWorker(
+    workerId: string,
+    options: { env?: Record<string, string>; journalDir?: string; launcher?: readonly string[] } = {},
+  ): RunWorker {
     const n = this.workers.length + 1;
     const w = new RunWorker(
       workerId,
@@ -192,6 +210,7 @@ export class RemoteRunHarness {
         ...optionalWorkerEnv(),
         ...options.env,
       },
+      options.launcher,
     );
     this.workers.push(w);
     return w;
@@ -250,7 +269,11 @@ export class RemoteRunHarness {
       {
         deadlineMs,
         context: () => {
-          const seen = last && { status: last.status, attempts: last.attempts, events: last.events.map((e) => e.type) };
+          const seen = last && {
+            status: last.status,
+            attempts: last.attempts,
+            events: last.events.map((e) => e.type),
+          };
           return `last seen: ${JSON.stringify(seen)}\n${this.transcripts()}`;
         },
       },
@@ -258,7 +281,12 @@ export class RemoteRunHarness {
   }
 
   untilRunEnds(runId: string, deadlineMs = WAIT_DEADLINE_MS): Promise<RunView> {
-    return this.untilRun(runId, 'a terminal status', (r) => TERMINAL_RUN_STATUSES.includes(r.status), deadlineMs);
+    return this.untilRun(
+      runId,
+      'a terminal status',
+      (r) => TERMINAL_RUN_STATUSES.includes(r.status),
+      deadlineMs,
+    );
   }
 
   /** Every stored log entry of the run, paged with `after=nextAfter` like a client. */
