@@ -175,6 +175,13 @@ export class WorkerJournal {
     return this.serial(async () => this.write({ ...this.read(offerId), ...patch }));
   }
 
+  /** How many records are in `state` (the memory copy: no file is read). */
+  countInState(state: JournalState): number {
+    let n = 0;
+    for (const record of this.records.values()) if (record.state === state) n++;
+    return n;
+  }
+
   async get(offerId: string): Promise<JournalRecord | null> {
     this.assertOpen();
     return this.records.get(offerId) ?? null;
