@@ -196,24 +196,44 @@ export class RemoteRunHarness {
       workerId,
       options.journalDir ?? this.folder(`${workerId}-${n}-journal`),
       this.folder(`${workerId}-${n}-runs`),
-      {
-        QL_PROFILE: 'worker',
-        QL_WORKER_ID: workerId,
-        QL_WORKER_CONTROL_PLANE_URL: this.t.plane.ingressUrl,
-        QL_WORKER_TLS_CA: this.pki.caCertPath,
-        QL_WORKER_TLS_CERT: this.pki.workers[workerId]!.certPath,
-        QL_WORKER_TLS_KEY: this.pki.workers[workerId]!.keyPath,
-        QL_WORKER_HEARTBEAT_MS: '200',
-        QL_WORKER_REQUEST_TIMEOUT_MS: String(WORKER_REQUEST_TIMEOUT_MS),
-        QL_WORKER_KILL_GRACE_MS: '500',
-        QL_WORKER_LOG_LEVEL: 'debug',
-        ...optionalWorkerEnv(),
-        ...options.env,
-      },
+      this.workerEnv(workerId, options.env),
       options.launcher,
     );
     this.workers.push(w);
     return w;
+  }
+
+  /**
+   * The worker's `journal …` command (ADR 0029) on `journalDir`, with the environment a worker of
+   * `workerId` gets; resolves once it exited, with its exit code and output lines.
+   */
+  async journalCommand(
+    workerId: string,
+    journalDir: string,
+    args: readonly string[],
+  ): Promise<{ code: number | null; stdout: string[]; stderr: string[] }> {
+    const env = { ...this.workerEnv(workerId), QL_WORKER_JOURNAL_DIR: journalDir };
+    const command = new EntryPoint(WORKER, env, ['journal', ...args]);
+    const { code } = await command.exited;
+    const stdout = command.lines.map((l) => String(l.msg).replace(/^\(not JSON\) /, ''));
+    return { code, stdout, stderr: command.stderr };
+  }
+
+  private workerEnv(workerId: string, env: Record<string, string> = {}): Record<string, string> {
+    return {
+      QL_PROFILE: 'worker',
+      QL_WORKER_ID: workerId,
+      QL_WORKER_CONTROL_PLANE_URL: this.t.plane.ingressUrl,
+      QL_WORKER_TLS_CA: this.pki.caCertPath,
+      QL_WORKER_TLS_CERT: this.pki.workers[workerId]!.certPath,
+      QL_WORKER_TLS_KEY: this.pki.workers[workerId]!.keyPath,
+      QL_WORKER_HEARTBEAT_MS: '200',
+      QL_WORKER_REQUEST_TIMEOUT_MS: String(WORKER_REQUEST_TIMEOUT_MS),
+      QL_WORKER_KILL_GRACE_MS: '500',
+      QL_WORKER_LOG_LEVEL: 'debug',
+      ...optionalWorkerEnv(),
+      ...env,
+    };
   }
 
   /** Waits until `w` registered and its session is online in the admin API. */

@@ -2,13 +2,17 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { WorkerConfigError, loadWorkerConfig, workerConfigTable } from './config/worker-config';
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
+import { journalCommand } from './journal/journal-command';
 import { JournalLockedError } from './journal/journal-lock';
 import { WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
 import { JsonLineLog, NestJsonLogger, WorkerLog } from './logging/worker-log';
 import { WorkerModule } from './worker.module';
 import { WORKER_EXIT } from './worker-exit';
 
-/** `npm run start:worker`: the headless worker (QL_PROFILE=worker). */
+/**
+ * `npm run start:worker`: the headless worker (QL_PROFILE=worker). `… main.js journal list|resolve`:
+ * the operator's journal command (journal/journal-command.ts), with the worker's environment.
+ */
 async function main(): Promise<number> {
   if (process.argv.includes('--config-docs')) {
     process.stdout.write(`${workerConfigTable()}\n`);
@@ -28,6 +32,12 @@ async function main(): Promise<number> {
     if (!(error instanceof WorkerConfigError)) throw error;
     process.stderr.write(`worker configuration error: ${error.message}\n`);
     return WORKER_EXIT.config;
+  }
+  if (process.argv[2] === 'journal') {
+    return journalCommand(process.argv.slice(3), config, {
+      out: (line) => process.stdout.write(`${line}\n`),
+      err: (line) => process.stderr.write(`${line}\n`),
+    });
   }
   const log = new JsonLineLog(config.logLevel, undefined, { workerId: config.workerId });
   log.info('worker starting', {

@@ -208,6 +208,24 @@ export class WorkerJournal {
     } while (after !== null);
   }
 
+  /**
+   * The operator's step (`journal resolve`, ADR 0029): removes a `recovery_required` record once the
+   * operator checked that nothing of its run still runs. Any other record, or an unknown one, throws
+   * and nothing changes.
+   */
+  resolveRecovery(offerId: string): Promise<JournalRecord> {
+    return this.serial(async () => {
+      const record = this.read(offerId);
+      if (record.state !== 'recovery_required') {
+        throw new IllegalStateError(`offer ${offerId} is ${record.state}, not recovery_required`);
+      }
+      await unlink(join(this.options.dir, fileOf(offerId)));
+      await syncFolder(this.options.dir);
+      this.records.delete(offerId);
+      return record;
+    });
+  }
+
   /** Removes finished records, oldest change first, until at most `keep` records remain. */
   prune(keep: number = this.options.maxRecords): Promise<number> {
     return this.serial(() => this.pruneTo(keep));
