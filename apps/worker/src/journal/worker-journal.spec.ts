@@ -108,6 +108,24 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
     await journal.close();
   });
 
+  it('the operator resolves a recovery_required record only: any other or unknown record is refused and nothing changes (ADR 0029)', async () => {
+    const journal = await opened();
+    const live = await driveTo(journal, 'running_acknowledged');
+    const stuck = await driveTo(journal, 'recovery_required');
+    const before = readdirSync(journal.dir).sort();
+    await expect(journal.resolveRecovery(live.offerId)).rejects.toThrow(
+      new RegExp(`offer ${live.offerId} is running_acknowledged, not recovery_required`),
+    );
+    await expect(journal.resolveRecovery(ids.uuidV7())).rejects.toThrow(/is not in the journal/);
+    expect(readdirSync(journal.dir).sort()).toEqual(before);
+    expect(journal.countInState('recovery_required')).toBe(1);
+    await expect(journal.resolveRecovery(stuck.offerId)).resolves.toMatchObject({ offerId: stuck.offerId });
+    expect(existsSync(join(journal.dir, `${stuck.offerId}.json`))).toBe(false);
+    expect(await journal.get(stuck.offerId)).toBeNull();
+    expect(journal.countInState('recovery_required')).toBe(0);
+    await journal.close();
+  });
+
   it('keeps the lease token while it matters and drops it once the record is finished', async () => {
     const journal = await opened();
     const live = await driveTo(journal, 'running_acknowledged');
