@@ -84,6 +84,32 @@ describe('journal single ownership (R-WRK-1)', () => {
     await mine.close();
   });
 
+  it('a frozen owner (SIGSTOP) keeps the journal: the kernel holds its lock (ADR 0029)', async () => {
+    const { child, line } = await holderProcess();
+    expect(line).toBe('open');
+    child.kill('SIGSTOP');
+    try {
+      await expect(journal().open()).rejects.toThrow(/in use by worker worker-9 .*kernel lock/);
+    } finally {
+      child.kill('SIGCONT');
+      child.stdin!.end();
+      await once(child, 'exit');
+    }
+  });
+
+  it('a lock file naming a pid that is not alive here does not let a second worker in while the owner holds the kernel lock', async () => {
+    const { child } = await holderProcess();
+    try {
+      // As seen from another PID namespace: the owner's pid names no process (or another one) here.
+      const named = JSON.parse(readFileSync(lockFile(), 'utf8')) as Record<string, unknown>;
+      writeFileSync(lockFile(), JSON.stringify({ ...named, pid: await deadPid() }));
+      await expect(journal().open()).rejects.toThrow(JournalLockedError);
+    } finally {
+      child.stdin!.end();
+      await once(child, 'exit');
+    }
+  });
+
   it('a second journal in the same process is refused too', async () => {
     const first = journal();
     await first.open();
