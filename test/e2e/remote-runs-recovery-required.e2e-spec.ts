@@ -12,7 +12,7 @@
  * SQLite only: what is under test is the worker processes; the heartbeat field's storage on both
  * dialects is in test/contract/worker-session.contract.ts.
  */
-import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { RemoteRunHarness, eventually, journalRecords } from '../support/remote-run-harness';
@@ -172,7 +172,15 @@ describe('restart with a leftover group it cannot prove its own (sqlite)', () =>
     process.kill(-leftoverPgid, 'SIGKILL');
     leftoverPgid = null;
     const unknown = await h.journalCommand('worker-a', w1.journalDir, ['resolve', runId]);
-    expect(unknown.code).toBe(2);
+    expect(unknown).toMatchObject({
+      code: 2,
+      stderr: [expect.stringMatching(/no journal record .* needs recovery/)],
+    });
+    const elsewhere = h.folder('no-such-journal');
+    expect(await h.journalCommand('worker-a', elsewhere, ['list'])).toMatchObject({ code: 2 });
+    expect(existsSync(elsewhere)).toBe(false);
+    expect((await h.journalCommand('worker-a', w1.journalDir, ['resolve'])).code).toBe(2);
+    expect(journalRecords(w1.journalDir).filter((r) => r.state === 'recovery_required')).toHaveLength(1);
     const resolved = await h.journalCommand('worker-a', w1.journalDir, ['resolve', '--all']);
     expect(resolved.code).toBe(0);
     expect(resolved.stdout.at(-1)).toMatch(/^1 resolved/);

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { WorkerConfig } from '../config/worker-config';
 import { JournalLockedError } from './journal-lock';
 import type { JournalRecord } from './journal-record';
@@ -36,6 +37,11 @@ export async function journalCommand(
     !(verb === 'resolve' && target !== undefined && rest.length === 0)
   ) {
     io.err(JOURNAL_USAGE);
+    return JOURNAL_COMMAND_EXIT.usage;
+  }
+  if (!existsSync(config.journalDir)) {
+    // Opening would create it: a mistyped QL_WORKER_JOURNAL_DIR or QL_WORKER_ID must change nothing.
+    io.err(`no journal folder ${config.journalDir}; check QL_WORKER_JOURNAL_DIR and QL_WORKER_ID`);
     return JOURNAL_COMMAND_EXIT.usage;
   }
   const journal = new WorkerJournal({
