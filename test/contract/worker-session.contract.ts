@@ -1,6 +1,6 @@
 import { ValidationError, WorkerSessionRepository } from '@ql/domain';
 import { createIdGenerator } from '@ql/contracts';
-import { SqlDatabase, SqlWorkerSessionRepository } from '@ql/persistence';
+import { SqlDatabase, SqlOperationalStatsRepository, SqlWorkerSessionRepository } from '@ql/persistence';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { expectFence as expectFenceOf, newSessionId, snapshot } from '../support/fixtures';
 
@@ -117,6 +117,37 @@ export function describeWorkerSessionContract(dialect: string, makeTarget: () =>
         .catch((e) => e);
       expect(error).toBeInstanceOf(ValidationError);
       expect((await repo.findWorker(w))?.session).toEqual(next);
+    });
+
+    it('a heartbeat stores the journal records waiting for an operator; stats count them; a new session starts at 0 (ADR 0029)', async () => {
+      const stats = new SqlOperationalStatsRepository(db);
+      const base = (await stats.counts()).recoveryRequired;
+      const w = workerId();
+      const s = newSessionId();
+      await register(w, s);
+      expect((await repo.findWorker(w))?.recoveryRequired).toBe(0);
+      const hb = await repo.heartbeat({ ...cmd(w, s, 1, 0), availableSlots: 1, recoveryRequired: 2 });
+      expect((await repo.findWorker(w))?.recoveryRequired).toBe(2);
+      expect((await stats.counts()).recoveryRequired).toEqual({
+        workers: base.workers + 1,
+        records: base.records + 2,
+      });
+      // The count is part of the call: the same fence with another count is not a replay of it.
+      await expectFence(
+        repo.heartbeat({ ...cmd(w, s, 1, 0), availableSlots: 1, recoveryRequired: 1 }),
+        'version_mismatch',
+      );
+      await expect(
+        repo.heartbeat({ ...cmd(w, s, 1, 0), availableSlots: 1, recoveryRequired: 2 }),
+      ).resolves.toEqual(hb);
+      // Absent means none: the operator cleared the journal and the worker says nothing more.
+      await repo.heartbeat({ ...cmd(w, s, 1, 1), availableSlots: 1 });
+      expect((await repo.findWorker(w))?.recoveryRequired).toBe(0);
+      await repo.heartbeat({ ...cmd(w, s, 1, 2), availableSlots: 1, recoveryRequired: 1 });
+      const s2 = newSessionId();
+      await register(w, s2);
+      expect((await repo.findWorker(w))?.recoveryRequired).toBe(0);
+      expect((await stats.counts()).recoveryRequired).toEqual(base);
     });
 
     it('an exact replay of the last applied heartbeat, drain or offline (a lost answer) gets the session as it stands and changes nothing (R-WRK-7)', async () => {

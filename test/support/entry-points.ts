@@ -12,8 +12,14 @@ export const ROOT = resolve(__dirname, '..', '..');
  * TypeScript sources through SWC like a built tree (the quickstart starts its children the same way).
  */
 export class EntryPoint extends LoggedProcess {
-  /** `launcher`: a command that execs node in place (same pid), e.g. `setpriv …` to limit capabilities. */
-  constructor(file: string, env: Record<string, string>, args: string[] = [], launcher: string[] = []) {
+  /** `launcher`: a command that runs node, e.g. `['unshare', '--pid', '--fork', '--mount-proc']`, or
+   * `setpriv …` to limit capabilities (execs node in place: same pid). */
+  constructor(
+    file: string,
+    env: Record<string, string>,
+    args: string[] = [],
+    launcher: readonly string[] = [],
+  ) {
     const node = [process.execPath, '-r', './apps/worker/test-support/swc-register.js', file, ...args];
     const [command, ...rest] = [...launcher, ...node];
     super(command!, rest, { cwd: ROOT, env });

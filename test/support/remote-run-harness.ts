@@ -20,7 +20,14 @@ import type { JournalRecord } from '../../apps/worker/src/journal/journal-record
 import { ATTEMPT_MARKER } from '../../apps/worker/src/executor/local-process.executor';
 import { environHas } from '../../apps/worker/src/host/process-table';
 import { EntryPoint, WORKER, tempDir } from './entry-points';
-import { Dialect, TestDatabase, TestPlane, createTestDatabase, createTestPki, startTestPlane } from './test-plane';
+import {
+  Dialect,
+  TestDatabase,
+  TestPlane,
+  createTestDatabase,
+  createTestPki,
+  startTestPlane,
+} from './test-plane';
 
 export interface AttemptView {
   id: string;
@@ -80,7 +87,9 @@ const KNOWN_WORKER_ENV = new Set<string>(WORKER_SETTINGS.map((s) => s.env));
 
 /** The optional settings this worker build knows (fast idle pulls). */
 export function optionalWorkerEnv(): Record<string, string> {
-  return Object.fromEntries(Object.entries(OPTIONAL_WORKER_ENV).filter(([name]) => KNOWN_WORKER_ENV.has(name)));
+  return Object.fromEntries(
+    Object.entries(OPTIONAL_WORKER_ENV).filter(([name]) => KNOWN_WORKER_ENV.has(name)),
+  );
 }
 
 /**
@@ -93,13 +102,18 @@ export const WAIT_DEADLINE_MS = 60_000;
 export async function eventually<T>(
   what: string,
   probe: () => Promise<T | undefined> | T | undefined,
-  { deadlineMs = WAIT_DEADLINE_MS, pollMs = 100, context }: { deadlineMs?: number; pollMs?: number; context?: () => string } = {},
+  {
+    deadlineMs = WAIT_DEADLINE_MS,
+    pollMs = 100,
+    context,
+  }: { deadlineMs?: number; pollMs?: number; context?: () => string } = {},
 ): Promise<T> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
-    if (Date.now() >= deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}\n${context?.() ?? ''}`);
+    if (Date.now() >= deadline)
+      throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}\n${context?.() ?? ''}`);
     await delay(pollMs);
   }
 }
@@ -135,7 +149,7 @@ export class RunWorker extends EntryPoint {
     readonly journalDir: string,
     readonly workDir: string,
     env: Record<string, string>,
-    launcher: string[] = [],
+    launcher: readonly string[] = [],
   ) {
     super(WORKER, { ...env, QL_WORKER_JOURNAL_DIR: journalDir, QL_WORKER_WORK_DIR: workDir }, [], launcher);
   }
@@ -194,31 +208,51 @@ export class RemoteRunHarness {
    */
   startWorker(
     workerId: string,
-    options: { env?: Record<string, string>; journalDir?: string; launcher?: string[] } = {},
+    options: { env?: Record<string, string>; journalDir?: string; launcher?: readonly string[] } = {},
   ): RunWorker {
     const n = this.workers.length + 1;
     const w = new RunWorker(
       workerId,
       options.journalDir ?? this.folder(`${workerId}-${n}-journal`),
       this.folder(`${workerId}-${n}-runs`),
-      {
-        QL_PROFILE: 'worker',
-        QL_WORKER_ID: workerId,
-        QL_WORKER_CONTROL_PLANE_URL: this.t.plane.ingressUrl,
-        QL_WORKER_TLS_CA: this.pki.caCertPath,
-        QL_WORKER_TLS_CERT: this.pki.workers[workerId]!.certPath,
-        QL_WORKER_TLS_KEY: this.pki.workers[workerId]!.keyPath,
-        QL_WORKER_HEARTBEAT_MS: '200',
-        QL_WORKER_REQUEST_TIMEOUT_MS: String(WORKER_REQUEST_TIMEOUT_MS),
-        QL_WORKER_KILL_GRACE_MS: '500',
-        QL_WORKER_LOG_LEVEL: 'debug',
-        ...optionalWorkerEnv(),
-        ...options.env,
-      },
+      this.workerEnv(workerId, options.env),
       options.launcher,
     );
     this.workers.push(w);
     return w;
+  }
+
+  /**
+   * The worker's `journal …` command (ADR 0029) on `journalDir`, with the environment a worker of
+   * `workerId` gets; resolves once it exited, with its exit code and output lines.
+   */
+  async journalCommand(
+    workerId: string,
+    journalDir: string,
+    args: readonly string[],
+  ): Promise<{ code: number | null; stdout: string[]; stderr: string[] }> {
+    const env = { ...this.workerEnv(workerId), QL_WORKER_JOURNAL_DIR: journalDir };
+    const command = new EntryPoint(WORKER, env, ['journal', ...args]);
+    const { code } = await command.exited;
+    const stdout = command.lines.map((l) => String(l.msg).replace(/^\(not JSON\) /, ''));
+    return { code, stdout, stderr: command.stderr };
+  }
+
+  private workerEnv(workerId: string, env: Record<string, string> = {}): Record<string, string> {
+    return {
+      QL_PROFILE: 'worker',
+      QL_WORKER_ID: workerId,
+      QL_WORKER_CONTROL_PLANE_URL: this.t.plane.ingressUrl,
+      QL_WORKER_TLS_CA: this.pki.caCertPath,
+      QL_WORKER_TLS_CERT: this.pki.workers[workerId]!.certPath,
+      QL_WORKER_TLS_KEY: this.pki.workers[workerId]!.keyPath,
+      QL_WORKER_HEARTBEAT_MS: '200',
+      QL_WORKER_REQUEST_TIMEOUT_MS: String(WORKER_REQUEST_TIMEOUT_MS),
+      QL_WORKER_KILL_GRACE_MS: '500',
+      QL_WORKER_LOG_LEVEL: 'debug',
+      ...optionalWorkerEnv(),
+      ...env,
+    };
   }
 
   /** Waits until `w` registered and its session is online in the admin API. */
@@ -274,7 +308,11 @@ export class RemoteRunHarness {
       {
         deadlineMs,
         context: () => {
-          const seen = last && { status: last.status, attempts: last.attempts, events: last.events.map((e) => e.type) };
+          const seen = last && {
+            status: last.status,
+            attempts: last.attempts,
+            events: last.events.map((e) => e.type),
+          };
           return `last seen: ${JSON.stringify(seen)}\n${this.transcripts()}`;
         },
       },
@@ -282,7 +320,12 @@ export class RemoteRunHarness {
   }
 
   untilRunEnds(runId: string, deadlineMs = WAIT_DEADLINE_MS): Promise<RunView> {
-    return this.untilRun(runId, 'a terminal status', (r) => TERMINAL_RUN_STATUSES.includes(r.status), deadlineMs);
+    return this.untilRun(
+      runId,
+      'a terminal status',
+      (r) => TERMINAL_RUN_STATUSES.includes(r.status),
+      deadlineMs,
+    );
   }
 
   /** Every stored log entry of the run, paged with `after=nextAfter` like a client. */

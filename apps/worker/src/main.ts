@@ -5,12 +5,17 @@ import { checkRunAs, resolveRunAs } from './executor/run-as';
 import { LocalProcessExecutor } from './executor/local-process.executor';
 import { containmentLine } from './host/cgroup';
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
+import { journalCommand } from './journal/journal-command';
+import { JournalLockedError } from './journal/journal-lock';
 import { WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
 import { JsonLineLog, NestJsonLogger, WorkerLog } from './logging/worker-log';
 import { WorkerModule } from './worker.module';
 import { WORKER_EXIT } from './worker-exit';
 
-/** `npm run start:worker`: the headless worker (QL_PROFILE=worker). */
+/**
+ * `npm run start:worker`: the headless worker (QL_PROFILE=worker). `… main.js journal list|resolve`:
+ * the operator's journal command (journal/journal-command.ts), with the worker's environment.
+ */
 async function main(): Promise<number> {
   if (process.argv.includes('--config-docs')) {
     process.stdout.write(`${workerConfigTable()}\n`);
@@ -32,6 +37,12 @@ async function main(): Promise<number> {
     if (!(error instanceof WorkerConfigError)) throw error;
     process.stderr.write(`worker configuration error: ${error.message}\n`);
     return WORKER_EXIT.config;
+  }
+  if (process.argv[2] === 'journal') {
+    return journalCommand(process.argv.slice(3), config, {
+      out: (line) => process.stdout.write(`${line}\n`),
+      err: (line) => process.stderr.write(`${line}\n`),
+    });
   }
   const log = new JsonLineLog(config.logLevel, undefined, { workerId: config.workerId });
   log.info('worker starting', {
@@ -60,6 +71,10 @@ async function main(): Promise<number> {
     try {
       await lifecycle.start();
     } catch (error) {
+      if (error instanceof JournalLockedError) {
+        log.error('worker refused to start: its journal folder is in use', describe(error));
+        return WORKER_EXIT.journalLocked;
+      }
       log.error('worker failed to start', describe(error));
       return WORKER_EXIT.failed;
     }

@@ -8,4 +8,10 @@ export const WORKER_EXIT = {
   config: 2,
   /** The control plane fenced this session (replaced, expired, disabled): never re-registered here. */
   fenced: 3,
+  /**
+   * Another live process holds the journal folder's kernel lock (ADR 0029): another worker, or the
+   * `journal` command, uses this QL_WORKER_JOURNAL_DIR. Restart with back-off; it starts once that
+   * process is gone.
+   */
+  journalLocked: 4,
 } as const;

@@ -28,6 +28,8 @@ export interface SessionCommand {
 
 export interface HeartbeatCommand extends SessionCommand {
   readonly availableSlots: number;
+  /** Journal records waiting for an operator, as the worker reported (ADR 0029); absent: 0. */
+  readonly recoveryRequired?: number;
 }
 
 /** One caller's share of a batched heartbeat (ADR 0018). */
@@ -56,6 +58,8 @@ export interface WorkerRecord {
   readonly protocolVersion: number;
   readonly registeredAt: number;
   readonly lastSeenAt: number;
+  /** Journal records waiting for an operator, as the current session's last heartbeat said (ADR 0029). */
+  readonly recoveryRequired: number;
 }
 
 export interface WorkerListQuery {

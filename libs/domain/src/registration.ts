@@ -71,13 +71,24 @@ export function parseSessionFence(raw: Record<string, unknown>): SessionFence {
 
 export interface HeartbeatRequest extends SessionFence {
   readonly availableSlots: number;
+  /**
+   * Journal records of the worker that wait for an operator (`recovery_required`, ADR 0029); absent
+   * means 0. At most the journal's record bound.
+   */
+  readonly recoveryRequired?: number;
 }
 
+/** A worker journal holds at most this many records (SPEC §12), so at most this many need recovery. */
+export const MAX_RECOVERY_REQUIRED = 1024;
+
 export function parseHeartbeat(body: unknown): HeartbeatRequest {
-  const raw = readObject(body, '', ['generation', 'expectedVersion', 'availableSlots']);
+  const raw = readObject(body, '', ['generation', 'expectedVersion', 'availableSlots', 'recoveryRequired']);
   return {
     ...parseSessionFence(raw),
     availableSlots: readInt(raw.availableSlots, 'availableSlots', 0, MAX_CONCURRENT_RUNS),
+    ...(raw.recoveryRequired === undefined
+      ? {}
+      : { recoveryRequired: readInt(raw.recoveryRequired, 'recoveryRequired', 0, MAX_RECOVERY_REQUIRED) }),
   };
 }
 

@@ -114,8 +114,11 @@ export function applySessionAction(
  * the session by every accepted heartbeat, drain and offline in the same write that moves its version
  * (R-WRK-7, ADR 0012).
  */
-export function sessionCallKey(action: SessionAction, availableSlots = 0): string {
-  return action === 'heartbeat' ? `heartbeat:${availableSlots}` : action;
+export function sessionCallKey(action: SessionAction, availableSlots = 0, recoveryRequired = 0): string {
+  if (action !== 'heartbeat') return action;
+  return recoveryRequired > 0
+    ? `heartbeat:${availableSlots}:recovery:${recoveryRequired}`
+    : `heartbeat:${availableSlots}`;
 }
 
 /**

@@ -4,6 +4,11 @@ export interface OperationalCounts {
   readonly sessions: Readonly<Record<'online' | 'draining' | 'offline' | 'expired', number>>;
   /** Runs by status (every status present, zero when none). */
   readonly runs: Readonly<Record<string, number>>;
+  /**
+   * Workers whose current session's last heartbeat reported journal records waiting for an operator,
+   * and those records summed (ADR 0029).
+   */
+  readonly recoveryRequired: { readonly workers: number; readonly records: number };
 }
 
 export interface OperationalStatsRepository {

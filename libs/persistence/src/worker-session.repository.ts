@@ -59,11 +59,12 @@ interface WorkerRow {
   protocol_version: number;
   registered_at: number | Date;
   last_seen_at: number | Date;
+  recovery_required: number;
 }
 
 const COLUMNS = `worker_id, disabled, session_id, generation, version, status, lease_expires_at,
   max_concurrent_runs, available_slots, registration_digest, capabilities_json, capabilities_digest,
-  software_version, protocol_version, registered_at, last_seen_at`;
+  software_version, protocol_version, registered_at, last_seen_at, recovery_required`;
 
 /** What a session call answers with: never the capabilities document (up to 16 KiB) on the hot path. */
 export const SESSION_COLUMNS = `worker_id, session_id, generation, version, status, lease_expires_at,
@@ -100,14 +101,15 @@ const BATCH_FENCE = sessionFence({
   version: 'b.b_version',
 });
 const BATCH_SET = `version = version + 1, last_call = b.b_call,
-    available_slots = CASE WHEN status = 'online' THEN b.b_slots ELSE 0 END, last_seen_at = {now}`;
+    available_slots = CASE WHEN status = 'online' THEN b.b_slots ELSE 0 END, last_seen_at = {now},
+    recovery_required = b.b_recovery`;
 const cancelsOf = (alias: string, aggregate: string) =>
   `(SELECT ${aggregate} FROM (${cancelIntentsSql(`${alias}.worker_id`, `${alias}.session_id`)}) c)`;
 export const HEARTBEAT_BATCH_SQL = {
   postgres: `WITH b AS MATERIALIZED (
     SELECT w AS b_worker, s AS b_session, g AS b_generation, v AS b_version, n AS b_slots,
-        l AS b_lease, k AS b_call
-      FROM json_to_recordset(:batch::json) AS j(w text, s uuid, g int4, v int8, n int4, l int8, k text)),
+        l AS b_lease, k AS b_call, r AS b_recovery
+      FROM json_to_recordset(:batch::json) AS j(w text, s uuid, g int4, v int8, n int4, l int8, k text, r int4)),
   u AS (
     UPDATE workers SET ${BATCH_SET}, lease_expires_at = {now} + b.b_lease * interval '1 millisecond'
     FROM b
@@ -118,7 +120,8 @@ export const HEARTBEAT_BATCH_SQL = {
   FROM u`,
   sqlite: `UPDATE workers SET ${BATCH_SET}, lease_expires_at = {now} + b.b_lease
     FROM (SELECT value ->> 'w' AS b_worker, value ->> 's' AS b_session, value ->> 'g' AS b_generation,
-        value ->> 'v' AS b_version, value ->> 'n' AS b_slots, value ->> 'l' AS b_lease, value ->> 'k' AS b_call
+        value ->> 'v' AS b_version, value ->> 'n' AS b_slots, value ->> 'l' AS b_lease, value ->> 'k' AS b_call,
+        value ->> 'r' AS b_recovery
       FROM json_each(:batch)) AS b
     WHERE ${BATCH_FENCE} AND max_concurrent_runs >= b.b_slots
     RETURNING ${SESSION_COLUMNS}, last_call, ${cancelsOf('workers', 'json_group_array(c.attempt_id ORDER BY c.attempt_id)')} AS cancels`,
@@ -216,7 +219,7 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
              available_slots = :slots, registration_digest = :registrationDigest,
              capabilities_json = :capabilities, capabilities_digest = :capabilitiesDigest,
              software_version = :softwareVersion, protocol_version = :protocolVersion,
-             registered_at = {now}, last_seen_at = {now}, active_leases = 0, last_call = NULL
+             registered_at = {now}, last_seen_at = {now}, active_leases = 0, last_call = NULL, recovery_required = 0
            WHERE worker_id = :workerId AND session_id = :previousSessionId AND generation = :previousGeneration
            RETURNING ${COLUMNS}`,
           {
@@ -270,7 +273,8 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
               v: c.fence.expectedVersion,
               n: c.availableSlots,
               l: c.leaseMs,
-              k: sessionCallKey('heartbeat', c.availableSlots),
+              k: heartbeatKey(c),
+              r: c.recoveryRequired ?? 0,
             })),
           ),
           no: false,
@@ -292,7 +296,12 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
                 row && isOwnWrite(row, call)
                   ? { session: toSession(row), cancelAttemptIds: readCancels(row.cancels) }
                   : {
-                      session: await this.explainMiss(call, 'heartbeat', call.availableSlots),
+                      session: await this.explainMiss(
+                        call,
+                        'heartbeat',
+                        call.availableSlots,
+                        heartbeatKey(call),
+                      ),
                       cancelAttemptIds: null,
                     },
             };
@@ -432,6 +441,7 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
     command: SessionCommand,
     action: SessionAction,
     slots: number,
+    callKey = sessionCallKey(action, slots),
   ): Promise<WorkerSession> {
     const row = await this.db.one<WorkerRow & { last_call: string | null; now: number | Date }>(
       `SELECT ${COLUMNS}, last_call, {now} AS now FROM workers WHERE worker_id = :workerId`,
@@ -440,7 +450,6 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
     const current = row ? toSession(row) : null;
     const disabled = row ? isTrue(row.disabled) : false;
     const now = row ? toMs(row.now) : 0;
-    const callKey = sessionCallKey(action, slots);
     if (
       isReplayOfLastCall(
         current,
@@ -481,8 +490,13 @@ function isOwnWrite(row: SessionRow & { last_call: string }, call: HeartbeatComm
     row.session_id === call.sessionId &&
     toInt(row.generation) === call.fence.generation &&
     toInt(row.version) === call.fence.expectedVersion + 1 &&
-    row.last_call === sessionCallKey('heartbeat', call.availableSlots)
+    row.last_call === heartbeatKey(call)
   );
+}
+
+/** A heartbeat's call key names everything its body asks (R-WRK-7): slots and recovery count. */
+function heartbeatKey(call: HeartbeatCommand): string {
+  return sessionCallKey('heartbeat', call.availableSlots, call.recoveryRequired ?? 0);
 }
 
 /** PostgreSQL answers json (parsed by the driver), SQLite its text. */
@@ -533,5 +547,6 @@ function toRecord(row: WorkerRow): WorkerRecord {
     protocolVersion: toInt(row.protocol_version),
     registeredAt: toMs(row.registered_at),
     lastSeenAt: toMs(row.last_seen_at),
+    recoveryRequired: toInt(row.recovery_required),
   };
 }

@@ -223,6 +223,7 @@ export function toWorkerView(w: WorkerRecord) {
     capabilitiesDigest: w.capabilitiesDigest,
     registeredAt: new Date(w.registeredAt).toISOString(),
     lastSeenAt: new Date(w.lastSeenAt).toISOString(),
+    recoveryRequired: w.recoveryRequired,
   };
 }
 

@@ -4,6 +4,7 @@ const stats = {
   counts: async () => ({
     sessions: { online: 2, draining: 1, offline: 0, expired: 1 },
     runs: { queued: 4, succeeded: 9 },
+    recoveryRequired: { workers: 1, records: 2 },
   }),
 };
 
@@ -42,5 +43,7 @@ describe('ControlPlaneMetrics', () => {
     expect(text).toContain('ql_runs_queue_depth{status="queued"} 4\n');
     expect(text).toContain('ql_run_outcomes{status="succeeded"} 9\n');
     expect(text).not.toContain('ql_runs_queue_depth{status="succeeded"}');
+    expect(text).toContain('ql_workers_recovery_required 1\n');
+    expect(text).toContain('ql_worker_journal_records_recovery_required 2\n');
   });
 });

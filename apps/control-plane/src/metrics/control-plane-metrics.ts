@@ -70,6 +70,22 @@ export class ControlPlaneMetrics {
       },
     });
     new Gauge({
+      name: 'ql_workers_recovery_required',
+      help: 'Workers whose journal holds records waiting for an operator (recovery_required): they do not pull (ADR 0029)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await counts()).recoveryRequired.workers);
+      },
+    });
+    new Gauge({
+      name: 'ql_worker_journal_records_recovery_required',
+      help: 'Journal records waiting for an operator, summed over workers, as their last heartbeats said',
+      registers: [this.registry],
+      async collect() {
+        this.set((await counts()).recoveryRequired.records);
+      },
+    });
+    new Gauge({
       name: 'ql_runs_queue_depth',
       help: 'Runs not yet finished, by status',
       labelNames: ['status'] as const,

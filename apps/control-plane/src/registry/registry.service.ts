@@ -77,6 +77,7 @@ export class RegistryService {
     const { session, cancelAttemptIds } = await this.heartbeats.heartbeat({
       ...this.command(principal, sessionId, request),
       availableSlots: request.availableSlots,
+      recoveryRequired: request.recoveryRequired ?? 0,
     });
     this.metrics.heartbeatAccepted();
     // The cancel intents came with the write; a replay (nothing written) reads them on the live-lease

@@ -70,7 +70,7 @@ describe('journal single ownership (R-WRK-1)', () => {
       await expect(mine.open()).rejects.toThrow(JournalLockedError);
       await expect(mine.open()).rejects.toThrow(
         new RegExp(
-          `in use by worker worker-9 \\(pid ${child.pid}, since .*\\); each worker process needs its own`,
+          `in use by worker worker-9 \\(pid ${child.pid} on boot .*, since .*\\): a live process holds its kernel lock .*; each worker process needs its own`,
         ),
       );
       expect(mine.isOpen).toBe(false);
@@ -82,6 +82,32 @@ describe('journal single ownership (R-WRK-1)', () => {
     await mine.open();
     expect(JSON.parse(readFileSync(lockFile(), 'utf8'))).toMatchObject({ pid: process.pid });
     await mine.close();
+  });
+
+  it('a frozen owner (SIGSTOP) keeps the journal: the kernel holds its lock (ADR 0029)', async () => {
+    const { child, line } = await holderProcess();
+    expect(line).toBe('open');
+    child.kill('SIGSTOP');
+    try {
+      await expect(journal().open()).rejects.toThrow(/in use by worker worker-9 .*kernel lock/);
+    } finally {
+      child.kill('SIGCONT');
+      child.stdin!.end();
+      await once(child, 'exit');
+    }
+  });
+
+  it('a lock file naming a pid that is not alive here does not let a second worker in while the owner holds the kernel lock', async () => {
+    const { child } = await holderProcess();
+    try {
+      // As seen from another PID namespace: the owner's pid names no process (or another one) here.
+      const named = JSON.parse(readFileSync(lockFile(), 'utf8')) as Record<string, unknown>;
+      writeFileSync(lockFile(), JSON.stringify({ ...named, pid: await deadPid() }));
+      await expect(journal().open()).rejects.toThrow(JournalLockedError);
+    } finally {
+      child.stdin!.end();
+      await once(child, 'exit');
+    }
   });
 
   it('a second journal in the same process is refused too', async () => {
@@ -119,10 +145,13 @@ describe('journal single ownership (R-WRK-1)', () => {
     await expectOwnedByThisProcess();
   });
 
-  it('refuses an unreadable lock file rather than guessing', async () => {
+  it('replaces an unreadable lock file once no process holds the kernel lock (the file only informs)', async () => {
     await writeLock({ hello: 'world' });
-    await expect(journal().open()).rejects.toThrow(
-      /unreadable journal.lock; check that no worker uses this folder/,
-    );
+    await expectOwnedByThisProcess();
+  });
+
+  it('still refuses a live worker from before the kernel lock (its lock file has no kernelLock)', async () => {
+    await writeLock({ ...identityOf(process.pid), workerId: 'worker-0', nonce: 'n', since: 'then' });
+    await expect(journal().open()).rejects.toThrow(/in use by worker worker-0 \(pid \d+, since then\)/);
   });
 });

@@ -1,10 +1,15 @@
+import type BetterSqlite3 from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { link, readFile, rename, unlink } from 'node:fs/promises';
+import { closeSync, openSync } from 'node:fs';
+import { readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ProcessIdentity, identityOf, isSameProcessAlive } from '../host/process-table';
-import { createFileExclusive, syncFolder } from './durable-files';
+import { syncFolder, writeFileAtomic } from './durable-files';
 
+/** The owner's identity (information for people and error messages; the kernel lock decides). */
 export const LOCK_FILE = 'journal.lock';
+/** The file the kernel lock is held on, for the owner's whole life; never removed (ADR 0029). */
+export const KERNEL_LOCK_FILE = 'journal.lock.sqlite';
 
 /** Another live process owns the journal folder; the worker must not start (R-WRK-1). */
 export class JournalLockedError extends Error {
@@ -15,9 +20,12 @@ interface LockContent extends ProcessIdentity {
   readonly workerId: string;
   readonly nonce: string;
   readonly since: string;
+  /** Present since ADR 0029: the owner also holds the kernel lock on KERNEL_LOCK_FILE. */
+  readonly kernelLock?: string;
 }
 
-function readLock(text: string): LockContent | null {
+function readLock(text: string | null): LockContent | null {
+  if (text === null) return null;
   try {
     const v = JSON.parse(text) as Partial<LockContent>;
     if (!Number.isSafeInteger(v.pid) || typeof v.nonce !== 'string') return null;
@@ -28,77 +36,97 @@ function readLock(text: string): LockContent | null {
 }
 
 /**
- * Single ownership of a journal folder: `journal.lock` holds the owner's process identity (boot id,
- * pid, start time). It is created with link(2), which fails if the file exists. A lock whose owner
- * is certainly gone (other boot, no such pid, or a pid reused by a process that started later) is
- * stale and taken over: renamed away, re-checked byte for byte, then created anew.
+ * Single ownership of a journal folder (ADR 0029). The proof is a kernel lock: an fcntl write lock on
+ * `journal.lock.sqlite`, taken through SQLite (better-sqlite3: Node has no flock/fcntl API) in
+ * exclusive locking mode and held until the process closes it or dies. The kernel releases it when
+ * its owner dies, keeps it while the owner is frozen (SIGSTOP, a paused VM), and sees one lock for
+ * every process on the host whatever its PID namespace (two containers on one volume). `journal.lock`
+ * names the owner (worker id, boot id, pid, start time) for error messages only: a pid from another
+ * PID namespace proves nothing, so it never decides.
  */
 export class JournalLock {
   private constructor(
     private readonly dir: string,
     private readonly bytes: string,
+    private readonly held: BetterSqlite3.Database,
   ) {}
 
   static async acquire(dir: string, workerId: string, now: Date): Promise<JournalLock> {
-    const content: LockContent = {
-      ...identityOf(process.pid),
-      workerId,
-      nonce: randomBytes(16).toString('hex'),
-      since: now.toISOString(),
-    };
-    const bytes = `${JSON.stringify(content)}\n`;
     const path = join(dir, LOCK_FILE);
-    for (let tries = 0; tries < 3; tries++) {
-      if (await createFileExclusive(dir, LOCK_FILE, bytes)) return new JournalLock(dir, bytes);
-      let found: string;
-      try {
-        found = await readFile(path, 'utf8');
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // released meanwhile
-        throw error;
-      }
-      const holder = readLock(found);
-      if (holder === null) {
-        throw new JournalLockedError(
-          `journal ${dir} has an unreadable ${LOCK_FILE}; check that no worker uses this folder, then remove it`,
-        );
-      }
-      if (isSameProcessAlive(holder)) {
+    const found = await readFile(path, 'utf8').catch(() => null);
+    const holder = readLock(found);
+    const held = takeKernelLock(dir);
+    if (held === null) {
+      const who = holder
+        ? `worker ${holder.workerId} (pid ${holder.pid}${holder.bootId ? ` on boot ${holder.bootId}` : ''}, since ${holder.since})`
+        : 'another process';
+      throw new JournalLockedError(
+        `journal ${dir} is in use by ${who}: a live process holds its kernel lock (${KERNEL_LOCK_FILE}); ` +
+          'each worker process needs its own QL_WORKER_JOURNAL_DIR',
+      );
+    }
+    try {
+      // A lock file of a worker from before ADR 0029 (no kernel lock): its live owner still refuses us.
+      if (holder && holder.kernelLock === undefined && isSameProcessAlive(holder)) {
         throw new JournalLockedError(
           `journal ${dir} is in use by worker ${holder.workerId} (pid ${holder.pid}, since ${holder.since}); ` +
             'each worker process needs its own QL_WORKER_JOURNAL_DIR',
         );
       }
-      await JournalLock.removeStale(dir, found);
-    }
-    throw new JournalLockedError(`journal ${dir}: ${LOCK_FILE} keeps changing; another worker is starting`);
-  }
-
-  /** Moves the stale lock aside; if what moved is not what was judged stale, puts it back and fails. */
-  private static async removeStale(dir: string, judged: string): Promise<void> {
-    const aside = join(dir, `.stale-${randomBytes(8).toString('hex')}`);
-    try {
-      await rename(join(dir, LOCK_FILE), aside);
+      const content: LockContent = {
+        ...identityOf(process.pid),
+        workerId,
+        nonce: randomBytes(16).toString('hex'),
+        since: now.toISOString(),
+        kernelLock: KERNEL_LOCK_FILE,
+      };
+      const bytes = `${JSON.stringify(content)}\n`;
+      // Whatever `journal.lock` held, its owner no longer holds the kernel lock: it is stale.
+      await writeFileAtomic(dir, LOCK_FILE, bytes);
+      return new JournalLock(dir, bytes, held);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      held.close();
       throw error;
     }
-    const moved = await readFile(aside, 'utf8');
-    if (moved !== judged) {
-      await link(aside, join(dir, LOCK_FILE)).catch(() => undefined);
-      await unlink(aside);
-      throw new JournalLockedError(`journal ${dir}: another worker took ${LOCK_FILE} at the same moment`);
-    }
-    await unlink(aside);
-    await syncFolder(dir);
   }
 
-  /** Removes the lock if it is still this one. */
+  /** Removes the identity file if it is still this one, then lets go of the kernel lock. */
   async release(): Promise<void> {
-    const path = join(this.dir, LOCK_FILE);
-    const current = await readFile(path, 'utf8').catch(() => null);
-    if (current !== this.bytes) return;
-    await unlink(path);
-    await syncFolder(this.dir);
+    try {
+      const path = join(this.dir, LOCK_FILE);
+      const current = await readFile(path, 'utf8').catch(() => null);
+      if (current === this.bytes) {
+        await unlink(path);
+        await syncFolder(this.dir);
+      }
+    } finally {
+      if (this.held.open) this.held.close();
+    }
+  }
+}
+
+/**
+ * The fcntl write lock on KERNEL_LOCK_FILE, or null when another process (or another connection of
+ * this one) holds it. SQLite in exclusive locking mode keeps the lock its first write transaction took
+ * until the connection closes; busy timeout 0, so a held lock answers at once. The file is never
+ * removed: unlinking a lock file lets two processes lock two different inodes.
+ */
+function takeKernelLock(dir: string): BetterSqlite3.Database | null {
+  const path = join(dir, KERNEL_LOCK_FILE);
+  closeSync(openSync(path, 'a', 0o600)); // 0600 from the start, whatever SQLite's default mode
+  // Loaded here only: the worker needs SQLite for this lock alone (ADR 0029 has its memory cost).
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const Database = require('better-sqlite3') as typeof BetterSqlite3;
+  const db = new Database(path, { timeout: 0 });
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = MEMORY'); // no -journal file beside it
+    db.exec('BEGIN EXCLUSIVE');
+    db.exec('COMMIT');
+    return db;
+  } catch (error) {
+    db.close();
+    if ((error as { code?: string }).code === 'SQLITE_BUSY') return null;
+    throw error;
   }
 }

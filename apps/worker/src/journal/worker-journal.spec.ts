@@ -69,13 +69,16 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
     const r = await driveTo(journal, 'started');
     expect(mode(dir)).toBe(0o700);
     expect(mode(join(root, 'worker'))).toBe(0o700);
-    expect(readdirSync(dir).sort()).toEqual([`${r.offerId}.json`, 'journal.lock'].sort());
+    expect(readdirSync(dir).sort()).toEqual(
+      [`${r.offerId}.json`, 'journal.lock', 'journal.lock.sqlite'].sort(),
+    );
     expect(mode(join(dir, `${r.offerId}.json`))).toBe(0o600);
     expect(mode(join(dir, 'journal.lock'))).toBe(0o600);
+    expect(mode(join(dir, 'journal.lock.sqlite'))).toBe(0o600);
     const stored = JSON.parse(readFileSync(join(dir, `${r.offerId}.json`), 'utf8')) as JournalRecord;
     expect(stored).toMatchObject({ state: 'started', process: proc, runId: r.runId, leaseGeneration: 1 });
     await journal.close();
-    expect(readdirSync(dir)).toEqual([`${r.offerId}.json`]);
+    expect(readdirSync(dir).sort()).toEqual([`${r.offerId}.json`, 'journal.lock.sqlite'].sort()); // the kernel lock file stays (ADR 0029)
   });
 
   it('refuses a folder others can read, and a journal used before open()', async () => {
@@ -102,6 +105,24 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
     await expect(journal.transition(r.offerId, 'recovery_required')).rejects.toThrow(/recoveryReason/);
     expect(readFileSync(file, 'utf8')).toBe(before);
     await expect(journal.accept({ ...offer(), offerId: r.offerId })).rejects.toThrow(/already journaled/);
+    await journal.close();
+  });
+
+  it('the operator resolves a recovery_required record only: any other or unknown record is refused and nothing changes (ADR 0029)', async () => {
+    const journal = await opened();
+    const live = await driveTo(journal, 'running_acknowledged');
+    const stuck = await driveTo(journal, 'recovery_required');
+    const before = readdirSync(journal.dir).sort();
+    await expect(journal.resolveRecovery(live.offerId)).rejects.toThrow(
+      new RegExp(`offer ${live.offerId} is running_acknowledged, not recovery_required`),
+    );
+    await expect(journal.resolveRecovery(ids.uuidV7())).rejects.toThrow(/is not in the journal/);
+    expect(readdirSync(journal.dir).sort()).toEqual(before);
+    expect(journal.countInState('recovery_required')).toBe(1);
+    await expect(journal.resolveRecovery(stuck.offerId)).resolves.toMatchObject({ offerId: stuck.offerId });
+    expect(existsSync(join(journal.dir, `${stuck.offerId}.json`))).toBe(false);
+    expect(await journal.get(stuck.offerId)).toBeNull();
+    expect(journal.countInState('recovery_required')).toBe(0);
     await journal.close();
   });
 

@@ -175,6 +175,13 @@ export class WorkerJournal {
     return this.serial(async () => this.write({ ...this.read(offerId), ...patch }));
   }
 
+  /** How many records are in `state` (the memory copy: no file is read). */
+  countInState(state: JournalState): number {
+    let n = 0;
+    for (const record of this.records.values()) if (record.state === state) n++;
+    return n;
+  }
+
   async get(offerId: string): Promise<JournalRecord | null> {
     this.assertOpen();
     return this.records.get(offerId) ?? null;
@@ -199,6 +206,24 @@ export class WorkerJournal {
       if (page.records.length) yield page.records;
       after = page.next;
     } while (after !== null);
+  }
+
+  /**
+   * The operator's step (`journal resolve`, ADR 0029): removes a `recovery_required` record once the
+   * operator checked that nothing of its run still runs. Any other record, or an unknown one, throws
+   * and nothing changes.
+   */
+  resolveRecovery(offerId: string): Promise<JournalRecord> {
+    return this.serial(async () => {
+      const record = this.read(offerId);
+      if (record.state !== 'recovery_required') {
+        throw new IllegalStateError(`offer ${offerId} is ${record.state}, not recovery_required`);
+      }
+      await unlink(join(this.options.dir, fileOf(offerId)));
+      await syncFolder(this.options.dir);
+      this.records.delete(offerId);
+      return record;
+    });
   }
 
   /** Removes finished records, oldest change first, until at most `keep` records remain. */

@@ -312,7 +312,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
 
   private async heartbeat(): Promise<void> {
     try {
-      const answer = await this.sessionCall('heartbeat', () => ({ availableSlots: this.availableSlots() }));
+      const answer = await this.sessionCall('heartbeat', () => this.heartbeatBody());
       this.log.debug('heartbeat', this.logIds());
       const cancels = (answer as Partial<HeartbeatResponse>).cancelAttemptIds ?? [];
       if (cancels.length) this.runs?.cancelAttempts(cancels);
@@ -322,6 +322,15 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
         this.log.warn('heartbeat failed', { ...this.logIds(), ...describe(error) });
       }
     }
+  }
+
+  /**
+   * The capacity, and how many journal records wait for an operator when any do (the control plane
+   * shows it in the worker view and /metrics, ADR 0029); absent when none, as older planes expect.
+   */
+  private heartbeatBody(): Record<string, number> {
+    const recoveryRequired = this.runs?.recoveryRequired ?? 0;
+    return { availableSlots: this.availableSlots(), ...(recoveryRequired > 0 ? { recoveryRequired } : {}) };
   }
 
   /** Capacity 0 from the moment stop() begins (R-REG-6: drain sets capacity 0). */

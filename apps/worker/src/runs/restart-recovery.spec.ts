@@ -12,12 +12,20 @@ import type { JournalRecord } from '../journal/journal-record';
 import { JournalState } from '../journal/journal-states';
 import { WorkerJournal } from '../journal/worker-journal';
 
+/** Set by a test to take this host's `/proc` away from the leftover check (as on a host without it). */
+let mockNoProcFs = false;
+jest.mock('../host/process-table', () => {
+  const actual = jest.requireActual<typeof import('../host/process-table')>('../host/process-table');
+  return { ...actual, hasProcFs: () => !mockNoProcFs && actual.hasProcFs() };
+});
+
 const ids = createIdGenerator();
 let h: WorkerHarness;
 let scratch: string;
 const leftovers: LocalRun[] = [];
 beforeEach(() => (scratch = mkdtempSync(join(tmpdir(), 'ql-restart-'))));
 afterEach(async () => {
+  mockNoProcFs = false;
   for (const run of leftovers.splice(0)) {
     run.cancel();
     await run.done;
@@ -37,7 +45,7 @@ async function leftoverGroup(attemptId: string): Promise<LocalRun> {
 async function crashedWith(
   dir: string,
   state: JournalState,
-  opts: { alive?: boolean; exited?: boolean } = {},
+  opts: { alive?: boolean; exited?: boolean; unmarked?: boolean } = {},
 ): Promise<{ record: JournalRecord; pgid: number | null }> {
   const journal = new WorkerJournal({ dir, workerId: 'worker-a', maxRecords: 64 });
   await journal.open();
@@ -50,7 +58,8 @@ async function crashedWith(
     leaseToken: randomBytes(32).toString('base64url'),
     specDigest: 'a'.repeat(64),
   });
-  const run = opts.alive ? await leftoverGroup(attemptId) : null;
+  // `unmarked`: its processes lost the attempt marker (as after `exec env -i …`).
+  const run = opts.alive ? await leftoverGroup(opts.unmarked ? ids.uuidV7() : attemptId) : null;
   for (const to of PATH_TO[state]) {
     record = await journal.transition(record.offerId, to, {
       ...(to === 'started' ? { process: run?.process ?? { pid: 999_999, pgid: 999_999, bootId: null } } : {}),
@@ -151,6 +160,45 @@ describe('restart: each journal state found at start leads to what R-WRK-2 presc
       expect(h.messages()).toContain('worker not pulling: a journal record needs recovery; heartbeats go on');
     }
   });
+
+  it.each<[JournalState, 'not_ours' | 'unverifiable']>([
+    ['started', 'not_ours'],
+    ['running_acknowledged', 'not_ours'],
+    ['started', 'unverifiable'],
+    ['running_acknowledged', 'unverifiable'],
+  ])(
+    '%s with a live leftover group judged %s: no report, recovery_required, no pull, heartbeats say so',
+    async (state, verdict) => {
+      const plane = new FakeControlPlane();
+      h = new WorkerHarness(plane, { QL_WORKER_JOURNAL_DIR: join(scratch, 'journal') });
+      // not_ours: its processes lost the marker; unverifiable: marked, but no /proc to read it.
+      const { record, pgid } = await crashedWith(h.config.journalDir, state, {
+        alive: true,
+        unmarked: verdict === 'not_ours',
+      });
+      plane.adopt(record);
+      mockNoProcFs = verdict === 'unverifiable';
+      await h.lifecycle.start();
+      expect(plane.calls.filter((c) => c.body.offerId === record.offerId)).toEqual([]);
+      expect(await h.journal.get(record.offerId)).toMatchObject({
+        state: 'recovery_required',
+        recoveryReason: `leftover_group_${verdict}`,
+      });
+      expect(h.lines.find((l) => l.msg === 'leftover process group of a crashed predecessor')).toMatchObject({
+        level: 'warn',
+        verdict,
+      });
+      expect(groupAlive(pgid!)).toBe(true); // left alone: it may be someone else's
+      // The heartbeats tell the control plane (one sent while the scan ran may not know yet).
+      await h.until('heartbeats saying one record needs recovery', () =>
+        plane.of('heartbeat').some((c) => c.body.recoveryRequired === 1),
+      );
+      await h.until('heartbeats go on', () => plane.of('heartbeat').length >= 3);
+      expect(plane.of('offers')).toEqual([]);
+      expect(plane.of('heartbeat').at(-1)!.body.recoveryRequired).toBe(1);
+      expect(h.messages()).toContain('worker not pulling: a journal record needs recovery; heartbeats go on');
+    },
+  );
 
   it('a report the control plane refuses (the lease went with the old session) still finishes the record, and pulling starts', async () => {
     const plane = new FakeControlPlane(); // knows nothing of the old lease: 409 like lease_token_mismatch

@@ -69,14 +69,20 @@ async function handle(deps: RecoveryDeps, { record, action }: RestartItem): Prom
   };
   if ('killGroup' in action && action.killGroup) {
     const verdict = await killLeftoverGroup(action.killGroup, record.attemptId, deps.killGraceMs);
-    deps.log[verdict === 'unverifiable' ? 'warn' : 'info'](
-      'leftover process group of a crashed predecessor',
-      {
-        ...ids,
-        pgid: action.killGroup.pgid,
-        verdict,
-      },
-    );
+    const proven = verdict === 'gone' || verdict === 'killed';
+    deps.log[proven ? 'info' : 'warn']('leftover process group of a crashed predecessor', {
+      ...ids,
+      pgid: action.killGroup.pgid,
+      verdict,
+    });
+    if (!proven) {
+      // The group lives and cannot be proven this attempt's (a task that ran `exec env -i …` drops the
+      // marker; no /proc to read it): reporting the attempt ended would let its retry run beside it.
+      // Fail closed: no report, the record waits for an operator (`journal` command, ADR 0029).
+      const reason = `leftover_group_${verdict}`;
+      await deps.journal.transition(record.offerId, 'recovery_required', { recoveryReason: reason });
+      return stopPulling(deps, ids, reason);
+    }
   }
   switch (action.kind) {
     case 'prune':

@@ -21,6 +21,8 @@ export interface WorkerRuns {
   open(): Promise<void>;
   /** The restart scan with its prescribed actions, before the first pull; false: do not pull. */
   recover(channel: LeaseChannel): Promise<boolean>;
+  /** Journal records in `recovery_required` now (heartbeats carry it, ADR 0029). */
+  readonly recoveryRequired: number;
   startPulling(channel: LeaseChannel): void;
   /** No pull starts after this; the one in flight is aborted. */
   stopPulling(): Promise<void>;
@@ -67,6 +69,10 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
     return this.runs.size;
   }
 
+  get recoveryRequired(): number {
+    return this.journal.isOpen ? this.journal.countInState('recovery_required') : 0;
+  }
+
   open(): Promise<void> {
     return this.journal.open();
   }
@@ -82,6 +88,7 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
     });
     this.log.info('journal scanned', {
       records: result.records,
+      recoveryRequired: this.recoveryRequired,
       pulling: result.recoveryRequired === null,
       ...(result.recoveryRequired ?? {}),
     });

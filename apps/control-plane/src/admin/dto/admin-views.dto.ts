@@ -58,6 +58,14 @@ export class WorkerDto {
 
   @ApiProperty(TIME_PROP)
   readonly lastSeenAt!: string;
+
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description:
+      "journal records of the worker waiting for an operator (recovery_required), as its session's last heartbeat said; while above 0 the worker does not pull (ADR 0029)",
+  })
+  readonly recoveryRequired!: number;
 }
 
 export class WorkerPageDto extends ListOf(WorkerDto, { cursor: 'nextAfter' }) {}

@@ -75,6 +75,28 @@ describe('EdgeValidationPipe', () => {
       'availableSlots: out_of_range',
     ],
     [
+      'a heartbeat recovery count over the journal bound (ADR 0029)',
+      () =>
+        validateBody(HeartbeatDto, {
+          generation: 1,
+          expectedVersion: 0,
+          availableSlots: 1,
+          recoveryRequired: 1025,
+        }),
+      'recoveryRequired: out_of_range',
+    ],
+    [
+      'a heartbeat recovery count that is not an integer',
+      () =>
+        validateBody(HeartbeatDto, {
+          generation: 1,
+          expectedVersion: 0,
+          availableSlots: 1,
+          recoveryRequired: null,
+        }),
+      'recoveryRequired: must_be_integer',
+    ],
+    [
       'a missing field',
       () => validateBody(HeartbeatDto, { generation: 1, expectedVersion: 0 }),
       'availableSlots: must_be_integer',

@@ -1,4 +1,11 @@
-import { GENERATION_MAX, HeartbeatRequest, MAX_CONCURRENT_RUNS, SessionFence, VERSION_MAX } from '@ql/domain';
+import {
+  GENERATION_MAX,
+  HeartbeatRequest,
+  MAX_CONCURRENT_RUNS,
+  MAX_RECOVERY_REQUIRED,
+  SessionFence,
+  VERSION_MAX,
+} from '@ql/domain';
 import { IntField } from '../../http/validation/dto-fields';
 
 /** `drain` and `offline` body: the session fence every session-scoped call carries (R-REG-5). */
@@ -16,4 +23,11 @@ export class HeartbeatDto extends SessionFenceDto implements HeartbeatRequest {
     description: 'what the worker can take right now; never above its maxConcurrentRuns',
   })
   availableSlots!: number;
+
+  @IntField(0, MAX_RECOVERY_REQUIRED, {
+    presence: 'optional',
+    description:
+      'journal records of the worker waiting for an operator (recovery_required); absent means 0. Shown in the worker view and /metrics',
+  })
+  recoveryRequired?: number;
 }
