@@ -14,6 +14,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { groupAlive } from '../../apps/worker/src/host/process-table';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { RemoteRunHarness, eventually, journalRecords } from '../support/remote-run-harness';
 
@@ -70,7 +71,9 @@ describe('restart with a leftover group it cannot prove its own (sqlite)', () =>
         return [];
       }
     };
-    const w1 = h.startWorker('worker-a');
+    // A host without cgroups (ADR 0030): there, the attempt's cgroup would prove the leftover ours.
+    const noCgroups = { QL_WORKER_CGROUP: 'off' };
+    const w1 = h.startWorker('worker-a', { env: noCgroups });
     const first = await h.untilOnline(w1);
     const taskId = await h.createTask({
       runtime: 'shell',
@@ -91,10 +94,11 @@ describe('restart with a leftover group it cannot prove its own (sqlite)', () =>
     );
     leftoverPgid = record.process!.pgid;
 
-    // The reaper (the worker's child that is not the run) first, then the worker: the group survives.
+    // The reaper (the worker's child that is not the run) first — its whole group, so its dead man's
+    // switch (ADR 0028) goes too — then the worker: the run's group survives.
     const reapers = childrenOf(w1.pid).filter((pid) => pid !== record.process!.pid);
     expect(reapers).toHaveLength(1);
-    process.kill(reapers[0]!, 'SIGKILL');
+    process.kill(-reapers[0]!, 'SIGKILL');
     w1.kill('SIGKILL');
     await w1.exited;
     const seen = beats(attemptId).length;
@@ -105,7 +109,7 @@ describe('restart with a leftover group it cannot prove its own (sqlite)', () =>
     // A second run waits in the queue.
     const secondRun = await h.trigger(await h.createTask({ runtime: 'shell', command: 'echo second run' }));
 
-    const w2 = h.startWorker('worker-a', { journalDir: w1.journalDir });
+    const w2 = h.startWorker('worker-a', { journalDir: w1.journalDir, env: noCgroups });
     const second = await h.untilOnline(w2);
     expect(second.generation).toBe(first.generation + 1);
     const leftover = await w2.until('its leftover line', async () =>
@@ -187,7 +191,7 @@ describe('restart with a leftover group it cannot prove its own (sqlite)', () =>
     expect(journalRecords(w1.journalDir).filter((r) => r.state === 'recovery_required')).toEqual([]);
 
     // The next start pulls again: the second run succeeds here; the control plane shows 0.
-    const w3 = h.startWorker('worker-a', { journalDir: w1.journalDir });
+    const w3 = h.startWorker('worker-a', { journalDir: w1.journalDir, env: noCgroups });
     await h.untilOnline(w3);
     const run = await h.untilRunEnds(secondRun);
     expect(run.status).toBe('succeeded');
@@ -197,6 +201,60 @@ describe('restart with a leftover group it cannot prove its own (sqlite)', () =>
         .recoveryRequired,
     ).toBe(0);
     expect((await h.t.admin('GET', '/metrics')).raw).toContain('ql_workers_recovery_required 0\n');
+    await h.stopWorkers();
+  });
+
+  it('where runs have cgroups (ADR 0030) the same leftover is proven ours by its cgroup: killed, then reported', async () => {
+    const markers = h.folder('markers-cgroup');
+    mkdirSync(markers);
+    const beats = (attemptId: string) => {
+      try {
+        return readFileSync(join(markers, `${attemptId}.beats`), 'utf8')
+          .trim()
+          .split('\n').length;
+      } catch {
+        return 0;
+      }
+    };
+    const w1 = h.startWorker('worker-a'); // QL_WORKER_CGROUP=auto: this host delegates cgroup v2
+    await h.untilOnline(w1);
+    const runId = await h.trigger(
+      await h.createTask({ runtime: 'shell', command: ESCAPING_TASK, env: { QL_MARKERS: markers } }),
+    );
+    const { attemptId, record } = await eventually('attempt 1 beating, running_acknowledged', async () => {
+      const id = (await h.run(runId)).attempts[0]?.id;
+      const r = journalRecords(w1.journalDir).find((x) => x.attemptId === id);
+      return id && beats(id) >= 3 && r?.state === 'running_acknowledged'
+        ? { attemptId: id, record: r }
+        : undefined;
+    });
+    leftoverPgid = record.process!.pgid;
+    const reapers = childrenOf(w1.pid).filter((pid) => pid !== record.process!.pid);
+    expect(reapers).toHaveLength(1);
+    process.kill(-reapers[0]!, 'SIGKILL');
+    w1.kill('SIGKILL');
+    await w1.exited;
+
+    const w2 = h.startWorker('worker-a', { journalDir: w1.journalDir });
+    await h.untilOnline(w2);
+    const cgroupLine = await w2.until('its leftover cgroup line', async () =>
+      w2.lines.find((l) => l.msg === "leftover cgroup of a crashed predecessor's attempt"),
+    );
+    expect(cgroupLine).toMatchObject({ attemptId, verdict: 'killed' });
+    const groupLine = await w2.until('its leftover group line', async () =>
+      w2.lines.find((l) => l.msg === 'leftover process group of a crashed predecessor'),
+    );
+    expect(groupLine).toMatchObject({ attemptId, verdict: 'gone' });
+    await w2.until('its restart report', async () =>
+      w2.lines.find((l) => l.msg === 'restart report acknowledged' && l.offerId === record.offerId),
+    );
+    // The leftover's group is gone (its processes carry no marker to look for: env -i).
+    expect(groupAlive(record.process!.pgid)).toBe(false); // (zombies excepted: they run nothing)
+    const after = beats(attemptId);
+    expect(journalRecords(w1.journalDir).filter((r) => r.state === 'recovery_required')).toEqual([]);
+    const run = await h.untilRunEnds(runId);
+    expect(run.attempts[0]?.status).toBe('failed'); // reported by the restart: worker_restarted
+    expect(beats(attemptId)).toBe(after);
     await h.stopWorkers();
   });
 });

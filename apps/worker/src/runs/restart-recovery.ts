@@ -1,6 +1,7 @@
 import { parseActivationResponse } from '@ql/contracts';
 import { monotonicNow } from '../host/monotonic';
-import { killLeftoverGroup } from '../executor/leftover-group';
+import { killLeftoverCgroup, killLeftoverGroup } from '../executor/leftover-group';
+import type { RunCgroups } from '../host/cgroup';
 import type { JournalRecord } from '../journal/journal-record';
 import { RestartAction } from '../journal/restart-action';
 import { RestartItem, RestartScan } from '../journal/restart-scan';
@@ -24,6 +25,8 @@ export interface RecoveryDeps {
   readonly killGraceMs: number;
   readonly retryMs: number;
   readonly signal: AbortSignal;
+  /** Where attempt cgroups live (ADR 0030), if runs are contained by cgroup here. */
+  readonly cgroups?: RunCgroups;
 }
 
 export interface RecoveryResult {
@@ -68,6 +71,12 @@ async function handle(deps: RecoveryDeps, { record, action }: RestartItem): Prom
     state: record.state,
   };
   if ('killGroup' in action && action.killGroup) {
+    if (deps.cgroups) {
+      // The attempt's cgroup is proof by itself: a task cannot leave it (not by `setsid`, not by
+      // `exec env -i`), so whatever is in it is this attempt's and is killed (ADR 0030).
+      const cgroup = await killLeftoverCgroup(deps.cgroups, record.attemptId, deps.killGraceMs);
+      deps.log.info("leftover cgroup of a crashed predecessor's attempt", { ...ids, verdict: cgroup });
+    }
     const verdict = await killLeftoverGroup(action.killGroup, record.attemptId, deps.killGraceMs);
     const proven = verdict === 'gone' || verdict === 'killed';
     deps.log[proven ? 'info' : 'warn']('leftover process group of a crashed predecessor', {

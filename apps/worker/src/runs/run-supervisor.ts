@@ -78,6 +78,7 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
   }
 
   async recover(channel: LeaseChannel): Promise<boolean> {
+    const containment = this.executor.containment();
     const result = await recoverJournal({
       channel,
       journal: this.journal,
@@ -85,6 +86,7 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
       killGraceMs: this.config.killGraceMs,
       retryMs: this.retryMs,
       signal: this.abort.signal,
+      ...(containment.kind === 'cgroup' ? { cgroups: containment.cgroups } : {}),
     });
     this.log.info('journal scanned', {
       records: result.records,
