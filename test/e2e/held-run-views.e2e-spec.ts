@@ -280,6 +280,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
         leaseGeneration: r.h.offer.lease.leaseGeneration,
         leaseVersion: r.version,
         seq: 0,
+        stream: 'stdout',
         text: 'elsewhere\n',
       });
       expect(stored.outcome).toBe('stored');

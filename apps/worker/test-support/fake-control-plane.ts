@@ -29,7 +29,7 @@ export interface FakeLease {
   attempt: 'claimed' | 'starting' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
   callbacks: number;
   cancelRequested: boolean;
-  readonly logs: { seq: number; text: string }[];
+  readonly logs: { seq: number; stream: unknown; text: string }[];
   completion?: Record<string, unknown>;
   startFailure?: string;
 }
@@ -146,7 +146,8 @@ export class FakeControlPlane implements WorkerIngress {
     const b = call.body;
     if (call.action === 'register') return this.session(call, { outcome: 'created' });
     // A held pull is served while the worker's own later calls moved the version on (ADR 0019).
-    const behind = call.action === 'offers' && Number(b.waitMs ?? 0) > 0 && Number(b.expectedVersion) < this.version;
+    const behind =
+      call.action === 'offers' && Number(b.waitMs ?? 0) > 0 && Number(b.expectedVersion) < this.version;
     if (b.expectedVersion !== this.version && !behind) throw fenced('session', 'version_mismatch');
     switch (call.action) {
       case 'heartbeat':
@@ -267,7 +268,7 @@ export class FakeControlPlane implements WorkerIngress {
         return { lease: this.projection(l) };
       case 'logs':
         if (b.seq !== l.logs.length) throw fenced('lease', 'log_sequence_gap');
-        l.logs.push({ seq: b.seq as number, text: b.text as string });
+        l.logs.push({ seq: b.seq as number, stream: b.stream, text: b.text as string });
         return { outcome: 'stored', truncated: false };
       case 'starting':
         return this.step(l, 'starting');
