@@ -40,8 +40,8 @@ describe('readLogChunk: run output as the task wrote it, with its stream (ADR 00
     [{ stream: null }, 'stream: must_be_one_of:stdout|stderr|system'],
     [{ stream: 1 }, 'stream: must_be_one_of:stdout|stderr|system'],
     [{ text: 'a\u0000b' }, 'text: control_character'],
-    [{ text: 'half \ud83d' }, 'text: lone_surrogate'],
-    [{ text: '\ude00 half' }, 'text: lone_surrogate'],
+    [{ text: 'half \ud83d' }, 'text: unpaired_surrogate'],
+    [{ text: '\ude00 half' }, 'text: unpaired_surrogate'],
   ])('%# refuses %j', (change, message) => {
     const call = () => readLogChunk({ seq: 0, stream: 'stdout', text: 'x', ...change });
     expect(call).toThrow(ValidationError);

@@ -16,7 +16,7 @@ export function hasControlCharacter(value: string, multiline = false): boolean {
 
 /**
  * Run output is kept as the task wrote it (ADR 0032): any character but NUL, which PostgreSQL text
- * cannot hold. A lone surrogate is not Unicode text at all (it has no UTF-8 form).
+ * cannot hold. A lone surrogate is not Unicode text (it has no UTF-8 form; the edge's JSON parser refuses it too).
  */
 // eslint-disable-next-line no-control-regex
 const OUTPUT_NUL = /\u0000/;
@@ -51,7 +51,7 @@ export function readString(
   if (typeof value !== 'string') throw new ValidationError(field, 'must_be_string');
   if (opts.output ? OUTPUT_NUL.test(value) : hasControlCharacter(value, opts.multiline))
     throw new ValidationError(field, 'control_character');
-  if (opts.output && LONE_SURROGATE.test(value)) throw new ValidationError(field, 'lone_surrogate');
+  if (opts.output && LONE_SURROGATE.test(value)) throw new ValidationError(field, 'unpaired_surrogate');
   if (value.length < (opts.min ?? 1)) throw new ValidationError(field, 'too_short');
   if (value.length > opts.max) throw new ValidationError(field, 'too_long');
   if (opts.pattern && !opts.pattern.test(value)) throw new ValidationError(field, 'invalid_format');
