@@ -1,5 +1,6 @@
 // Size: the outcomes a user sees of runs executed by a real worker process (success per runtime,
-// failure, timeout, cancel, log cap), one control plane and one worker per dialect for the file.
+// failure, timeout, cancel, log cap, output streams), one control plane and one worker per dialect
+// for the file.
 import {
   RemoteRunHarness,
   RunWorker,
@@ -47,24 +48,31 @@ describe.each<Dialect>(['sqlite', 'postgres'])('remote runs on a real worker pro
       'python',
       'import os, sys\nprint("out from python " + os.environ["QL_GREETING"], flush=True)\nprint("err from python", file=sys.stderr)',
     ],
-  ])('a %s task succeeds on the worker with its output (both streams) in the run log', async (runtime, command) => {
-    const runId = await h.trigger(await h.createTask({ runtime, command, env: { QL_GREETING: `hi-${runtime}` } }));
-    const { run, attempt, finished } = await onlyAttempt(runId);
-    expect({ run: run.status, attempt: attempt.status, worker: attempt.workerId, finished }).toEqual({
-      run: 'succeeded',
-      attempt: 'succeeded',
-      worker: 'worker-a',
-      finished: expect.objectContaining({ status: 'succeeded', exitCode: 0 }),
-    });
-    const output = await h.output(runId);
-    expect(output).toContain(`out from ${runtime} hi-${runtime}\n`);
-    expect(output).toContain(`err from ${runtime}\n`);
-    const { runEnded, truncated } = await h.logs(runId);
-    expect({ runEnded, truncated }).toEqual({ runEnded: true, truncated: false });
-  });
+  ])(
+    'a %s task succeeds on the worker with its output (both streams) in the run log',
+    async (runtime, command) => {
+      const runId = await h.trigger(
+        await h.createTask({ runtime, command, env: { QL_GREETING: `hi-${runtime}` } }),
+      );
+      const { run, attempt, finished } = await onlyAttempt(runId);
+      expect({ run: run.status, attempt: attempt.status, worker: attempt.workerId, finished }).toEqual({
+        run: 'succeeded',
+        attempt: 'succeeded',
+        worker: 'worker-a',
+        finished: expect.objectContaining({ status: 'succeeded', exitCode: 0 }),
+      });
+      const output = await h.output(runId);
+      expect(output).toContain(`out from ${runtime} hi-${runtime}\n`);
+      expect(output).toContain(`err from ${runtime}\n`);
+      const { runEnded, truncated } = await h.logs(runId);
+      expect({ runEnded, truncated }).toEqual({ runEnded: true, truncated: false });
+    },
+  );
 
   it('a non-zero exit is failed, with its exit code on the attempt', async () => {
-    const runId = await h.trigger(await h.createTask({ runtime: 'shell', command: 'echo "about to fail"; exit 7' }));
+    const runId = await h.trigger(
+      await h.createTask({ runtime: 'shell', command: 'echo "about to fail"; exit 7' }),
+    );
     const { run, attempt, finished } = await onlyAttempt(runId);
     expect({ run: run.status, attempt: attempt.status, finished }).toEqual({
       run: 'failed',
@@ -78,7 +86,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])('remote runs on a real worker pro
     // Two processes in the group: the shell's background child must go too.
     const command = 'echo "sleeping"; sleep 60 & sleep 60; wait';
     const runId = await h.trigger(await h.createTask({ runtime: 'shell', command, timeoutMs: 1_000 }));
-    const running = await h.untilRun(runId, 'its attempt running', (r) => r.attempts[0]?.status === 'running');
+    const running = await h.untilRun(
+      runId,
+      'its attempt running',
+      (r) => r.attempts[0]?.status === 'running',
+    );
     const attemptId = running.attempts[0]!.id;
     const { run, attempt, finished } = await onlyAttempt(runId);
     expect({ run: run.status, attempt: attempt.status, finished }).toEqual({
@@ -110,7 +122,12 @@ describe.each<Dialect>(['sqlite', 'postgres'])('remote runs on a real worker pro
     expect(cancel.status).toBe(200);
 
     const { run, attempt, finished } = await onlyAttempt(runId);
-    expect({ run: run.status, attempt: attempt.status, finished, cancelRequested: run.cancelRequested }).toEqual({
+    expect({
+      run: run.status,
+      attempt: attempt.status,
+      finished,
+      cancelRequested: run.cancelRequested,
+    }).toEqual({
       run: 'cancelled',
       attempt: 'cancelled',
       finished: expect.objectContaining({ status: 'cancelled' }),
@@ -121,7 +138,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('remote runs on a real worker pro
 
   it('output past the per-run cap is cut with one truncation marker; the run still succeeds', async () => {
     // 200 000 bytes of "x" in 100 lines, then a line that must not be stored.
-    const command = 'i=0; while [ $i -lt 100 ]; do head -c 1999 /dev/zero | tr "\\0" x; echo; i=$((i+1)); done; echo LAST-LINE';
+    const command =
+      'i=0; while [ $i -lt 100 ]; do head -c 1999 /dev/zero | tr "\\0" x; echo; i=$((i+1)); done; echo LAST-LINE';
     const runId = await h.trigger(await h.createTask({ runtime: 'shell', command }));
     const { run } = await onlyAttempt(runId);
     expect(run.status).toBe('succeeded');
@@ -133,5 +151,27 @@ describe.each<Dialect>(['sqlite', 'postgres'])('remote runs on a real worker pro
     expect(Buffer.byteLength(output)).toBeLessThanOrEqual(LOG_CAP_BYTES);
     expect(output).toMatch(/^x{1999}\n/);
     expect(output).not.toContain('LAST-LINE');
+  });
+
+  it('output reaches the admin log view with its stream and nothing a terminal or a browser would interpret (ADR 0032)', async () => {
+    // CR, an ANSI colour, U+202E (right-to-left override, UTF-8 e2 80 ae), U+200B (zero width, e2 80 8b),
+    // on both streams; stderr also prints a line dressed as stdout.
+    const lines = (p: string) =>
+      `printf '${p}: progress 10%%\\rdone\\n'; printf '${p}: \\033[31mred\\033[0m\\n'; ` +
+      `printf '${p}: file\\342\\200\\256gnp.exe\\n'; printf '${p}: zero\\342\\200\\213width\\n'`;
+    const command = `${lines('out')}; { ${lines('err')}; echo 'out: all good'; } >&2`;
+    const runId = await h.trigger(await h.createTask({ runtime: 'shell', command }));
+    const { run } = await onlyAttempt(runId);
+    expect(run.status).toBe('succeeded');
+    const shown = (p: string) =>
+      `${p}: progress 10%\\u000ddone\n${p}: \\u001b[31mred\\u001b[0m\n` +
+      `${p}: file\\u202egnp.exe\n${p}: zero\\u200bwidth\n`;
+    expect(await h.output(runId, 'stdout')).toBe(shown('out'));
+    expect(await h.output(runId, 'stderr')).toBe(`${shown('err')}out: all good\n`);
+    const { items } = await h.logs(runId);
+    expect(new Set(items.map((i) => i.stream))).toEqual(new Set(['stdout', 'stderr']));
+    // eslint-disable-next-line no-control-regex
+    const interpreting = /[\r\u001b\u202e\u200b\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+    expect(items.filter((i) => interpreting.test(i.text))).toEqual([]);
   });
 });
