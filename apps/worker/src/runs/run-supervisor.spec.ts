@@ -201,25 +201,6 @@ describe('RunSupervisor: pull, activation, output, completion (R-WRK-2..3, R-ACT
     await completed();
     expect(plane.leaseList[0]!.logs.map((l) => l.text).join('')).toBe('a\u001b[1mb\uFFFDc\tz\r\uFFFD\n');
   });
-
-  it('each chunk carries its stream; the cap marker is system, not the stream that hit the cap (ADR 0032)', async () => {
-    await start({ QL_WORKER_OUTPUT_MAX_BYTES: '4096' });
-    // stderr first, then stdout past the cap: the marker must not read as the task's stdout.
-    plane.enqueue({
-      command: "echo to-err >&2; sleep 0.2; echo to-out; head -c 8000 /dev/zero | tr '\\0' x",
-    });
-    await completed();
-    const logs = plane.leaseList[0]!.logs;
-    const of = (stream: string) =>
-      logs
-        .filter((l) => l.stream === stream)
-        .map((l) => l.text)
-        .join('');
-    expect(new Set(logs.map((l) => l.stream))).toEqual(new Set(['stdout', 'stderr', 'system']));
-    expect(of('stderr')).toBe('to-err\n');
-    expect(of('stdout')).toMatch(/^to-out\nx+$/);
-    expect(of('system')).toMatch(/^\n\[output truncated: the 4096-byte cap was reached\]\n$/);
-  });
 });
 
 describe('RunSupervisor: renewal and cancellation (R-WRK-4, R-RUN-5)', () => {

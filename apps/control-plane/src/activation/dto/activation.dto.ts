@@ -51,7 +51,7 @@ export class CompletionDto extends LeaseFenceDto {
 export class LogChunkDto extends LeaseFenceDto {
   @IntField(0, RUN_LOG_LIMITS.maxSeq, {
     description:
-      'the chunk number, 0, 1, 2 … per attempt; a gap is refused, the same seq and text is a replay',
+      'the chunk number, 0, 1, 2 … per attempt; a gap is refused, the same seq, stream and text is a replay',
   })
   seq!: number;
 
