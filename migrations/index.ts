@@ -8,14 +8,13 @@ import { ClaimFunction1765065600000 as PostgresClaimFunction } from './postgres/
 import { LeaseSteps1765152000000 as PostgresLeaseSteps } from './postgres/1765152000000-lease-steps';
 import { QueueSignals1765238400000 as PostgresQueueSignals } from './postgres/1765238400000-queue-signals';
 import { IndexOnlyPlans1765324800000 as PostgresIndexOnlyPlans } from './postgres/1765324800000-index-only-plans';
-import { LogStreams1765411200000 as PostgresLogStreams } from './postgres/1765411200000-log-streams';
 import { Initial1764547200000 as SqliteInitial } from './sqlite/1764547200000-initial';
 import { RevokedCertificates1764633600000 as SqliteRevoked } from './sqlite/1764633600000-revoked-certificates';
 import { RunsAndLeases1764720000000 as SqliteRuns } from './sqlite/1764720000000-runs-and-leases';
 import { ActivationAndLogs1764806400000 as SqliteActivation } from './sqlite/1764806400000-activation-and-logs';
 import { SessionLastCall1764892800000 as SqliteLastCall } from './sqlite/1764892800000-session-last-call';
 import { AdminViews1764979200000 as SqliteAdminViews } from './sqlite/1764979200000-admin-views';
-import { LogStreams1765411200000 as SqliteLogStreams } from './sqlite/1765411200000-log-streams';
+import { LogStreams1765411200000 as LogStreams } from './log-streams';
 
 /** Migrations per dialect, in order. Listed explicitly so tests and the built app load the same set. */
 export const SQLITE_MIGRATIONS = [
@@ -25,7 +24,7 @@ export const SQLITE_MIGRATIONS = [
   SqliteActivation,
   SqliteLastCall,
   SqliteAdminViews,
-  SqliteLogStreams,
+  LogStreams,
 ];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
@@ -38,5 +37,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresLeaseSteps,
   PostgresQueueSignals,
   PostgresIndexOnlyPlans,
-  PostgresLogStreams,
+  LogStreams,
 ];
