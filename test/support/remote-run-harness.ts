@@ -20,14 +20,7 @@ import type { JournalRecord } from '../../apps/worker/src/journal/journal-record
 import { ATTEMPT_MARKER } from '../../apps/worker/src/executor/local-process.executor';
 import { environHas } from '../../apps/worker/src/host/process-table';
 import { EntryPoint, WORKER, tempDir } from './entry-points';
-import {
-  Dialect,
-  TestDatabase,
-  TestPlane,
-  createTestDatabase,
-  createTestPki,
-  startTestPlane,
-} from './test-plane';
+import { Dialect, TestDatabase, TestPlane, createTestDatabase, createTestPki, startTestPlane } from './test-plane';
 
 export interface AttemptView {
   id: string;
@@ -89,9 +82,7 @@ const KNOWN_WORKER_ENV = new Set<string>(WORKER_SETTINGS.map((s) => s.env));
 
 /** The optional settings this worker build knows (fast idle pulls). */
 export function optionalWorkerEnv(): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(OPTIONAL_WORKER_ENV).filter(([name]) => KNOWN_WORKER_ENV.has(name)),
-  );
+  return Object.fromEntries(Object.entries(OPTIONAL_WORKER_ENV).filter(([name]) => KNOWN_WORKER_ENV.has(name)));
 }
 
 /**
@@ -104,18 +95,13 @@ export const WAIT_DEADLINE_MS = 60_000;
 export async function eventually<T>(
   what: string,
   probe: () => Promise<T | undefined> | T | undefined,
-  {
-    deadlineMs = WAIT_DEADLINE_MS,
-    pollMs = 100,
-    context,
-  }: { deadlineMs?: number; pollMs?: number; context?: () => string } = {},
+  { deadlineMs = WAIT_DEADLINE_MS, pollMs = 100, context }: { deadlineMs?: number; pollMs?: number; context?: () => string } = {},
 ): Promise<T> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
-    if (Date.now() >= deadline)
-      throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}\n${context?.() ?? ''}`);
+    if (Date.now() >= deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}\n${context?.() ?? ''}`);
     await delay(pollMs);
   }
 }
@@ -188,10 +174,7 @@ export class RemoteRunHarness {
    * Starts the worker entry point as `workerId`. `journalDir` defaults to a fresh folder; pass an
    * old worker's to restart it "on the same machine".
    */
-  startWorker(
-    workerId: string,
-    options: { env?: Record<string, string>; journalDir?: string } = {},
-  ): RunWorker {
+  startWorker(workerId: string, options: { env?: Record<string, string>; journalDir?: string } = {}): RunWorker {
     const n = this.workers.length + 1;
     const w = new RunWorker(
       workerId,
@@ -269,11 +252,7 @@ export class RemoteRunHarness {
       {
         deadlineMs,
         context: () => {
-          const seen = last && {
-            status: last.status,
-            attempts: last.attempts,
-            events: last.events.map((e) => e.type),
-          };
+          const seen = last && { status: last.status, attempts: last.attempts, events: last.events.map((e) => e.type) };
           return `last seen: ${JSON.stringify(seen)}\n${this.transcripts()}`;
         },
       },
@@ -281,12 +260,7 @@ export class RemoteRunHarness {
   }
 
   untilRunEnds(runId: string, deadlineMs = WAIT_DEADLINE_MS): Promise<RunView> {
-    return this.untilRun(
-      runId,
-      'a terminal status',
-      (r) => TERMINAL_RUN_STATUSES.includes(r.status),
-      deadlineMs,
-    );
+    return this.untilRun(runId, 'a terminal status', (r) => TERMINAL_RUN_STATUSES.includes(r.status), deadlineMs);
   }
 
   /** Every stored log entry of the run, paged with `after=nextAfter` like a client. */

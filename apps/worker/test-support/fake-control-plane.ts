@@ -146,8 +146,7 @@ export class FakeControlPlane implements WorkerIngress {
     const b = call.body;
     if (call.action === 'register') return this.session(call, { outcome: 'created' });
     // A held pull is served while the worker's own later calls moved the version on (ADR 0019).
-    const behind =
-      call.action === 'offers' && Number(b.waitMs ?? 0) > 0 && Number(b.expectedVersion) < this.version;
+    const behind = call.action === 'offers' && Number(b.waitMs ?? 0) > 0 && Number(b.expectedVersion) < this.version;
     if (b.expectedVersion !== this.version && !behind) throw fenced('session', 'version_mismatch');
     switch (call.action) {
       case 'heartbeat':
