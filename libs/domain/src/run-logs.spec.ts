@@ -2,10 +2,11 @@ import fc from 'fast-check';
 import { ValidationError } from './errors';
 import { displayLogText, readLogChunk } from './run-logs';
 
-// What a terminal or a browser interprets: none of these may survive displayLogText (tab and LF may).
+// What a terminal or a browser interprets (assigned characters only; U+2065 and U+E0002–U+E001F are
+// not): none of these may survive displayLogText (tab and LF may).
 const INTERPRETING =
   // eslint-disable-next-line no-control-regex
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]|[\u{e0000}-\u{e007f}]|\p{Cs}/u;
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]|[\u{e0001}\u{e0020}-\u{e007f}]|\p{Cs}/u;
 
 /** Any text: every code point (lone surrogates too), with the characters that matter here made frequent. */
 const anyText = fc.string({

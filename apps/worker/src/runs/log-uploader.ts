@@ -12,8 +12,8 @@ import { LogText, OutputText } from './output-text';
 
 /**
  * Uploads one attempt's output as `logs` chunks (R-CMP-2): in order, seq 0, 1, 2 … as the wire
- * numbers them, each text ≤ 60 KiB of UTF-8 with the stream it came from (ADR 0032). A chunk that got no answer is sent again with the same
- * seq and text while the lease term lasts. Output waits in memory until `start()` (the executor caps
+ * numbers them, each text ≤ 60 KiB of UTF-8 with the stream it came from (ADR 0032). A chunk that
+ * got no answer is sent again with the same seq, stream and text while the lease term lasts. Output waits in memory until `start()` (the executor caps
  * it per run, so the queue is bounded) and one send runs at a time.
  */
 export class LogUploader {
