@@ -16,6 +16,7 @@ import { ActivationAndLogs1764806400000 as SqliteActivation } from './sqlite/176
 import { SessionLastCall1764892800000 as SqliteLastCall } from './sqlite/1764892800000-session-last-call';
 import { AdminViews1764979200000 as SqliteAdminViews } from './sqlite/1764979200000-admin-views';
 import { WorkerRecoveryRequired1765411200000 as SqliteRecoveryRequired } from './sqlite/1765411200000-worker-recovery-required';
+import { LogStreams1765497600000 as LogStreams } from './log-streams';
 
 /** Migrations per dialect, in order. Listed explicitly so tests and the built app load the same set. */
 export const SQLITE_MIGRATIONS = [
@@ -26,6 +27,7 @@ export const SQLITE_MIGRATIONS = [
   SqliteLastCall,
   SqliteAdminViews,
   SqliteRecoveryRequired,
+  LogStreams,
 ];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
@@ -39,4 +41,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresQueueSignals,
   PostgresIndexOnlyPlans,
   PostgresRecoveryRequired,
+  LogStreams,
 ];

@@ -349,39 +349,51 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
 
     it('logs: sequenced, idempotent, capped with one marker, read by position with the run end', async () => {
       const { run, fence } = await claimed();
-      await expectFence(acts.appendLog({ ...fence, seq: 0, text: 'early' }), 'lease', 'attempt_not_starting');
+      await expectFence(
+        acts.appendLog({ ...fence, seq: 0, stream: 'stdout', text: 'early' }),
+        'lease',
+        'attempt_not_starting',
+      );
       await acts.starting(fence);
-      expect(await acts.appendLog({ ...fence, seq: 0, text: 'a'.repeat(40) })).toEqual({
+      expect(await acts.appendLog({ ...fence, seq: 0, stream: 'stdout', text: 'a'.repeat(40) })).toEqual({
         runId: run.id,
         outcome: 'stored',
         truncated: false,
       });
       const before = await snapshotDatabase(f.db);
-      expect(await acts.appendLog({ ...fence, seq: 0, text: 'a'.repeat(40) })).toEqual({
+      expect(await acts.appendLog({ ...fence, seq: 0, stream: 'stdout', text: 'a'.repeat(40) })).toEqual({
         runId: run.id,
         outcome: 'replayed',
         truncated: false,
       });
-      await expectFence(acts.appendLog({ ...fence, seq: 0, text: 'b' }), 'lease', 'log_chunk_mismatch');
-      await expectFence(acts.appendLog({ ...fence, seq: 2, text: 'b' }), 'lease', 'log_sequence_gap');
+      await expectFence(
+        acts.appendLog({ ...fence, seq: 0, stream: 'stdout', text: 'b' }),
+        'lease',
+        'log_chunk_mismatch',
+      );
+      await expectFence(
+        acts.appendLog({ ...fence, seq: 2, stream: 'stdout', text: 'b' }),
+        'lease',
+        'log_sequence_gap',
+      );
       expect(await snapshotDatabase(f.db)).toEqual(before);
-      expect(await acts.appendLog({ ...fence, seq: 1, text: 'é'.repeat(30) })).toEqual({
+      expect(await acts.appendLog({ ...fence, seq: 1, stream: 'stdout', text: 'é'.repeat(30) })).toEqual({
         runId: run.id,
         outcome: 'stored',
         truncated: false,
       });
       // 40 + 60 bytes stored: the cap (100) is reached, the next chunk becomes the marker.
-      expect(await acts.appendLog({ ...fence, seq: 2, text: 'x' })).toEqual({
+      expect(await acts.appendLog({ ...fence, seq: 2, stream: 'stdout', text: 'x' })).toEqual({
         runId: run.id,
         outcome: 'dropped',
         truncated: true,
       });
-      expect(await acts.appendLog({ ...fence, seq: 3, text: 'y' })).toEqual({
+      expect(await acts.appendLog({ ...fence, seq: 3, stream: 'stdout', text: 'y' })).toEqual({
         runId: run.id,
         outcome: 'dropped',
         truncated: true,
       });
-      expect(await acts.appendLog({ ...fence, seq: 3, text: 'other' })).toEqual({
+      expect(await acts.appendLog({ ...fence, seq: 3, stream: 'stdout', text: 'other' })).toEqual({
         runId: run.id,
         outcome: 'dropped',
         truncated: true,
@@ -395,11 +407,17 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
       const next = await acts.readLogs(run.id, { after: 2, limit: 10 });
       expect(next!.entries).toHaveLength(1);
       expect(next!.entries[0]).toMatchObject({ position: 3, seq: null, kind: 'truncated' });
-      expect(next!.entries[0]!.text).toContain(`${LOG_CAP} bytes`);
+      expect(next!.entries[0]!.raw).toContain(`${LOG_CAP} bytes`);
       await acts.running({ ...fence, executorHandle: 'pid:1' });
       await acts.complete({ ...fence, outcome: 'succeeded', exitCode: 0, errorSummary: null });
-      await expectFence(acts.appendLog({ ...fence, seq: 4, text: 'late' }), 'lease', 'lease_not_active');
-      expect(await acts.appendLog({ ...fence, seq: 0, text: 'a'.repeat(40) })).toMatchObject({
+      await expectFence(
+        acts.appendLog({ ...fence, seq: 4, stream: 'stdout', text: 'late' }),
+        'lease',
+        'lease_not_active',
+      );
+      expect(
+        await acts.appendLog({ ...fence, seq: 0, stream: 'stdout', text: 'a'.repeat(40) }),
+      ).toMatchObject({
         outcome: 'replayed',
       });
       expect(await acts.readLogs(run.id, { after: 3, limit: 10 })).toEqual({
@@ -518,7 +536,7 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
         ],
         [
           'logs',
-          () => acts.appendLog({ ...successor(running), seq: 0, text: 'x' }),
+          () => acts.appendLog({ ...successor(running), seq: 0, stream: 'stdout', text: 'x' }),
           'lease',
           'lease_token_mismatch',
         ],

@@ -227,7 +227,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       ['running', { executorHandle: 'pid:1', pid: 1 }],
       ['start-failure', { errorCode: 'spawn_failed', detail: 'x' }],
       ['completion', { outcome: 'succeeded', signal: 'SIGTERM' }],
-      ['logs', { seq: 0, text: 'x', stream: 'stderr' }],
+      ['logs', { seq: 0, text: 'x', stream: 'stderr', fd: 2 }],
     ])('%s: an unknown field is a 400 naming it, and writes nothing', async (action, extra) => {
       const h = await holdNewRun();
       const unknown = Object.keys(extra).at(-1)!;
@@ -238,6 +238,69 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
         body: { code: 'invalid_worker_request', message: `${unknown}: unknown_field` },
       });
       expect(await snapshot()).toEqual(unchanged);
+    });
+
+    /** A held run acknowledged running: its holder and the lease version its calls carry. */
+    const runningRun = async () => {
+      const h = await holdNewRun();
+      const version = activation(await send('starting', fenceOf(h))).snapshot.leaseVersion;
+      activation(await send('running', { ...fenceOf(h, version), executorHandle: 'pid:4242' }));
+      return { h, version };
+    };
+
+    it.each<[string, Record<string, unknown>, string]>([
+      ['an unknown stream', { stream: 'fd3' }, 'stream: must_be_one_of:stdout|stderr|system'],
+      ['a stream in capitals', { stream: 'STDERR' }, 'stream: must_be_one_of:stdout|stderr|system'],
+      ['the view-only unknown', { stream: 'unknown' }, 'stream: must_be_one_of:stdout|stderr|system'],
+      ['a null stream', { stream: null }, 'stream: must_be_one_of:stdout|stderr|system'],
+      ['a numeric stream', { stream: 2 }, 'stream: must_be_one_of:stdout|stderr|system'],
+      ['a NUL', { stream: 'stdout', text: 'a\u0000b' }, 'text: control_character'],
+      ['a lone surrogate', { stream: 'stdout', text: 'cut \ud83d' }, 'text: unpaired_surrogate'],
+    ])(
+      'logs: %s is a 400 naming the field (ADR 0032), and writes nothing',
+      async (_what, change, message) => {
+        const { h, version } = await runningRun();
+        const unchanged = await snapshot();
+        const res = await send('logs', { ...fenceOf(h, version), seq: 0, text: 'x', ...change });
+        expect({ status: res.status, body: res.body }).toEqual({
+          status: 400,
+          body: { code: 'invalid_worker_request', message },
+        });
+        expect(await snapshot()).toEqual(unchanged);
+      },
+    );
+
+    it('logs: each chunk is stored as sent with its stream; the admin view neutralizes it, a chunk without a stream is unknown', async () => {
+      const { h, version } = await runningRun();
+      const raw = 'red \u001b[31mX\u001b[0m\rfake\u202egnp.exe a\u200bb\n';
+      const chunks = [
+        { stream: 'stdout', text: raw },
+        { stream: 'stderr', text: `err ${raw}` },
+        { text: 'from a worker before ADR 0032\n' },
+      ];
+      for (const [seq, chunk] of chunks.entries())
+        expect((await send('logs', { ...fenceOf(h, version), seq, ...chunk })).body).toEqual({
+          outcome: 'stored',
+          truncated: false,
+        });
+      const stored = await t.plane.core.db.many<{ stream: string | null; text: string }>(
+        'SELECT stream, text FROM run_logs WHERE run_id = :runId ORDER BY position',
+        { runId: h.offer.run.runId },
+      );
+      expect(stored).toEqual([
+        { stream: 'stdout', text: raw },
+        { stream: 'stderr', text: `err ${raw}` },
+        { stream: null, text: 'from a worker before ADR 0032\n' },
+      ]);
+      const view = await t.admin('GET', `/api/v1/runs/${h.offer.run.runId}/logs`);
+      const shown = 'red \\u001b[31mX\\u001b[0m\\u000dfake\\u202egnp.exe a\\u200bb\n';
+      expect(
+        (view.body as { items: { stream: string; text: string }[] }).items.map((i) => [i.stream, i.text]),
+      ).toEqual([
+        ['stdout', shown],
+        ['stderr', `err ${shown}`],
+        ['unknown', 'from a worker before ADR 0032\n'],
+      ]);
     });
 
     it('the sweeper times out an attempt past its deadline + grace, counts it, and a late completion writes nothing', async () => {

@@ -28,6 +28,7 @@ interface LogPage {
     attemptId: string;
     seq: number | null;
     kind: string;
+    stream: string;
     text: string;
     at: string;
   }[];
@@ -85,7 +86,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
     return { h, version, runId: h.offer.run.runId, attemptId: h.offer.run.attemptId };
   };
   const chunk = async (s: Session, r: Awaited<ReturnType<typeof runningRun>>, seq: number, text: string) => {
-    const res = await send(s, 'logs', { ...fenceOf(s, r.h, r.version), seq, text });
+    const res = await send(s, 'logs', { ...fenceOf(s, r.h, r.version), seq, stream: 'stdout', text });
     expect(res.status).toBe(200);
     return res.body as { outcome: string; truncated: boolean };
   };
@@ -110,6 +111,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
           attemptId: r.attemptId,
           seq: 0,
           kind: 'output',
+          stream: 'stdout',
           text: 'one\n',
           at: expect.any(String),
         },
@@ -118,6 +120,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
           attemptId: r.attemptId,
           seq: 1,
           kind: 'output',
+          stream: 'stdout',
           text: 'two\n',
           at: expect.any(String),
         },
@@ -162,9 +165,12 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
 
     const page = await logs(r.runId);
     expect(page.truncated).toBe(true);
-    expect(page.items.map((e) => ({ position: e.position, seq: e.seq, kind: e.kind }))).toEqual([
-      { position: 1, seq: 0, kind: 'output' },
-      { position: 2, seq: null, kind: 'truncated' },
+    expect(
+      page.items.map((e) => ({ position: e.position, seq: e.seq, kind: e.kind, stream: e.stream })),
+    ).toEqual([
+      { position: 1, seq: 0, kind: 'output', stream: 'stdout' },
+      // The control plane's marker is text the task did not write (ADR 0032).
+      { position: 2, seq: null, kind: 'truncated', stream: 'system' },
     ]);
     expect(page.items[1]!.text).toContain(`log cap of ${CAP_BYTES} bytes`);
   });
@@ -309,6 +315,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held run over the real listene
         leaseGeneration: r.h.offer.lease.leaseGeneration,
         leaseVersion: r.version,
         seq: 0,
+        stream: 'stdout',
         text: 'elsewhere\n',
       });
       expect(stored.outcome).toBe('stored');

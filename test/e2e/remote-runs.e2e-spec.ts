@@ -1,5 +1,6 @@
 // Size: the outcomes a user sees of runs executed by a real worker process (success per runtime,
-// failure, timeout, cancel, log cap), one control plane and one worker per dialect for the file.
+// failure, timeout, cancel, log cap, output streams), one control plane and one worker per dialect
+// for the file.
 import {
   RemoteRunHarness,
   RunWorker,
@@ -133,5 +134,27 @@ describe.each<Dialect>(['sqlite', 'postgres'])('remote runs on a real worker pro
     expect(Buffer.byteLength(output)).toBeLessThanOrEqual(LOG_CAP_BYTES);
     expect(output).toMatch(/^x{1999}\n/);
     expect(output).not.toContain('LAST-LINE');
+  });
+
+  it('output reaches the admin log view with its stream and nothing a terminal or a browser would interpret (ADR 0032)', async () => {
+    // CR, an ANSI colour, U+202E (right-to-left override, UTF-8 e2 80 ae), U+200B (zero width, e2 80 8b),
+    // on both streams; stderr also prints a line dressed as stdout.
+    const lines = (p: string) =>
+      `printf '${p}: progress 10%%\\rdone\\n'; printf '${p}: \\033[31mred\\033[0m\\n'; ` +
+      `printf '${p}: file\\342\\200\\256gnp.exe\\n'; printf '${p}: zero\\342\\200\\213width\\n'`;
+    const command = `${lines('out')}; { ${lines('err')}; echo 'out: all good'; } >&2`;
+    const runId = await h.trigger(await h.createTask({ runtime: 'shell', command }));
+    const { run } = await onlyAttempt(runId);
+    expect(run.status).toBe('succeeded');
+    const shown = (p: string) =>
+      `${p}: progress 10%\\u000ddone\n${p}: \\u001b[31mred\\u001b[0m\n` +
+      `${p}: file\\u202egnp.exe\n${p}: zero\\u200bwidth\n`;
+    expect(await h.output(runId, 'stdout')).toBe(shown('out'));
+    expect(await h.output(runId, 'stderr')).toBe(`${shown('err')}out: all good\n`);
+    const { items } = await h.logs(runId);
+    expect(new Set(items.map((i) => i.stream))).toEqual(new Set(['stdout', 'stderr']));
+    // eslint-disable-next-line no-control-regex
+    const interpreting = /[\r\u001b\u202e\u200b\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+    expect(items.filter((i) => interpreting.test(i.text))).toEqual([]);
   });
 });

@@ -56,6 +56,8 @@ export interface LogItem {
   attemptId: string;
   seq: number;
   kind: string;
+  /** `stdout`, `stderr`, `system` (a truncation marker) or `unknown` (stored without one), ADR 0032. */
+  stream: string;
   text: string;
 }
 export interface WorkerView {
@@ -342,11 +344,11 @@ export class RemoteRunHarness {
     }
   }
 
-  /** The run's output as one text (output entries only, in position order). */
-  async output(runId: string): Promise<string> {
+  /** The run's output as one text (output entries only, in position order; of one stream if given). */
+  async output(runId: string, stream?: string): Promise<string> {
     const { items } = await this.logs(runId);
     return items
-      .filter((i) => i.kind !== 'truncated')
+      .filter((i) => i.kind !== 'truncated' && (stream === undefined || i.stream === stream))
       .map((i) => i.text)
       .join('');
   }

@@ -30,7 +30,7 @@ export interface FakeLease {
   attempt: 'claimed' | 'starting' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
   callbacks: number;
   cancelRequested: boolean;
-  readonly logs: { seq: number; text: string }[];
+  readonly logs: { seq: number; stream: unknown; text: string }[];
   completion?: Record<string, unknown>;
   startFailure?: string;
 }
@@ -269,7 +269,7 @@ export class FakeControlPlane implements WorkerIngress {
         return { lease: this.projection(l) };
       case 'logs':
         if (b.seq !== l.logs.length) throw fenced('lease', 'log_sequence_gap');
-        l.logs.push({ seq: b.seq as number, text: b.text as string });
+        l.logs.push({ seq: b.seq as number, stream: b.stream, text: b.text as string });
         return { outcome: 'stored', truncated: false };
       case 'starting':
         return this.step(l, 'starting');

@@ -1,5 +1,6 @@
 import { AcknowledgementStatus, CompletionOutcome } from './activation';
 import { LeaseCommand } from './run-ports';
+import type { LogStream } from './run-logs';
 import { AttemptStatus, RunStatus } from './runs';
 
 /** The session + lease fence every activation call carries (R-ACT-1); no lease term is asked for. */
@@ -43,6 +44,9 @@ export interface ActivationResult {
 
 export interface LogChunkCommand extends LeaseFenceCommand {
   readonly seq: number;
+  /** Null: the worker did not say (one from before ADR 0032). */
+  readonly stream: LogStream | null;
+  /** As the task wrote it; neutralized only where it is shown (ADR 0032). */
   readonly text: string;
 }
 
@@ -65,7 +69,10 @@ export interface LogEntry {
   /** The worker's chunk sequence; null for the truncation marker. */
   readonly seq: number | null;
   readonly kind: 'output' | 'truncated';
-  readonly text: string;
+  /** Null: stored without its stream (before ADR 0032, or from a worker that did not say). */
+  readonly stream: LogStream | null;
+  /** The stored text, as the task wrote it: a view shows `displayLogText(raw)`, never this (ADR 0032). */
+  readonly raw: string;
   readonly at: number;
 }
 

@@ -232,7 +232,7 @@ describe('step payloads', () => {
     [() => readCompletion({ outcome: 'failed', errorSummary: 'é'.repeat(513) }), 'errorSummary: too_long'],
     [() => readLogChunk({ seq: -1, text: 'x' }), 'seq: out_of_range'],
     [() => readLogChunk({ seq: 0, text: 'é'.repeat(30 * 1024 + 1) }), 'text: too_long'],
-    [() => readLogChunk({ seq: 0, text: 'bell\u0007' }), 'text: control_character'],
+    [() => readLogChunk({ seq: 0, text: 'nul\u0000' }), 'text: control_character'],
   ])('%# refuses bad input: %s', (call, message) => {
     expect(call).toThrow(ValidationError);
     expect(call).toThrow(message);
@@ -244,7 +244,11 @@ describe('step payloads', () => {
     ).toMatchObject({
       exitCode: -(2 ** 31),
     });
-    expect(readLogChunk({ seq: 0, text: 'line\r\n\tnext' }).text).toBe('line\r\n\tnext');
+    expect(readLogChunk({ seq: 0, text: 'line\r\n\tnext' })).toEqual({
+      seq: 0,
+      stream: null,
+      text: 'line\r\n\tnext',
+    });
   });
 });
 

@@ -1,6 +1,6 @@
 import { utf8Length } from './canonical-json';
 import { ValidationError } from './errors';
-import { readInt, readString } from './strict';
+import { readEnum, readInt, readString } from './strict';
 
 export const RUN_LOG_LIMITS = {
   /** One chunk's text, in UTF-8 bytes (the `logs` request is ≤ 64 KiB with its fence). */
@@ -17,12 +17,53 @@ export function truncationMarker(capBytes: number): string {
   return `[output truncated: this run reached its log cap of ${capBytes} bytes; later output was dropped]`;
 }
 
-/** A chunk of output: multi-line text (tab, CR, LF allowed; other controls are not). */
-export function readLogChunk(raw: { seq: unknown; text: unknown }): { seq: number; text: string } {
+/**
+ * Where a chunk of a run's output came from (ADR 0032): the task's standard output or error, or
+ * `system` for text neither wrote (the worker's and the control plane's truncation markers).
+ */
+export const LOG_STREAMS = ['stdout', 'stderr', 'system'] as const;
+export type LogStream = (typeof LOG_STREAMS)[number];
+/** What the admin views show for a chunk stored without its stream (before ADR 0032, or an older worker). */
+export const UNKNOWN_LOG_STREAM = 'unknown';
+
+/**
+ * A chunk of output, kept as the task wrote it (ADR 0032): any text but NUL and lone surrogates; the
+ * admin views neutralize it on read (`displayLogText`). `stream` is optional (a worker from before
+ * ADR 0032 sends none: null); when present it is one of LOG_STREAMS.
+ */
+export function readLogChunk(raw: { seq: unknown; stream?: unknown; text: unknown }): {
+  seq: number;
+  stream: LogStream | null;
+  text: string;
+} {
   const seq = readInt(raw.seq, 'seq', 0, RUN_LOG_LIMITS.maxSeq);
-  const text = readString(raw.text, 'text', { max: RUN_LOG_LIMITS.chunkBytes, multiline: true });
+  const stream = raw.stream === undefined ? null : readEnum(raw.stream, 'stream', LOG_STREAMS);
+  const text = readString(raw.text, 'text', { max: RUN_LOG_LIMITS.chunkBytes, output: true });
   if (utf8Length(text) > RUN_LOG_LIMITS.chunkBytes) throw new ValidationError('text', 'too_long');
-  return { seq, text };
+  return { seq, stream, text };
+}
+
+/**
+ * What a terminal or a browser would interpret rather than show: controls (C0 but tab and LF, DEL,
+ * C1: CR, ESC and the 8-bit CSI among them), format characters (bidi embeddings, overrides, isolates
+ * and marks, zero-width characters, the BOM, tag characters), the line and paragraph separators, and
+ * lone surrogates.
+ */
+const INTERPRETED = /(?![\t\n])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
+
+const visible = (char: string): string => {
+  const code = char.codePointAt(0)!;
+  return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`;
+};
+
+/**
+ * Stored output as the admin views show it (ADR 0032): every character of INTERPRETED becomes its
+ * visible escape, `\u` and four lowercase hex digits (`\u{…}` above the BMP): CR is `\u000d`, ESC
+ * `\u001b`, U+202E `\u202e`. Tab and LF stay. Character by character, with no state: a chunk
+ * boundary inside an escape sequence changes nothing, and already neutral text comes back unchanged.
+ */
+export function displayLogText(raw: string): string {
+  return raw.replace(INTERPRETED, visible);
 }
 
 export type LogChunkDecision =

@@ -14,6 +14,14 @@ export function hasControlCharacter(value: string, multiline = false): boolean {
   return (multiline ? CONTROL_MULTILINE : CONTROL).test(value);
 }
 
+/**
+ * Run output is kept as the task wrote it (ADR 0032): any character but NUL, which PostgreSQL text
+ * cannot hold. A lone surrogate is not Unicode text (it has no UTF-8 form; the edge's JSON parser refuses it too).
+ */
+// eslint-disable-next-line no-control-regex
+const OUTPUT_NUL = /\u0000/;
+const LONE_SURROGATE = /\p{Cs}/u;
+
 export function readObject(
   value: unknown,
   field: string,
@@ -38,10 +46,12 @@ export function readRecord(value: unknown, field: string): Record<string, unknow
 export function readString(
   value: unknown,
   field: string,
-  opts: { max: number; min?: number; pattern?: RegExp; multiline?: boolean },
+  opts: { max: number; min?: number; pattern?: RegExp; multiline?: boolean; output?: boolean },
 ): string {
   if (typeof value !== 'string') throw new ValidationError(field, 'must_be_string');
-  if (hasControlCharacter(value, opts.multiline)) throw new ValidationError(field, 'control_character');
+  if (opts.output ? OUTPUT_NUL.test(value) : hasControlCharacter(value, opts.multiline))
+    throw new ValidationError(field, 'control_character');
+  if (opts.output && LONE_SURROGATE.test(value)) throw new ValidationError(field, 'unpaired_surrogate');
   if (value.length < (opts.min ?? 1)) throw new ValidationError(field, 'too_short');
   if (value.length > opts.max) throw new ValidationError(field, 'too_long');
   if (opts.pattern && !opts.pattern.test(value)) throw new ValidationError(field, 'invalid_format');

@@ -5,6 +5,7 @@ import {
   LogChunkCommand,
   LogEntry,
   LogPage,
+  LogStream,
   RUN_LOG_LIMITS,
   RunRecord,
   decideLogChunk,
@@ -31,6 +32,7 @@ interface LogRow {
   attempt_id: string;
   seq: number | null;
   kind: 'output' | 'truncated';
+  stream: LogStream | null;
   text: string;
   at: number | Date;
 }
@@ -70,11 +72,13 @@ export class LogStore {
         capBytes: this.capBytes,
       });
       if (decision.kind === 'seen') {
-        const stored = await tx.one<{ text: string }>(
-          'SELECT text FROM run_logs WHERE attempt_id = :id AND seq = :seq',
+        const stored = await tx.one<{ text: string; stream: LogStream | null }>(
+          'SELECT text, stream FROM run_logs WHERE attempt_id = :id AND seq = :seq',
           { id: attempt.id, seq: command.seq },
         );
-        if (stored && stored.text !== command.text) throw new FencedError('lease', 'log_chunk_mismatch');
+        // A replay is the same text from the same stream (ADR 0032); anything else is another chunk.
+        if (stored && (stored.text !== command.text || stored.stream !== command.stream))
+          throw new FencedError('lease', 'log_chunk_mismatch');
         return { runId: run.id, outcome: stored ? 'replayed' : 'dropped', truncated };
       }
       const fault = leaseTermViolation(lease, command.leaseVersion, now);
@@ -86,14 +90,15 @@ export class LogStore {
       if (decision.kind === 'drop') return { runId: run.id, outcome: 'dropped', truncated: true };
       const store = decision.kind === 'store';
       await tx.run(
-        `INSERT INTO run_logs (run_id, position, attempt_id, seq, kind, text, at)
-         SELECT :runId, COALESCE(MAX(position), 0) + 1, :attemptId, :seq, :kind, :text, {now}
+        `INSERT INTO run_logs (run_id, position, attempt_id, seq, kind, stream, text, at)
+         SELECT :runId, COALESCE(MAX(position), 0) + 1, :attemptId, :seq, :kind, :stream, :text, {now}
          FROM run_logs WHERE run_id = :runId`,
         {
           runId: run.id,
           attemptId: attempt.id,
           seq: store ? command.seq : null,
           kind: store ? 'output' : 'truncated',
+          stream: store ? command.stream : 'system',
           text: store ? command.text : truncationMarker(this.capBytes),
         },
       );
@@ -115,7 +120,7 @@ export class LogStore {
     );
     if (!run) return null;
     const rows = await this.db.many<LogRow>(
-      `SELECT position, attempt_id, seq, kind, text, at FROM run_logs
+      `SELECT position, attempt_id, seq, kind, stream, text, at FROM run_logs
        WHERE run_id = :runId AND position > :after ORDER BY position LIMIT :limit`,
       { runId, after: query.after, limit: Math.min(Math.max(query.limit, 1), RUN_LOG_LIMITS.maxPage) },
     );
@@ -133,7 +138,8 @@ function toEntry(row: LogRow): LogEntry {
     attemptId: row.attempt_id,
     seq: row.seq === null ? null : toInt(row.seq),
     kind: row.kind,
-    text: row.text,
+    stream: row.stream,
+    raw: row.text,
     at: toMs(row.at),
   };
 }

@@ -72,10 +72,10 @@ export class ActivationService {
   }
 
   async logs(p: WorkerPrincipal, sessionId: string, body: LogChunkDto): Promise<LogAppendResult> {
-    const { seq, text, ...fence } = body;
+    const { seq, stream, text, ...fence } = body;
     const { runId, ...answer } = await this.activation.appendLog({
       ...leaseFenceCommand(p, sessionId, fence),
-      ...readLogChunk({ seq, text }),
+      ...readLogChunk({ seq, stream, text }),
     });
     this.logWaiters.notify(runId);
     return answer;

@@ -15,8 +15,10 @@ import {
   RunRecord,
   RunRepository,
   TASK_LIMITS,
+  UNKNOWN_LOG_STREAM,
   ValidationError,
   canonicalJson,
+  displayLogText,
   readEnum,
   readInt,
   readObject,
@@ -201,13 +203,15 @@ function toEventView(e: RunEvent) {
   return { seq: e.seq, type: e.type, attemptId: e.attemptId, at: iso(e.at), detail: e.detail };
 }
 
+/** The one place stored output becomes a view: its text neutralized, its stream named (ADR 0032). */
 function toLogView(e: LogEntry) {
   return {
     position: e.position,
     attemptId: e.attemptId,
     seq: e.seq,
     kind: e.kind,
-    text: e.text,
+    stream: e.stream ?? UNKNOWN_LOG_STREAM,
+    text: displayLogText(e.raw),
     at: iso(e.at),
   };
 }

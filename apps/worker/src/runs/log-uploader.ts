@@ -8,16 +8,16 @@ import {
   describeError,
   isLeaseFenced,
 } from './lease-channel';
-import { OutputText } from './output-text';
+import { LogText, OutputText } from './output-text';
 
 /**
  * Uploads one attempt's output as `logs` chunks (R-CMP-2): in order, seq 0, 1, 2 … as the wire
- * numbers them, each text ≤ 60 KiB of UTF-8. A chunk that got no answer is sent again with the same
- * seq and text while the lease term lasts. Output waits in memory until `start()` (the executor caps
+ * numbers them, each text ≤ 60 KiB of UTF-8 with the stream it came from (ADR 0032). A chunk that
+ * got no answer is sent again with the same seq, stream and text while the lease term lasts. Output waits in memory until `start()` (the executor caps
  * it per run, so the queue is bounded) and one send runs at a time.
  */
 export class LogUploader {
-  private readonly queue: string[] = [];
+  private readonly queue: LogText[] = [];
   private readonly text = new OutputText();
   private seq = 0;
   private started = false;
@@ -69,9 +69,9 @@ export class LogUploader {
 
   private async drain(): Promise<void> {
     while (this.queue.length > 0 && !this.stopped) {
-      const text = this.queue[0]!;
+      const { stream, text } = this.queue[0]!;
       try {
-        await callInTerm(this.channel, 'logs', this.lease, { seq: this.seq, text }, this.options);
+        await callInTerm(this.channel, 'logs', this.lease, { seq: this.seq, stream, text }, this.options);
         this.queue.shift();
         this.seq++;
       } catch (error) {

@@ -1,28 +1,37 @@
 import { StringDecoder } from 'node:string_decoder';
+import type { LogStream } from '@ql/domain';
 import type { OutputChunk } from '../executor/output-limiter';
 
 /** The most UTF-8 bytes one `logs` chunk carries (RUN_LOG_LIMITS.chunkBytes on the control plane). */
 export const LOG_TEXT_MAX_BYTES = 60 * 1024;
 
-// Controls the wire refuses in log text (tab, LF and CR are kept); C1 and the two line separators too.
+// The one character the wire refuses in log text (PostgreSQL text cannot hold it); the rest is sent
+// as the task wrote it and neutralized where the control plane shows it (ADR 0032).
 // eslint-disable-next-line no-control-regex
-const REFUSED = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u2028\u2029]/g;
+const REFUSED = /\u0000/g;
+
+/** One `logs` text and the stream it came from; the worker's truncation marker is `system`. */
+export interface LogText {
+  readonly stream: LogStream;
+  readonly text: string;
+}
 
 /**
  * Turns a run's output chunks into wire-safe log texts: UTF-8 decoded per stream (a character cut
- * between two chunks is joined again), invalid bytes and refused control characters become U+FFFD,
- * and no text is empty or longer than `maxBytes` UTF-8 bytes.
+ * between two chunks is joined again), invalid bytes and NUL become U+FFFD, and no text is empty or
+ * longer than `maxBytes` UTF-8 bytes. Each text keeps its chunk's stream.
  */
 export class OutputText {
   private readonly decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
 
   constructor(private readonly maxBytes: number = LOG_TEXT_MAX_BYTES) {}
 
-  texts(chunk: OutputChunk): string[] {
+  texts(chunk: OutputChunk): LogText[] {
     const decoded = chunk.truncated
       ? chunk.data.toString('utf8')
       : this.decoders[chunk.stream].write(chunk.data);
-    return splitUtf8(decoded.replace(REFUSED, '\uFFFD'), this.maxBytes);
+    const stream = chunk.truncated ? 'system' : chunk.stream;
+    return splitUtf8(decoded.replace(REFUSED, '\uFFFD'), this.maxBytes).map((text) => ({ stream, text }));
   }
 }
 

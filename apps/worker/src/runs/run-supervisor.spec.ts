@@ -195,11 +195,11 @@ describe('RunSupervisor: pull, activation, output, completion (R-WRK-2..3, R-ACT
     expect(plane.leaseList[0]!.logs.map((l) => l.text).join('')).toBe('one\ntwo\n');
   });
 
-  it('output that is not valid UTF-8 or holds control characters is uploaded as wire-safe text', async () => {
+  it('output is uploaded as the task wrote it (ESC, CR kept) but invalid UTF-8 and NUL, which become U+FFFD', async () => {
     await start();
-    plane.enqueue({ command: "printf 'a\\033[1mb\\377c\\tz\\n'" });
+    plane.enqueue({ command: "printf 'a\\033[1mb\\377c\\tz\\r\\000\\n'" });
     await completed();
-    expect(plane.leaseList[0]!.logs.map((l) => l.text).join('')).toBe('a\uFFFD[1mb\uFFFDc\tz\n');
+    expect(plane.leaseList[0]!.logs.map((l) => l.text).join('')).toBe('a\u001b[1mb\uFFFDc\tz\r\uFFFD\n');
   });
 });
 

@@ -4,6 +4,8 @@ import {
   CompletionOutcome,
   ERROR_CODE_PATTERN,
   EXECUTOR_HANDLE_PATTERN,
+  LOG_STREAMS,
+  LogStream,
   RUN_LOG_LIMITS,
 } from '@ql/domain';
 import { EnumField, IntField, TextField } from '../../http/validation/dto-fields';
@@ -49,13 +51,22 @@ export class CompletionDto extends LeaseFenceDto {
 export class LogChunkDto extends LeaseFenceDto {
   @IntField(0, RUN_LOG_LIMITS.maxSeq, {
     description:
-      'the chunk number, 0, 1, 2 … per attempt; a gap is refused, the same seq and text is a replay',
+      'the chunk number, 0, 1, 2 … per attempt; a gap is refused, the same seq, stream and text is a replay',
   })
   seq!: number;
 
+  @EnumField(LOG_STREAMS, {
+    presence: 'optional',
+    description:
+      'where the text came from: the task’s `stdout` or `stderr`, or `system` for the worker’s truncation marker; a worker from before ADR 0032 sends none (stored as unknown)',
+  })
+  stream?: LogStream;
+
   @TextField(
-    { max: RUN_LOG_LIMITS.chunkBytes, multiline: true },
-    { description: `at most ${RUN_LOG_LIMITS.chunkBytes / 1024} KiB of UTF-8; tab, CR and LF allowed` },
+    { max: RUN_LOG_LIMITS.chunkBytes, output: true },
+    {
+      description: `at most ${RUN_LOG_LIMITS.chunkBytes / 1024} KiB of UTF-8, as the task wrote it: any character but NUL (and no lone surrogate); the admin views neutralize what a terminal or browser would interpret`,
+    },
   )
   text!: string;
 }

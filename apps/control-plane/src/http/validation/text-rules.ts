@@ -9,6 +9,8 @@ export interface TextRules {
   readonly pattern?: RegExp;
   /** Tab, line feed and carriage return allowed (commands). */
   readonly multiline?: boolean;
+  /** Run output: every character but NUL (no lone surrogate), see ADR 0032. */
+  readonly output?: boolean;
 }
 
 export interface TextMapRules {

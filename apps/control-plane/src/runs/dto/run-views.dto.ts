@@ -1,5 +1,12 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { ATTEMPT_STATUSES, PLACEMENT_REASONS, RUN_EVENT_TYPES, RUN_STATUSES } from '@ql/domain';
+import {
+  ATTEMPT_STATUSES,
+  LOG_STREAMS,
+  PLACEMENT_REASONS,
+  RUN_EVENT_TYPES,
+  RUN_STATUSES,
+  UNKNOWN_LOG_STREAM,
+} from '@ql/domain';
 import { PlacementSpecDto } from '../../placement/dto/placement-spec.dto';
 import { TaskSpecDto } from './task-spec.dto';
 import { ListOf, NULLABLE_TIME_PROP, TIME_PROP, UUID_V7_PROP, integerProp } from '../../http/view-props';
@@ -252,7 +259,17 @@ export class LogEntryDto {
   })
   readonly kind!: string;
 
-  @ApiProperty()
+  @ApiProperty({
+    enum: [...LOG_STREAMS, UNKNOWN_LOG_STREAM],
+    description:
+      "where the text came from: the task's `stdout` or `stderr`; `system` for a truncation marker (the worker's or the control plane's), text the task did not write; `unknown` for output stored before streams were kept (ADR 0032)",
+  })
+  readonly stream!: string;
+
+  @ApiProperty({
+    description:
+      'the output, neutralized for a terminal or a browser: tab and LF kept; CR, ESC and every other control, bidi and zero-width format characters, line/paragraph separators and lone surrogates are shown as `\\u` and four lowercase hex digits (`\\u{…}` above U+FFFF), e.g. `\\u000d`, `\\u001b`, `\\u202e` (ADR 0032)',
+  })
   readonly text!: string;
 
   @ApiProperty(TIME_PROP)
