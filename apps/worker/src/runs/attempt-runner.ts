@@ -64,6 +64,8 @@ export class AttemptRunner {
   /** Monotonic time the control plane's deadline sweep may end the attempt at (deadline + grace). */
   private sweepAtMs = Infinity;
   private enforceTimer: NodeJS.Timeout | undefined;
+  /** SIGTERM comes this long before the hard stop: the configured grace, or less where the term is short. */
+  private killGraceMs: number;
 
   constructor(
     private readonly deps: AttemptDeps,
@@ -78,6 +80,7 @@ export class AttemptRunner {
       termEndMs: deps.channel.toLocalTime(Date.parse(offer.lease.expiresAt)),
     };
     this.ids = { offerId: this.lease.offerId, runId: offer.run.runId, attemptId: offer.run.attemptId };
+    this.killGraceMs = deps.killGraceMs;
     this.uploader = new LogUploader(deps.channel, this.lease, this.term(), deps.log, this.ids);
   }
 
@@ -123,12 +126,19 @@ export class AttemptRunner {
       return;
     }
     const termMs = this.lease.termEndMs - monotonicNow();
-    if (this.deps.killGraceMs + KILL_MARGIN_MS > termMs / 2) {
-      // Renewed a third into the term, killed a grace and a margin before its end: with a grace this
-      // long the kill can come before any renewal has had a chance (ADR 0028).
-      this.deps.log.error(
-        'QL_WORKER_KILL_GRACE_MS is too long for this lease term: keep it under half the run lease (QL_RUN_LEASE_MS) less 500 ms, or runs are killed before their lease is renewed',
-        { ...this.ids, killGraceMs: this.deps.killGraceMs, termMs: Math.round(termMs) },
+    const fits = Math.max(0, Math.floor(termMs / 2 - KILL_MARGIN_MS));
+    if (this.deps.killGraceMs > fits) {
+      // Renewed a third into the term, killed a grace and a margin before its end: a longer grace
+      // would kill a healthy run before its renewal had a chance. The grace gives way, never the term.
+      this.killGraceMs = fits;
+      this.deps.log.warn(
+        'QL_WORKER_KILL_GRACE_MS does not fit this lease term: SIGTERM comes only this long before SIGKILL for this run; keep it under half the run lease (QL_RUN_LEASE_MS) less 500 ms',
+        {
+          ...this.ids,
+          killGraceMs: this.deps.killGraceMs,
+          termMs: Math.round(termMs),
+          effectiveGraceMs: fits,
+        },
       );
     }
     this.deps.renewer.hold(this.lease, {
@@ -160,7 +170,7 @@ export class AttemptRunner {
     const hardStop = Math.min(this.lease.termEndMs, this.sweepAtMs) - KILL_MARGIN_MS;
     this.local?.stopBy(hardStop);
     const byDeadline = this.sweepAtMs < this.lease.termEndMs;
-    const killAt = hardStop - this.deps.killGraceMs;
+    const killAt = hardStop - this.killGraceMs;
     this.enforceTimer = setTimeout(
       () => {
         if (!byDeadline) return this.abandon('lease_term_ending');
