@@ -131,4 +131,19 @@ describe('a task that daemonizes with setsid, on a worker with cgroup containmen
     });
     await expectNothingLeft(attemptId, daemon);
   });
+
+  it('(d) the worker killed with -9 (last: it ends this worker): its reaper kills the cgroup, daemon and all', async () => {
+    const { attemptId, daemon } = await daemonRun(`${DAEMON} & echo ready; sleep 60`);
+    worker.kill('SIGKILL');
+    await worker.exited;
+    // The reaper's input ended with the worker: it kills the group and `cgroup.kill`s the cgroup.
+    await eventually('the attempt cgroup empty', () =>
+      /populated 0/.test(readFileSync(join(base, attemptId, 'cgroup.events'), 'utf8')) ? true : undefined,
+    );
+    expect(attemptProcesses(attemptId)).toEqual([]);
+    const size = statSync(daemon).size;
+    // An absence again: six of the daemon's 100 ms periods pass without a new line.
+    await delay(600);
+    expect(statSync(daemon).size).toBe(size);
+  });
 });
