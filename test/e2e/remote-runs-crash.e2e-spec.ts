@@ -30,6 +30,9 @@ jest.setTimeout(180_000);
  */
 const RETRY_BACKOFF_MS = 15_000;
 
+/** The run lease of this file's control plane. */
+const RUN_LEASE_MS = 20_000;
+
 /**
  * Each attempt writes `<attemptId>.start`, then a timestamp (ms) every ~0.1 s to `<attemptId>.beats`,
  * then `<attemptId>.end`. The first attempt would beat for ~40 s (it is killed long before), later
@@ -53,6 +56,9 @@ describe('kill -9 of a worker during a run (sqlite)', () => {
     // A long preference hold: while worker-b (site=b) is live with a free slot, worker-a leaves it the retry.
     h = await RemoteRunHarness.start('sqlite', ['worker-a', 'worker-b'], {
       QL_PLACEMENT_PREFERENCE_HOLD_MS: '60000',
+      // "Back before the lease expired" needs a worker restart (two process starts: seconds on a
+      // loaded machine) to fit inside one term: 5 s did not, under load (the attempt came out lost).
+      QL_RUN_LEASE_MS: String(RUN_LEASE_MS),
     });
   });
   afterAll(async () => {
