@@ -121,25 +121,21 @@ export async function leaseEnforcementMain(resultsDir: string): Promise<void> {
   }
   const arm = median(perArm);
   const spawnMs = median(perSpawn);
-  const perRun = (runMs: number, leaseMs: number) => arm * (1 + Math.ceil((3 * runMs) / leaseMs));
+  const run = (label: string, runMs: number, leaseMs = 60_000) => {
+    const armings = 1 + Math.floor((3 * runMs) / leaseMs);
+    const ms = arm * armings;
+    return [
+      `${label}, ${leaseMs / 1000} s lease (${armings} armings)`,
+      ms.toFixed(3),
+      (ms / spawnMs).toFixed(2),
+    ];
+  };
   const costRows = [
-    ['one arming of the switch (reaper tree CPU)', arm.toFixed(3), '1.00'],
-    ['one run spawn (`sh -c true`, parent + child)', spawnMs.toFixed(3), (spawnMs / arm).toFixed(2)],
-    [
-      'a 1 s run, 60 s lease (1 arming)',
-      perRun(1_000, 60_000).toFixed(3),
-      (perRun(1_000, 60_000) / spawnMs).toFixed(2),
-    ],
-    [
-      'a 60 s run, 60 s lease (4 armings)',
-      perRun(60_000, 60_000).toFixed(3),
-      (perRun(60_000, 60_000) / spawnMs).toFixed(2),
-    ],
-    [
-      'a 10 min run, 60 s lease (31 armings)',
-      perRun(600_000, 60_000).toFixed(3),
-      (perRun(600_000, 60_000) / spawnMs).toFixed(2),
-    ],
+    ['one arming of the switch (reaper tree CPU)', arm.toFixed(3), (arm / spawnMs).toFixed(2)],
+    ['one run spawn (`sh -c true`, parent + child)', spawnMs.toFixed(3), '1.00'],
+    run('a 1 s run', 1_000),
+    run('a 60 s run', 60_000),
+    run('a 10 min run', 600_000),
   ];
   const costHeader = ['watchdog cost', 'CPU ms (median)', '÷ one run spawn'];
   const costAlign: Align[] = ['left', 'right', 'right'];
