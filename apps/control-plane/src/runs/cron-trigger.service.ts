@@ -70,7 +70,7 @@ export class CronTriggerService implements OnApplicationBootstrap, OnApplication
   }
 
   private async fire(task: TaskRecord, now: number): Promise<boolean> {
-    const scheduledAt = previousFireTime(parseCron(task.spec.cron), now);
+    const scheduledAt = previousFireTime(parseCron(task.spec.cron, 'cron', task.spec.timezone), now);
     // Only times after this revision was made: an edit never fires a time from before it.
     if (scheduledAt === null || scheduledAt < task.updatedAt) return false;
     const key = `${task.id}:${task.revision}`;
