@@ -35,6 +35,12 @@ const DAY_SECONDS = 86_400;
 const SEARCH_DAYS = 366;
 /** Only a schedule pinned to 29 February can need more than a year (leap days are 4 years apart, 8 around 2100). */
 const LEAP_DAY_SEARCH_DAYS = 5 * 366;
+/**
+ * In a zone a yearly time can be 366 days and an offset change apart in instants (29 March CEST one
+ * year, CET the next): zoned searches reach one day further so such a schedule is never "none".
+ */
+const zoneSlackMs = (schedule: CronSchedule): number =>
+  schedule.timezone === DEFAULT_CRON_TIMEZONE ? 0 : DAY_MS;
 
 const MONTH_NAMES = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'];
 const DAY_NAMES = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'];
@@ -177,16 +183,17 @@ function assertFinite(ms: number, name: string): void {
 const floorDay = (ms: number): number => Math.floor(ms / DAY_MS) * DAY_MS;
 
 /**
- * Latest fire time (epoch ms, whole second) <= atMs and no more than 366 days before it; null if none.
+ * Latest fire time (epoch ms, whole second) <= atMs and no more than 366 days before it (367 in a
+ * zone other than UTC); null if none.
  * Local days are scanned backwards; on a day with a change of offset each wall time is mapped on its
  * own (wallToInstant), which never decreases, so the first one found is the latest.
  */
 export function previousFireTime(schedule: CronSchedule, atMs: number): number | null {
   assertFinite(atMs, 'atMs');
-  const lowest = atMs - SEARCH_DAYS * DAY_MS;
+  const lowest = atMs - SEARCH_DAYS * DAY_MS - zoneSlackMs(schedule);
   // The local day of atMs is within a day of its UTC day (offsets are -12…+14 h).
   const startDay = floorDay(atMs) + 2 * DAY_MS;
-  for (let i = 0; i <= SEARCH_DAYS + 4; i++) {
+  for (let i = 0; i <= SEARCH_DAYS + 5; i++) {
     const dayWall = startDay - i * DAY_MS;
     if (dayWall + DAY_MS + 15 * HOUR_MS < lowest) return null;
     if (!dayMatches(schedule, dayWall)) continue;
@@ -212,9 +219,9 @@ export function previousFireTime(schedule: CronSchedule, atMs: number): number |
 export function nextFireTime(schedule: CronSchedule, afterMs: number): number | null {
   assertFinite(afterMs, 'afterMs');
   const horizonDays = canFireOnLeapDay(schedule) ? LEAP_DAY_SEARCH_DAYS : SEARCH_DAYS;
-  const highest = afterMs + horizonDays * DAY_MS;
+  const highest = afterMs + horizonDays * DAY_MS + zoneSlackMs(schedule);
   const startDay = floorDay(afterMs) - 2 * DAY_MS;
-  for (let i = 0; i <= horizonDays + 4; i++) {
+  for (let i = 0; i <= horizonDays + 5; i++) {
     const dayWall = startDay + i * DAY_MS;
     if (dayWall - 15 * HOUR_MS > highest) return null;
     if (!dayMatches(schedule, dayWall)) continue;
