@@ -116,6 +116,8 @@ describe.each(['sqlite', 'postgres'] as const)('cron as QingLong users write it 
       'timezone: invalid_timezone: unknown time zone "Mars/Base"',
     ],
     ['a zone without a cron', { timezone: 'Asia/Shanghai' }, 'timezone: requires_cron'],
+    // Refused at the edge by the DTO's name pattern (newer runtimes' Intl would take it).
+    ['a numeric offset as a zone', { cron: '0 8 * * *', timezone: '+08:00' }, 'timezone: invalid_format'],
   ])('refuses %s with the reason in the detail and writes nothing', async (_name, extra, why) => {
     const before = await t.plane.core.db.one<{ n: number | string }>('SELECT COUNT(*) AS n FROM tasks');
     const res = await t.admin('POST', '/api/v1/tasks', {
@@ -129,17 +131,5 @@ describe.each(['sqlite', 'postgres'] as const)('cron as QingLong users write it 
     expect((res.body as { detail: string }).detail).toContain(why);
     const after = await t.plane.core.db.one<{ n: number | string }>('SELECT COUNT(*) AS n FROM tasks');
     expect(Number(after!.n)).toBe(Number(before!.n));
-  });
-
-  it('refuses a numeric offset as a zone at the edge', async () => {
-    const res = await t.admin('POST', '/api/v1/tasks', {
-      name: 'offset',
-      command: 'date',
-      runtime: 'shell',
-      cron: '0 8 * * *',
-      timezone: '+08:00',
-    });
-    expect(res.status).toBe(400);
-    expect((res.body as { detail: string }).detail).toContain('timezone');
   });
 });
