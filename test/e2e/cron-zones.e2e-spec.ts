@@ -80,6 +80,23 @@ describe.each(['sqlite', 'postgres'] as const)('cron as QingLong users write it 
     ]);
   });
 
+  it('a task whose zone this replica does not know is skipped; the other tasks still fire', async () => {
+    const unknown = await create('zone-from-a-newer-runtime', {
+      cron: '* * * * *',
+      timezone: 'Asia/Shanghai',
+    });
+    // As if a replica with newer time zone data had accepted it.
+    const spec = JSON.stringify({ ...unknown.spec, timezone: 'Mars/Olympus_Mons' });
+    await t.plane.core.db.run('UPDATE tasks SET spec_json = :spec WHERE id = :id', { spec, id: unknown.id });
+    const fine = await create('every-minute-too', { cron: '* * * * *' });
+    const minute = Math.ceil((Date.now() + 1) / MINUTE) * MINUTE;
+    clock.set(minute + SECOND);
+    await tick();
+    await tick();
+    expect(await cronTimes(fine.id)).toEqual([new Date(minute).toISOString()]);
+    expect(await cronTimes(unknown.id)).toEqual([]);
+  });
+
   it('a zone change is a new revision; naming the default zone is not', async () => {
     const body = { name: 'zoned', command: 'date', runtime: 'shell', cron: '0 8 * * mon' };
     const task = await create(body.name, { cron: body.cron });
