@@ -16,5 +16,6 @@ export * from './run-logs';
 export * from './placement';
 export * from './preferred-placement';
 export * from './cron';
+export * from './cron-zone';
 export * from './stats-ports';
 export * from './heartbeat-batcher';

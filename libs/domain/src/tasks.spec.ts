@@ -65,11 +65,36 @@ describe('parseTaskSpec (R-RUN-1)', () => {
       'env:too_many_items',
     ],
     [{ ...base, cron: '61 * * * *' }, 'cron:invalid_cron'],
+    [{ ...base, cron: '0 8 * * *', timezone: 'Mars/Base' }, 'timezone:invalid_timezone'],
+    [{ ...base, cron: '0 8 * * *', timezone: '+08:00' }, 'timezone:invalid_timezone'],
+    [{ ...base, timezone: 'Asia/Shanghai' }, 'timezone:requires_cron'],
+    [{ ...base, cron: null, timezone: 'Asia/Shanghai' }, 'timezone:requires_cron'],
     [{ ...base, priority: 1001 }, 'priority:out_of_range'],
     [{ ...base, placement: { required: { colour: ['red'] } } }, 'placement.required.colour:unknown_field'],
     [[], ':must_be_object'],
   ])('%j → %s', (input, expected) => {
     expect(rule(input)).toBe(expected);
+  });
+
+  it('a zone is part of the revision; UTC is the default and is left out, so older digests hold', () => {
+    const utc = parseTaskSpec({ ...base, cron: '0 0 8 * * *' });
+    expect(utc.spec).not.toHaveProperty('timezone');
+    expect(utc.canonical).not.toContain('timezone');
+    for (const zone of [null, 'UTC', 'utc']) {
+      expect(parseTaskSpec({ ...base, cron: '0 0 8 * * *', timezone: zone }).digest).toBe(utc.digest);
+    }
+    expect(rule({ ...base, timezone: 'UTC' })).toBe('accepted');
+    const shanghai = parseTaskSpec({ ...base, cron: '0 0 8 * * *', timezone: 'Asia/Shanghai' });
+    expect(shanghai.spec.timezone).toBe('Asia/Shanghai');
+    expect(shanghai.digest).not.toBe(utc.digest);
+    // The worker re-parses the pinned spec from the offer: it must come out the same.
+    expect(parseTaskSpec(JSON.parse(shanghai.canonical)).digest).toBe(shanghai.digest);
+  });
+
+  it('the cron is checked in its zone and its refusal says why', () => {
+    expect(() => parseTaskSpec({ ...base, cron: '0 8 * * MOM', timezone: 'Asia/Shanghai' })).toThrow(
+      'cron: invalid_cron: day-of-week field "MOM": "MOM" is not a number 0-7 or a name SUN-SAT',
+    );
   });
 
   it('the whole spec stays under the offer budget', () => {

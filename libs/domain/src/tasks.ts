@@ -1,5 +1,6 @@
 import { canonicalJson, sha256Hex, utf8Length } from './canonical-json';
 import { parseCron } from './cron';
+import { DEFAULT_CRON_TIMEZONE, parseTimezone } from './cron-zone';
 import { ValidationError } from './errors';
 import { PlacementSpec, parsePlacementSpec } from './placement';
 import { compareCodeUnits, readEnum, readInt, readObject, readRecord, readString } from './strict';
@@ -55,6 +56,11 @@ export interface TaskSpec {
   readonly retry: RetryPolicy | null;
   readonly env: Readonly<Record<string, string>>;
   readonly cron: string | null;
+  /**
+   * The IANA zone the cron expression's wall-clock times are in; absent means UTC (and a UTC zone is
+   * left out, so specs written before zones existed keep their digests). Only with a cron.
+   */
+  readonly timezone?: string;
   readonly priority: number;
 }
 
@@ -74,6 +80,7 @@ const FIELDS = [
   'retry',
   'env',
   'cron',
+  'timezone',
   'priority',
 ] as const;
 
@@ -86,6 +93,16 @@ export function parseTaskSpec(input: unknown): CanonicalTaskSpec {
     multiline: true,
   });
   if (utf8Length(command) > TASK_LIMITS.commandBytes) throw new ValidationError('command', 'too_long');
+  const timezone =
+    raw.timezone === undefined || raw.timezone === null ? DEFAULT_CRON_TIMEZONE : parseTimezone(raw.timezone);
+  const cron =
+    raw.cron === undefined || raw.cron === null ? null : parseCron(raw.cron, 'cron', timezone).expression;
+  if (cron === null && timezone !== DEFAULT_CRON_TIMEZONE)
+    throw new ValidationError(
+      'timezone',
+      'requires_cron',
+      'timezone: requires_cron: a time zone applies to a cron only',
+    );
   const spec: TaskSpec = {
     name: readString(raw.name, 'name', { max: TASK_LIMITS.nameLength, pattern: TASK_NAME_PATTERN }),
     command,
@@ -99,7 +116,8 @@ export function parseTaskSpec(input: unknown): CanonicalTaskSpec {
         : readInt(raw.timeoutMs, 'timeoutMs', TASK_LIMITS.minTimeoutMs, TASK_LIMITS.maxTimeoutMs),
     retry: raw.retry === undefined || raw.retry === null ? null : readRetry(raw.retry),
     env: readEnv(raw.env ?? {}),
-    cron: raw.cron === undefined || raw.cron === null ? null : parseCron(raw.cron, 'cron').expression,
+    cron,
+    ...(timezone === DEFAULT_CRON_TIMEZONE ? {} : { timezone }),
     priority: raw.priority === undefined ? 0 : readInt(raw.priority, 'priority', 0, TASK_LIMITS.maxPriority),
   };
   const canonical = canonicalJson(spec);

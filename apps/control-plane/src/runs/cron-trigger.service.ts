@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import {
   CLOCK,
   Clock,
+  CronSchedule,
   ID_GENERATOR,
   IdGenerator,
   RUN_REPOSITORY,
@@ -32,6 +33,8 @@ export class CronTriggerService implements OnApplicationBootstrap, OnApplication
   private readonly work: ScheduledLoop;
   /** What this replica already fired, so a tick does not retry known times: `task:revision` → time. */
   private readonly fired = new Map<string, number>();
+  /** `task:revision` of schedules this replica cannot parse, so each is logged once. */
+  private readonly unparsable = new Set<string>();
 
   constructor(
     @Inject(TASK_REPOSITORY) private readonly tasks: TaskRepository,
@@ -69,8 +72,34 @@ export class CronTriggerService implements OnApplicationBootstrap, OnApplication
     return created;
   }
 
+  /**
+   * The task's schedule, or null when it does not parse on this replica (a zone this runtime's time
+   * zone data lacks, on a replica older than the one that accepted it): that task is skipped, said
+   * once per revision, and the others still fire.
+   */
+  private schedule(task: TaskRecord): CronSchedule | null {
+    try {
+      return parseCron(task.spec.cron, 'cron', task.spec.timezone);
+    } catch (error) {
+      const key = `${task.id}:${task.revision}`;
+      if (!this.unparsable.has(key)) {
+        if (this.unparsable.size > MAX_TASKS_PER_TICK) this.unparsable.clear();
+        this.unparsable.add(key);
+        const reason = error instanceof Error ? error.message : String(error);
+        this.logger.warn({
+          msg: 'cron task skipped: its schedule does not parse here',
+          taskId: task.id,
+          reason,
+        });
+      }
+      return null;
+    }
+  }
+
   private async fire(task: TaskRecord, now: number): Promise<boolean> {
-    const scheduledAt = previousFireTime(parseCron(task.spec.cron), now);
+    const schedule = this.schedule(task);
+    if (schedule === null) return false;
+    const scheduledAt = previousFireTime(schedule, now);
     // Only times after this revision was made: an edit never fires a time from before it.
     if (scheduledAt === null || scheduledAt < task.updatedAt) return false;
     const key = `${task.id}:${task.revision}`;

@@ -26,7 +26,10 @@ export class TaskDto {
   @ApiProperty({ description: 'SHA-256 (hex) of the canonical spec' })
   readonly digest!: string;
 
-  @ApiProperty({ type: () => TaskSpecDto, description: 'canonical: every field present, sets sorted' })
+  @ApiProperty({
+    type: () => TaskSpecDto,
+    description: 'canonical: every field present (but timezone, absent for UTC), sets sorted',
+  })
   readonly spec!: TaskSpecDto;
 
   @ApiProperty(TIME_PROP)

@@ -5,6 +5,8 @@ import {
   TASK_LIMITS,
   TASK_NAME_PATTERN,
   TASK_RUNTIMES,
+  TIMEZONE_MAX_LENGTH,
+  TIMEZONE_PATTERN,
 } from '@ql/domain';
 import { EnumField, IntField, NestedField, TextField, TextMapField } from '../../http/validation/dto-fields';
 import { PlacementSpecDto } from '../../placement/dto/placement-spec.dto';
@@ -77,16 +79,32 @@ export class TaskSpecDto {
   )
   env?: Record<string, string> | null;
 
-  // Tabs may separate the five fields, hence multi-line text; the cron syntax is the domain's.
+  // Tabs may separate the fields, hence multi-line text; the cron syntax is the domain's.
   @TextField(
     { max: CRON_MAX_LENGTH, multiline: true },
     {
       presence: 'nullable',
-      description: 'five numeric fields (minute hour day-of-month month day-of-week), UTC',
-      example: '*/5 * * * *',
+      description:
+        'five fields (minute hour day-of-month month day-of-week) or six with seconds first (second minute …); ' +
+        'numbers, *, a-b, /n, lists, JAN-DEC and SUN-SAT in any case, ? for a whole day field; ' +
+        'wall-clock times in `timezone`; six-field times at least 10 s apart',
+      example: '0 0 8 * * MON-FRI',
     },
   )
   cron?: string | null;
+
+  @TextField(
+    { max: TIMEZONE_MAX_LENGTH, pattern: TIMEZONE_PATTERN },
+    {
+      presence: 'nullable',
+      default: 'UTC',
+      description:
+        'IANA time zone of the cron (only with a cron; UTC when absent or null, and then left out of the spec). ' +
+        'A time the clock skips fires at the jump; a time it shows twice fires once, the first time',
+      example: 'Asia/Shanghai',
+    },
+  )
+  timezone?: string | null;
 
   @IntField(0, TASK_LIMITS.maxPriority, { presence: 'optional', default: 0 })
   priority?: number;
