@@ -454,6 +454,32 @@ export function describeActivationContract(dialect: string, makeTarget: () => Di
       expect(late.snapshot).toMatchObject({ attemptStatus: 'timed_out', errorCode: 'deadline_exceeded' });
     });
 
+    it('callbackSequence counts the acknowledgements applied: a deadline timeout and a lease expiry both leave it at 2', async () => {
+      const complete = { outcome: 'succeeded' as const, exitCode: 0, errorSummary: null };
+      // Both attempts sent starting and running only; then the control plane ended each one.
+      const timedOut = await started({ timeoutMs: 1_000 });
+      target.clock.advance(1_000 + GRACE);
+      expect(await acts.sweepDeadlines(64, GRACE)).toMatchObject({ timedOut: 1 });
+      const lost = await started();
+      target.clock.advance(RUN_LEASE + 1);
+      expect(await f.leases.sweep(64)).toMatchObject({ failed: 1 });
+      for (const [c, attemptStatus] of [
+        [timedOut, 'timed_out'],
+        [lost, 'lost'],
+      ] as const) {
+        const late = await acts.complete({ ...c.fence, ...complete });
+        expect(late).toMatchObject({
+          status: 'already_terminal',
+          snapshot: { attemptStatus, callbackSequence: 2 },
+        });
+        const row = await f.db.one<{ seq: number | string; final: string | null }>(
+          'SELECT callback_seq AS seq, ack_final AS final FROM attempts WHERE id = :id',
+          { id: c.offer.attempt.id },
+        );
+        expect({ seq: Number(row!.seq), final: row!.final }).toEqual({ seq: 2, final: null });
+      }
+    });
+
     it('deadline: two replicas sweeping at once end each attempt exactly once', async () => {
       const worker = await f.worker(workerId(), 20);
       const runs = [];

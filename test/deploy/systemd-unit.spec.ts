@@ -42,9 +42,12 @@ const one = (key: string) => {
 const seconds = (span: string) => Number.parseInt(span, 10) * (span.endsWith('min') ? 60 : 1);
 
 describe('systemd unit for a worker (deploy/systemd)', () => {
-  it('restarts a fenced or failed worker with a growing delay, never gives up, and leaves a configuration error stopped', () => {
+  it('restarts a fenced or failed worker with a growing delay, never gives up, and leaves a configuration error and a disabled worker stopped', () => {
     expect(one('Restart')).toBe('on-failure');
-    expect(one('RestartPreventExitStatus').split(/\s+/)).toEqual([String(WORKER_EXIT.config)]);
+    expect(one('RestartPreventExitStatus').split(/\s+/)).toEqual([
+      String(WORKER_EXIT.config),
+      String(WORKER_EXIT.disabled),
+    ]);
     expect(seconds(one('RestartSec'))).toBeGreaterThan(0);
     expect(Number(one('RestartSteps'))).toBeGreaterThan(0);
     expect(seconds(one('RestartMaxDelaySec'))).toBeGreaterThan(seconds(one('RestartSec')));

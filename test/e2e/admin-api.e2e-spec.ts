@@ -144,7 +144,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dia
     const reg = await t.ingress(creds, ingressPath('worker-b', s, 'register'), registerBody());
     const version = (reg.body as { version: number }).version;
     const disabled = await t.admin('POST', '/api/v1/workers/worker-b/disable');
-    expect(disabled.body).toMatchObject({ disabled: true, status: 'offline' });
+    expect(disabled.body).toMatchObject({ disabled: true, status: 'disabled' });
     const hb = await t.ingress(creds, ingressPath('worker-b', s, 'heartbeat'), {
       generation: 2,
       expectedVersion: version,

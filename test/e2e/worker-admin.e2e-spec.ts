@@ -218,7 +218,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin worker routes (%s)', (dial
     expect((await list('label=tier=')).ids).toEqual(['worker-e']);
     expect((await list('label=zone=edg')).ids).toEqual([]);
     expect((await list('status=draining')).ids).toEqual(['worker-b']);
-    expect((await list('status=offline')).ids).toEqual(['worker-c', 'worker-d']);
+    expect((await list('status=offline')).ids).toEqual(['worker-c']);
+    expect((await list('status=disabled')).ids).toEqual(['worker-d']);
     expect((await list('status=online&label=zone=edge')).ids).toEqual(['worker-e']);
     expect((await list('status=offline&label=zone=edge')).ids).toEqual([]);
 

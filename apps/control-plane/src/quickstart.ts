@@ -65,8 +65,13 @@ function startWorker(from: ReadyMessage): void {
     worker = undefined;
     if (stopping) return;
     const how = exitText(code, signal);
-    if (code === WORKER_EXIT.ok || code === WORKER_EXIT.config) {
-      const why = code === WORKER_EXIT.config ? ' (configuration error: fix the QL_WORKER_* settings)' : '';
+    if (code === WORKER_EXIT.ok || code === WORKER_EXIT.config || code === WORKER_EXIT.disabled) {
+      const why =
+        code === WORKER_EXIT.config
+          ? ' (configuration error: fix the QL_WORKER_* settings)'
+          : code === WORKER_EXIT.disabled
+            ? ` (disabled by an operator: POST /api/v1/workers/${workerId}/enable, then stop and run npm start again)`
+            : '';
       log('error', `${workerId} exited with ${how}${why}; not restarting it`, { code, signal });
       return;
     }

@@ -10,7 +10,7 @@ import { JournalLockedError } from './journal/journal-lock';
 import { WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
 import { JsonLineLog, NestJsonLogger, WorkerLog } from './logging/worker-log';
 import { WorkerModule } from './worker.module';
-import { WORKER_EXIT } from './worker-exit';
+import { WORKER_DISABLED_REASON, WORKER_EXIT } from './worker-exit';
 
 /**
  * `npm run start:worker`: the headless worker (QL_PROFILE=worker). `… main.js journal list|resolve`:
@@ -75,6 +75,10 @@ async function main(): Promise<number> {
         log.error('worker refused to start: its journal folder is in use', describe(error));
         return WORKER_EXIT.journalLocked;
       }
+      if (error instanceof IngressCallError && error.reason === WORKER_DISABLED_REASON) {
+        log.error(disabledMessage(config.workerId, 'its registration was refused'), describe(error));
+        return WORKER_EXIT.disabled;
+      }
       log.error('worker failed to start', describe(error));
       return WORKER_EXIT.failed;
     }
@@ -82,6 +86,10 @@ async function main(): Promise<number> {
       signal.then((name) => ({ kind: 'signal' as const, name })),
       lifecycle.whenFenced().then((event) => ({ kind: 'fenced' as const, event })),
     ]);
+    if (outcome.kind === 'fenced' && outcome.event.reason === WORKER_DISABLED_REASON) {
+      log.error(disabledMessage(config.workerId, 'its session was fenced'), { ...outcome.event });
+      return WORKER_EXIT.disabled;
+    }
     if (outcome.kind === 'fenced') {
       log.error('worker exiting: its session was fenced by the control plane; not re-registering', {
         ...outcome.event,
@@ -104,6 +112,14 @@ async function main(): Promise<number> {
     await app.close();
     releaseProcess();
   }
+}
+
+/** ADR 0035: what a disabled worker says on its way out (exit 5), naming the step that brings it back. */
+function disabledMessage(workerId: string, what: string): string {
+  return (
+    `worker exiting: an operator disabled ${workerId} (${what}); restarting will not help: ` +
+    `POST /api/v1/workers/${workerId}/enable, then start the worker again (exit code ${WORKER_EXIT.disabled})`
+  );
 }
 
 /** QL_WORKER_RUN_AS resolved and proven to work (ADR 0031): `uid:gid (label)`, or null when unset. */

@@ -6,7 +6,7 @@ export const WORKER_EXIT = {
   failed: 1,
   /** Wrong profile or invalid configuration: fix the environment, restarting will not help. */
   config: 2,
-  /** The control plane fenced this session (replaced, expired, disabled): never re-registered here. */
+  /** The control plane fenced this session (replaced, expired): never re-registered here. */
   fenced: 3,
   /**
    * Another live process holds the journal folder's kernel lock (ADR 0029): another worker, or the
@@ -14,4 +14,13 @@ export const WORKER_EXIT = {
    * process is gone.
    */
   journalLocked: 4,
+  /**
+   * An operator disabled this worker (`POST /api/v1/workers/{id}/disable`): its session was fenced, or
+   * its registration refused, with reason `worker_disabled` (ADR 0035). Restarting cannot help until
+   * `POST /api/v1/workers/{id}/enable`; the quickstart and the systemd unit do not restart it.
+   */
+  disabled: 5,
 } as const;
+
+/** The refusal that makes a worker exit `disabled` rather than `fenced` or `failed`. */
+export const WORKER_DISABLED_REASON = 'worker_disabled';

@@ -1,5 +1,5 @@
 import { RegistrationSnapshot, SessionFence } from './registration';
-import { SessionStatus, WorkerSession } from './sessions';
+import { WorkerSession, WorkerStatus } from './sessions';
 
 /** Time comes in through this port; on PostgreSQL the adapters read the database clock instead. */
 export interface Clock {
@@ -51,6 +51,8 @@ export interface RegistrationResult {
 export interface WorkerRecord {
   readonly workerId: string;
   readonly disabled: boolean;
+  /** The effective status, computed with the database's clock when read (ADR 0035). */
+  readonly status: WorkerStatus;
   readonly session: WorkerSession;
   readonly capabilities: unknown;
   readonly capabilitiesDigest: string;
@@ -63,7 +65,8 @@ export interface WorkerRecord {
 }
 
 export interface WorkerListQuery {
-  readonly status?: SessionStatus;
+  /** The effective status (ADR 0035), filtered in SQL against the database's clock. */
+  readonly status?: WorkerStatus;
   /** One label the worker declared, matched exactly on key and value. */
   readonly label?: { readonly key: string; readonly value: string };
   readonly capabilitiesDigest?: string;
@@ -104,7 +107,10 @@ export interface WorkerSessionRepository {
   drain(command: SessionCommand): Promise<WorkerSession>;
   /** Same CAS; the session ends and can never be used again. */
   offline(command: SessionCommand): Promise<WorkerSession>;
-  /** Sets the disabled flag, fences the current session and appends the audit entry in one transaction (R-ID-4). */
+  /**
+   * Sets the disabled flag, fences the current session and appends the audit entry in one transaction
+   * (R-ID-4). Clearing it (enable) needs a disabled worker: ConflictError('worker_not_disabled').
+   */
   setDisabled(workerId: string, disabled: boolean, audit: AuditEntry): Promise<WorkerRecord>;
   findWorker(workerId: string): Promise<WorkerRecord | null>;
   listWorkers(query: WorkerListQuery): Promise<WorkerRecord[]>;
@@ -114,10 +120,17 @@ export interface WorkerSessionRepository {
    * Admin drain: the live, online session goes to draining (capacity 0) without moving its version,
    * so the worker's next heartbeat is accepted and answers `draining`. NotFoundError for an unknown
    * worker, ConflictError('worker_not_online') when its session is offline, expired or disabled.
+   * Every ConflictError of these admin moves names the next step that works.
    */
   drainWorker(workerId: string, audit: AuditEntry): Promise<WorkerRecord>;
   /**
-   * Deletes the worker row (and its labels) when its session is offline or expired and none of its
+   * Admin resume, the reverse of drain (ADR 0035): the live session goes back to online with its full
+   * capacity, version kept, so the worker's next heartbeat answers `online` and it pulls again.
+   * NotFoundError, ConflictError('worker_not_draining') when its session is offline, expired or disabled.
+   */
+  resumeWorker(workerId: string, audit: AuditEntry): Promise<WorkerRecord>;
+  /**
+   * Deletes the worker row (and its labels) when its session is offline, expired or disabled and none of its
    * leases is still active; sessions, attempts, leases and events keep naming it. NotFoundError,
    * ConflictError('worker_not_offline' | 'worker_holds_leases').
    */

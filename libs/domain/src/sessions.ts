@@ -4,6 +4,15 @@ import { RegistrationSnapshot, SessionFence } from './registration';
 export const SESSION_STATUSES = ['online', 'draining', 'offline'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
+/**
+ * A worker's status as the admin views, their filter and `/metrics` show it (ADR 0035): the stored
+ * session status corrected by what it implies — `disabled` when an operator disabled the worker,
+ * `expired` when its session is not offline but its lease passed by the database clock. Only `online`
+ * and `draining` mean a live process; the order is the console's.
+ */
+export const WORKER_STATUSES = ['online', 'draining', 'expired', 'offline', 'disabled'] as const;
+export type WorkerStatus = (typeof WORKER_STATUSES)[number];
+
 /** The current session of one worker as stored (R-REG-3). Times are epoch milliseconds. */
 export interface WorkerSession {
   readonly workerId: string;

@@ -1,7 +1,9 @@
+import type { WorkerStatus } from './sessions';
+
 /** Counts for operations (metrics), read at scrape time; low cardinality by construction. */
 export interface OperationalCounts {
-  /** Worker rows by current session status; `expired` counts non-offline sessions past their lease. */
-  readonly sessions: Readonly<Record<'online' | 'draining' | 'offline' | 'expired', number>>;
+  /** Worker rows by effective status, as the admin views show it (ADR 0035; every status present). */
+  readonly sessions: Readonly<Record<WorkerStatus, number>>;
   /** Runs by status (every status present, zero when none). */
   readonly runs: Readonly<Record<string, number>>;
   /**

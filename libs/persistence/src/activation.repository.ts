@@ -168,7 +168,13 @@ export class SqlActivationRepository implements ActivationRepository {
   private async acknowledge(command: LeaseFenceCommand, payload: StepPayload): Promise<ActivationResult> {
     const digest = stepDigest(payload);
     if (this.db.dialect === 'postgres') {
-      const applied = await applyLeaseStep<ActivationRow>(this.db, command, payload, digest, ACTIVATION_COLUMNS);
+      const applied = await applyLeaseStep<ActivationRow>(
+        this.db,
+        command,
+        payload,
+        digest,
+        ACTIVATION_COLUMNS,
+      );
       if (applied) {
         const lease = stripDigest(toLease(applied.lease));
         return answer('applied', lease, toRun(applied.run), toActivation(applied.attempt));
@@ -265,12 +271,11 @@ export class SqlActivationRepository implements ActivationRepository {
       case 'starting': {
         const revision = await readRevision(tx, run.taskId, run.revision);
         if (!revision) throw new IllegalStateError(`run ${run.id} pins a missing revision`);
-        const moved = await this.moveAttempt(
-          tx,
-          held,
-          'starting',
-          { startedAt: true, deadlineMs: revision.spec.timeoutMs, ackStarting: digest },
-        );
+        const moved = await this.moveAttempt(tx, held, 'starting', {
+          startedAt: true,
+          deadlineMs: revision.spec.timeoutMs,
+          ackStarting: digest,
+        });
         const runRow = await mustMove(
           tx,
           run,
@@ -331,7 +336,9 @@ export class SqlActivationRepository implements ActivationRepository {
     const { lease, run, attempt, known, now } = held;
     const knownRun = known && { row: known.run, now };
     const ended = await endLease(tx, lease, leaseState, known && now);
-    const moved = await this.moveAttempt(tx, held, status, set);
+    // callback_seq counts the acknowledgements applied (ADR 0010): a worker's ending ('completed')
+    // is one, the deadline sweeper's ('expired') is not, as the lease sweeper's `lost` is not.
+    const moved = await this.moveAttempt(tx, held, status, set, leaseState === 'completed');
     const revision = await readRevision(tx, run.taskId, run.revision);
     const next = decideRunAfterAttempt({
       end: status,
@@ -375,12 +382,13 @@ export class SqlActivationRepository implements ActivationRepository {
     { attempt, known, now }: Held,
     to: AttemptStatus,
     set: AttemptSet,
+    acknowledged = true,
   ): Promise<Attempt> {
     const row = await transitionAttempt<ActivationRow>(
       tx,
       attempt,
       to,
-      { ...set, callback: true },
+      acknowledged ? { ...set, callback: true } : set,
       ACTIVATION_COLUMNS,
       known && { row: known.attempt, now },
     );

@@ -1,26 +1,34 @@
-import { OperationalCounts, OperationalStatsRepository, RUN_STATUSES } from '@ql/domain';
+import { OperationalCounts, OperationalStatsRepository, RUN_STATUSES, WorkerStatus } from '@ql/domain';
 import { SqlDatabase } from './sql-executor';
+import { WORKER_STATUS_SQL } from './worker-admin-sql';
 
 export class SqlOperationalStatsRepository implements OperationalStatsRepository {
   constructor(private readonly db: SqlDatabase) {}
 
   async counts(): Promise<OperationalCounts> {
-    const sessions = { online: 0, draining: 0, offline: 0, expired: 0 };
+    const sessions: Record<WorkerStatus, number> = {
+      online: 0,
+      draining: 0,
+      expired: 0,
+      offline: 0,
+      disabled: 0,
+    };
+    // The admin views' effective status (ADR 0035): one expression, so both always agree.
     const sessionRows = await this.db.many<{
-      status: keyof typeof sessions;
-      expired: number;
+      status: WorkerStatus;
       n: number;
       recovering: number;
       records: number;
     }>(
-      `SELECT status, CASE WHEN status <> 'offline' AND lease_expires_at <= {now} THEN 1 ELSE 0 END AS expired,
-              COUNT(*) AS n, SUM(CASE WHEN recovery_required > 0 THEN 1 ELSE 0 END) AS recovering,
+      `SELECT ${WORKER_STATUS_SQL} AS status, COUNT(*) AS n,
+              SUM(CASE WHEN recovery_required > 0 THEN 1 ELSE 0 END) AS recovering,
               SUM(recovery_required) AS records
-         FROM workers GROUP BY 1, 2`,
+         FROM workers GROUP BY 1`,
+      { yes: true },
     );
     const recoveryRequired = { workers: 0, records: 0 };
     for (const row of sessionRows) {
-      sessions[Number(row.expired) ? 'expired' : row.status] += Number(row.n);
+      sessions[row.status] += Number(row.n);
       recoveryRequired.workers += Number(row.recovering);
       recoveryRequired.records += Number(row.records);
     }

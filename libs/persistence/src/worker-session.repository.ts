@@ -2,7 +2,6 @@
 // explanation; the admin worker views (list, detail, drain, delete) read and write the same rows.
 import {
   AuditEntry,
-  ConflictError,
   FencedError,
   HeartbeatAnswer,
   HeartbeatCommand,
@@ -19,6 +18,7 @@ import {
   WorkerRecord,
   WorkerSession,
   WorkerSessionRepository,
+  WorkerStatus,
   decideRegistration,
   fenceViolation,
   isReplayOfLastCall,
@@ -27,7 +27,17 @@ import {
 import { appendAudit } from './audit.repository';
 import { cancelIntentsSql } from './run-sql';
 import { SqlDatabase, SqlTransaction, isTrue, readNow, toInt, toMs, toMsOrNull } from './sql-executor';
-import { ACTIVE_RUNS_SQL, ActiveRunRow, listWorkersSql, writeLabels } from './worker-admin-sql';
+import {
+  ACTIVE_RUNS_SQL,
+  ActiveRunRow,
+  adminColumns,
+  listWorkersSql,
+  notDeletable,
+  notDrainable,
+  notEnableable,
+  notResumable,
+  writeLabels,
+} from './worker-admin-sql';
 
 export type SessionRow = Pick<
   WorkerRow,
@@ -62,9 +72,16 @@ interface WorkerRow {
   recovery_required: number;
 }
 
+/** An admin read: the row and its effective status by the database's clock (ADR 0035). */
+interface AdminWorkerRow extends WorkerRow {
+  effective_status: WorkerStatus;
+}
+
 const COLUMNS = `worker_id, disabled, session_id, generation, version, status, lease_expires_at,
   max_concurrent_runs, available_slots, registration_digest, capabilities_json, capabilities_digest,
   software_version, protocol_version, registered_at, last_seen_at, recovery_required`;
+
+const ADMIN_COLUMNS = adminColumns(COLUMNS);
 
 /** What a session call answers with: never the capabilities document (up to 16 KiB) on the hot path. */
 export const SESSION_COLUMNS = `worker_id, session_id, generation, version, status, lease_expires_at,
@@ -337,34 +354,43 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
   }
 
   // Flag and fence in one transaction: the session's version moves, so every in-flight CAS misses.
+  // Enable clears the flag of a disabled worker only (409 `worker_not_disabled` otherwise, naming the
+  // step that works); its session stays offline until the worker process registers again (ADR 0035).
   async setDisabled(workerId: string, disabled: boolean, audit: AuditEntry): Promise<WorkerRecord> {
+    if (!disabled)
+      return this.adminMove(
+        workerId,
+        `UPDATE workers SET disabled = :no WHERE worker_id = :workerId AND disabled = :yes
+         RETURNING ${ADMIN_COLUMNS}`,
+        notEnableable,
+        audit,
+      );
     return this.db.transaction(async (tx) => {
       await tx.lock(`worker:${workerId}`);
-      const row = await tx.one<WorkerRow>(
-        disabled
-          ? `UPDATE workers SET disabled = :yes, version = version + 1, status = 'offline', available_slots = 0,
-               lease_expires_at = {now} WHERE worker_id = :workerId RETURNING ${COLUMNS}`
-          : `UPDATE workers SET disabled = :no WHERE worker_id = :workerId RETURNING ${COLUMNS}`,
-        disabled ? { workerId, yes: true } : { workerId, no: false },
+      const row = await tx.one<AdminWorkerRow>(
+        `UPDATE workers SET disabled = :yes, version = version + 1, status = 'offline', available_slots = 0,
+           lease_expires_at = {now} WHERE worker_id = :workerId RETURNING ${ADMIN_COLUMNS}`,
+        { workerId, yes: true },
       );
       if (!row) throw new NotFoundError('worker');
-      if (disabled) await endSession(tx, row.session_id, 'disabled');
+      await endSession(tx, row.session_id, 'disabled');
       await appendAudit(tx, this.ids, audit);
       return toRecord(row);
     });
   }
 
   async findWorker(workerId: string): Promise<WorkerRecord | null> {
-    const row = await this.db.one<WorkerRow>(`SELECT ${COLUMNS} FROM workers WHERE worker_id = :workerId`, {
-      workerId,
-    });
+    const row = await this.db.one<AdminWorkerRow>(
+      `SELECT ${ADMIN_COLUMNS} FROM workers WHERE worker_id = :workerId`,
+      { workerId, yes: true },
+    );
     return row ? toRecord(row) : null;
   }
 
   // Keyset pagination on worker_id; each filter has an index that starts with it.
   async listWorkers(query: WorkerListQuery): Promise<WorkerRecord[]> {
     const { sql, params } = listWorkersSql(COLUMNS, query);
-    const rows = await this.db.many<WorkerRow>(sql, params);
+    const rows = await this.db.many<AdminWorkerRow>(sql, params);
     return rows.map(toRecord);
   }
 
@@ -388,20 +414,48 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
   // The claim's slot reservation requires `status = 'online'` in its own CAS, so no lease is granted
   // from this commit on.
   async drainWorker(workerId: string, audit: AuditEntry): Promise<WorkerRecord> {
+    return this.adminMove(
+      workerId,
+      `UPDATE workers SET status = 'draining', available_slots = 0
+       WHERE worker_id = :workerId AND disabled = :no AND status <> 'offline' AND lease_expires_at > {now}
+       RETURNING ${ADMIN_COLUMNS}`,
+      notDrainable,
+      audit,
+    );
+  }
+
+  // The reverse of drainWorker, version kept for the same reason: the worker's next heartbeat answer
+  // says `online` and it offers its slots again (ADR 0035). Capacity comes back whole at once
+  // (active_leases still bounds the claim); the worker's next heartbeats report its own.
+  async resumeWorker(workerId: string, audit: AuditEntry): Promise<WorkerRecord> {
+    return this.adminMove(
+      workerId,
+      `UPDATE workers SET available_slots = CASE WHEN status = 'draining' THEN max_concurrent_runs
+           ELSE available_slots END, status = 'online'
+       WHERE worker_id = :workerId AND disabled = :no AND status IN ('online', 'draining') AND lease_expires_at > {now}
+       RETURNING ${ADMIN_COLUMNS}`,
+      notResumable,
+      audit,
+    );
+  }
+
+  /** One admin write under the worker lock; a miss is 404 or the 409 `refuse` names for its status. */
+  private adminMove(
+    workerId: string,
+    update: string,
+    refuse: (workerId: string, status: WorkerStatus) => Error,
+    audit: AuditEntry,
+  ): Promise<WorkerRecord> {
     return this.db.transaction(async (tx) => {
       await tx.lock(`worker:${workerId}`);
-      const row = await tx.one<WorkerRow>(
-        `UPDATE workers SET status = 'draining', available_slots = 0
-         WHERE worker_id = :workerId AND disabled = :no AND status <> 'offline' AND lease_expires_at > {now}
-         RETURNING ${COLUMNS}`,
-        { workerId, no: false },
-      );
+      const row = await tx.one<AdminWorkerRow>(update, { workerId, no: false, yes: true });
       if (!row) {
-        const found = await tx.one<{ n: number }>('SELECT 1 AS n FROM workers WHERE worker_id = :workerId', {
-          workerId,
-        });
+        const found = await tx.one<AdminWorkerRow>(
+          `SELECT ${ADMIN_COLUMNS} FROM workers WHERE worker_id = :workerId`,
+          { workerId, yes: true },
+        );
         if (!found) throw new NotFoundError('worker');
-        throw new ConflictError('worker_not_online', 'the worker has no live session to drain');
+        throw refuse(workerId, found.effective_status);
       }
       await appendAudit(tx, this.ids, audit);
       return toRecord(row);
@@ -411,20 +465,15 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
   async deleteWorker(workerId: string, audit: AuditEntry): Promise<WorkerRecord> {
     return this.db.transaction(async (tx) => {
       await tx.lock(`worker:${workerId}`);
-      const row = await tx.one<WorkerRow & { live: number | boolean; held: number | null }>(
-        `SELECT ${COLUMNS}, CASE WHEN status <> 'offline' AND lease_expires_at > {now} THEN 1 ELSE 0 END AS live,
+      const row = await tx.one<AdminWorkerRow & { held: number | null }>(
+        `SELECT ${ADMIN_COLUMNS},
            (SELECT 1 FROM run_leases WHERE worker_id = :workerId AND state = 'active' LIMIT 1) AS held
          FROM workers WHERE worker_id = :workerId {forUpdate}`,
-        { workerId },
+        { workerId, yes: true },
       );
       if (!row) throw new NotFoundError('worker');
-      if (toInt(row.live) === 1)
-        throw new ConflictError(
-          'worker_not_offline',
-          'the worker has a live session; drain or disable it first',
-        );
-      if (row.held !== null)
-        throw new ConflictError('worker_holds_leases', 'a lease of this worker is still active');
+      const refused = notDeletable(workerId, row.effective_status, row.held !== null);
+      if (refused) throw refused;
       await tx.run('DELETE FROM worker_labels WHERE worker_id = :workerId', { workerId });
       await tx.run('DELETE FROM workers WHERE worker_id = :workerId', { workerId });
       await endSession(tx, row.session_id, 'deleted');
@@ -536,10 +585,11 @@ export function toSession(row: SessionRow): WorkerSession {
   };
 }
 
-function toRecord(row: WorkerRow): WorkerRecord {
+function toRecord(row: AdminWorkerRow): WorkerRecord {
   return {
     workerId: row.worker_id,
     disabled: isTrue(row.disabled),
+    status: row.effective_status,
     session: toSession(row),
     capabilities: JSON.parse(row.capabilities_json) as unknown,
     capabilitiesDigest: row.capabilities_digest,

@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { SESSION_STATUSES, WORKER_ID_PATTERN } from '@ql/domain';
+import { WORKER_ID_PATTERN, WORKER_STATUSES } from '@ql/domain';
 import { AdminController, LimitQuery, PROBES_TAG, TextQuery } from '../http/admin-docs';
 import { AdminErrorResponses } from '../http/error-responses';
 import { AdminRequest, RequireRole } from '../identity/api-key.guard';
@@ -30,7 +30,10 @@ export class WorkersController {
 
   @Get()
   @ApiOperation({ summary: 'List workers (keyset pagination on worker id); filters combine with AND' })
-  @TextQuery('status', 'only workers in this status', { type: 'string', enum: SESSION_STATUSES })
+  @TextQuery('status', 'only workers in this effective status (the `status` each item shows)', {
+    type: 'string',
+    enum: WORKER_STATUSES,
+  })
   @TextQuery('label', 'only workers with this label, `key=value` (exact; the value may be empty)')
   @TextQuery('capabilitiesDigest', 'only workers whose capabilities have this digest', {
     type: 'string',
@@ -66,23 +69,40 @@ export class WorkersController {
   @ApiOkResponse({ type: WorkerDto })
   @AdminErrorResponses({
     404: 'no such worker',
-    409: '`worker_not_online`: its session is offline, expired or disabled; nothing was written',
+    409: '`worker_not_online`: it is expired, offline or disabled (the message names the next step); nothing was written',
   })
   drain(@Req() req: AdminRequest, @Param('workerId') workerId: string) {
     return this.admin.drain(req.apiKey!, workerId);
+  }
+
+  @Post(':workerId/resume')
+  @HttpCode(200)
+  @RequireRole('admin')
+  @ApiOperation({
+    summary:
+      'Undo a drain: its live session goes back to online with its full capacity; its next heartbeat answer says so and it pulls again (admin)',
+  })
+  @WorkerIdParam()
+  @ApiOkResponse({ type: WorkerDto })
+  @AdminErrorResponses({
+    404: 'no such worker',
+    409: '`worker_not_draining`: it is expired, offline or disabled (the message names the next step); nothing was written',
+  })
+  resume(@Req() req: AdminRequest, @Param('workerId') workerId: string) {
+    return this.admin.resume(req.apiKey!, workerId);
   }
 
   @Delete(':workerId')
   @RequireRole('admin')
   @ApiOperation({
     summary:
-      'Delete an offline worker holding no active lease; its runs, attempts, leases and sessions stay readable (admin)',
+      'Delete a worker without a live session (expired, offline or disabled) holding no active lease; its runs, attempts, leases and sessions stay readable (admin)',
   })
   @WorkerIdParam()
   @ApiOkResponse({ type: DeletedWorkerDto })
   @AdminErrorResponses({
     404: 'no such worker',
-    409: '`worker_not_offline` or `worker_holds_leases`; nothing was written',
+    409: '`worker_not_offline` (online or draining: stop its process or disable it first) or `worker_holds_leases`; nothing was written',
   })
   delete(@Req() req: AdminRequest, @Param('workerId') workerId: string) {
     return this.admin.deleteWorker(req.apiKey!, workerId);
@@ -93,10 +113,11 @@ export class WorkersController {
   @RequireRole('admin')
   @ApiOperation({
     summary:
-      'Disable a worker: fences its session now; every replica refuses it from the same commit (admin)',
+      'Disable a worker: fences its session now; every replica refuses it from the same commit, and the worker process exits with code 5 and is not restarted (admin)',
   })
   @WorkerIdParam()
   @ApiOkResponse({ type: WorkerDto })
+  @AdminErrorResponses({ 404: 'no such worker' })
   disable(@Req() req: AdminRequest, @Param('workerId') workerId: string) {
     return this.admin.setDisabled(req.apiKey!, workerId, true);
   }
@@ -104,9 +125,16 @@ export class WorkersController {
   @Post(':workerId/enable')
   @HttpCode(200)
   @RequireRole('admin')
-  @ApiOperation({ summary: 'Allow a disabled worker to register a new session (admin)' })
+  @ApiOperation({
+    summary:
+      'Allow a disabled worker to register again: it stays offline until its process is started again (admin)',
+  })
   @WorkerIdParam()
   @ApiOkResponse({ type: WorkerDto })
+  @AdminErrorResponses({
+    404: 'no such worker',
+    409: '`worker_not_disabled` (a draining worker wants `resume`; the message names the next step); nothing was written',
+  })
   enable(@Req() req: AdminRequest, @Param('workerId') workerId: string) {
     return this.admin.setDisabled(req.apiKey!, workerId, false);
   }

@@ -15,13 +15,12 @@ import {
   MAX_CONCURRENT_RUNS,
   NotFoundError,
   RevokedCertificate,
-  SESSION_STATUSES,
-  SessionStatus,
   ValidationError,
   WORKER_SESSION_REPOSITORY,
   WorkerActiveRun,
   WorkerRecord,
   WorkerSessionRepository,
+  WORKER_STATUSES,
   parseWorkerId,
   readEnum,
   readObject,
@@ -49,7 +48,7 @@ export class AdminService {
 
   async listWorkers(query: unknown) {
     const q = readObject(query ?? {}, 'query', ['status', 'label', 'capabilitiesDigest', 'after', 'limit']);
-    const status = q.status === undefined ? undefined : readEnum(q.status, 'status', SESSION_STATUSES);
+    const status = q.status === undefined ? undefined : readEnum(q.status, 'status', WORKER_STATUSES);
     const label = q.label === undefined ? undefined : readLabelFilter(q.label);
     const capabilitiesDigest =
       q.capabilitiesDigest === undefined
@@ -85,6 +84,17 @@ export class AdminService {
     const worker = await this.sessions.drainWorker(id, {
       actor: actor.id,
       action: 'worker.drain',
+      target: `worker:${id}`,
+    });
+    return toWorkerView(worker);
+  }
+
+  /** ADR 0035: the reverse of drain; the worker learns it from its next heartbeat answer and pulls. */
+  async resume(actor: ApiKeyRecord, workerId: string) {
+    const id = parseWorkerId(workerId);
+    const worker = await this.sessions.resumeWorker(id, {
+      actor: actor.id,
+      action: 'worker.resume',
       target: `worker:${id}`,
     });
     return toWorkerView(worker);
@@ -210,7 +220,7 @@ export function toWorkerView(w: WorkerRecord) {
   return {
     workerId: w.workerId,
     disabled: w.disabled,
-    status: s.status as SessionStatus,
+    status: w.status,
     sessionId: s.sessionId,
     generation: s.generation,
     version: s.version,

@@ -2,7 +2,7 @@ import { ControlPlaneMetrics } from './control-plane-metrics';
 
 const stats = {
   counts: async () => ({
-    sessions: { online: 2, draining: 1, offline: 0, expired: 1 },
+    sessions: { online: 2, draining: 1, offline: 0, expired: 1, disabled: 0 },
     runs: { queued: 4, succeeded: 9 },
     recoveryRequired: { workers: 1, records: 2 },
   }),

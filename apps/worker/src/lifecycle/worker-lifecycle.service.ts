@@ -356,6 +356,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
         );
         const next = readSessionResponse(res, this.config.workerId, s.sessionId);
         s.version = next.version;
+        if (action === 'heartbeat' && next.status !== s.status) this.operatorMoved(next.status);
         s.status = next.status;
         return next;
       } catch (error) {
@@ -363,6 +364,17 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
         throw error;
       }
     });
+  }
+
+  /**
+   * An admin drain or resume reached this worker through a heartbeat answer (ADR 0035): capacity 0
+   * from now on, or its slots again; the pull loop goes on either way, so a resume needs no restart.
+   */
+  private operatorMoved(status: SessionResponse['status']): void {
+    if (status === 'draining')
+      this.log.info('worker drained by an operator: no new runs, its runs go on', this.logIds());
+    else if (status === 'online')
+      this.log.info('worker resumed by an operator: taking runs again', this.logIds());
   }
 
   /** The one chain: each call starts after the previous one settled, with the live session then. */

@@ -32,7 +32,11 @@ export class ActivationSnapshotDto implements ActivationSnapshot {
   @ApiProperty(integerProp())
   readonly leaseGeneration!: number;
 
-  @ApiProperty(integerProp('acknowledgements applied to the attempt: starting 1, running 2, final 3'))
+  @ApiProperty(
+    integerProp(
+      "the worker's acknowledgements applied to the attempt: starting 1, running 2, final 3; an ending the control plane wrote (deadline, lease expiry) does not count",
+    ),
+  )
   readonly callbackSequence!: number;
 
   @ApiProperty({ required: false, format: 'date-time', description: `start + the task timeout; ${ABSENT}` })

@@ -4,9 +4,9 @@ import {
   API_KEY_ROLES,
   ApiKeyRole,
   Capabilities,
-  SESSION_STATUSES,
-  SessionStatus,
   WORKER_ID_PATTERN,
+  WORKER_STATUSES,
+  WorkerStatus,
 } from '@ql/domain';
 import { CapabilitiesDto } from '../../registry/dto/register.dto';
 import { ListOf, NULLABLE_TIME_PROP, TIME_PROP } from '../../http/view-props';
@@ -20,8 +20,12 @@ export class WorkerDto {
   @ApiProperty({ description: 'a disabled worker cannot register a session' })
   readonly disabled!: boolean;
 
-  @ApiProperty({ enum: SESSION_STATUSES })
-  readonly status!: SessionStatus;
+  @ApiProperty({
+    enum: WORKER_STATUSES,
+    description:
+      'effective status by the database clock, as `?status=` filters and `/metrics` counts it: `online` and `draining` are a live session; `expired` its lease passed (the process stopped or lost the control plane); `offline` it stopped cleanly; `disabled` an operator disabled it (ADR 0035)',
+  })
+  readonly status!: WorkerStatus;
 
   @ApiProperty({ format: 'uuid' })
   readonly sessionId!: string;
