@@ -5,6 +5,7 @@ import { ScheduledLoop } from '@ql/scheduling';
 import type { WorkerConfig } from '../config/worker-config';
 import { LocalProcessExecutor } from '../executor/local-process.executor';
 import { WorkerJournal } from '../journal/worker-journal';
+import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerLog } from '../logging/worker-log';
 import { AttemptRunner } from './attempt-runner';
 import { LeaseChannel, describeError, isSessionFenced } from './lease-channel';
@@ -49,6 +50,8 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
   private renewer: LeaseRenewer | undefined;
   private puller: OfferPuller | undefined;
   private pulling = false;
+  /** `pull failed`, then summaries with growing spacing, then `pull recovered` (issue 16 item 11). */
+  private readonly pullFailures: RepeatedFailureLog;
   private readonly pullAbort = new AbortController();
   /** Everything else: aborted when the worker gives up on its runs (fence, budget, close). */
   private readonly abort = new AbortController();
@@ -63,7 +66,9 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
     private readonly scheduler: SchedulerRegistry | undefined,
     /** Tests shorten the pause between retries of a call that got no answer. */
     private readonly retryMs: number = LEASE_CALL_RETRY_MS,
-  ) {}
+  ) {
+    this.pullFailures = new RepeatedFailureLog(log, 'pull');
+  }
 
   get localRuns(): number {
     return this.runs.size;
@@ -162,13 +167,14 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
         );
       } catch (error) {
         if (this.pulling && !isSessionFenced(error)) {
-          this.log.warn('pull failed', {
+          this.pullFailures.failed({
             replaying: this.puller!.replaying ?? undefined,
             ...describeError(error),
           });
         }
         return;
       }
+      this.pullFailures.succeeded();
       if (pulled === null) {
         // Long poll: the control plane held the pull (it honours waitMs), so the next one goes at once and
         // one pull stays outstanding; an idle answered sooner (draining, full, a plane that caps the wait
