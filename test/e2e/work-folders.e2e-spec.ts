@@ -6,22 +6,13 @@
  * (root worker with only the deployed capabilities: no CAP_DAC_OVERRIDE or CAP_FOWNER) that leaves a
  * 0700 and a 0500 folder of its own still has its folder removed.
  */
-import { readdirSync } from 'node:fs';
+import { chmodSync, readdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { chmodSync } from 'node:fs';
-import { RUN_AS_CAPABILITIES } from '../../apps/worker/src/executor/run-as';
 import { RemoteRunHarness, RunWorker, eventually } from '../support/remote-run-harness';
+import { DEPLOYED_CAPS } from '../support/run-as-launcher';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
 jest.setTimeout(180_000);
-
-const DEPLOYED_CAPS = [
-  'setpriv',
-  `--bounding-set=-all,${RUN_AS_CAPABILITIES.map((c) => `+${c.toLowerCase()}`).join(',')}`,
-  '--inh-caps=-all',
-  '--ambient-caps=-all',
-  '--',
-];
 
 describe('work folders are removed when their attempt ends (failed ones kept within a bound)', () => {
   let h: RemoteRunHarness;

@@ -12,21 +12,13 @@
  */
 import { chmodSync, existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { RUN_AS_CAPABILITIES } from '../../apps/worker/src/executor/run-as';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { RemoteRunHarness, RunWorker, attemptProcesses, eventually } from '../support/remote-run-harness';
+import { DEPLOYED_CAPS } from '../support/run-as-launcher';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
 jest.setTimeout(180_000);
 
-/** The deployments' capability set (test/deploy/task-user.spec.ts checks each file), nothing inherited. */
-const DEPLOYED_CAPS = [
-  'setpriv',
-  `--bounding-set=-all,${RUN_AS_CAPABILITIES.map((c) => `+${c.toLowerCase()}`).join(',')}`,
-  '--inh-caps=-all',
-  '--ambient-caps=-all',
-  '--',
-];
 const NOBODY = 65534;
 
 /** What the review's task tried; prints one `REACH {…}` line: per target, its text or the error code. */
