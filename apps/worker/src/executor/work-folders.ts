@@ -31,21 +31,38 @@ export interface JournalLookup {
  * `recovery_required`) are never touched; a folder whose record was pruned counts as a finished one.
  */
 export class WorkFolders {
+  /** One settle or sweep at a time: two runs ending together never remove the same tree at once. */
+  private chain: Promise<void> = Promise.resolve();
+
   constructor(
     private readonly options: WorkFolderOptions,
     private readonly log: WorkerLog,
   ) {}
 
   /** After the attempt of `offerId` ended here: remove or keep its folder, then apply the bound. */
-  async settle(journal: JournalLookup, offerId: string): Promise<void> {
+  settle(journal: JournalLookup, offerId: string): Promise<void> {
+    return this.serial(() => this.settleNow(journal, offerId));
+  }
+
+  /** At start, after the restart scan: the folders of finished records a previous process left. */
+  sweep(journal: JournalLookup): Promise<void> {
+    return this.serial(() => this.sweepNow(journal));
+  }
+
+  private serial(fn: () => Promise<void>): Promise<void> {
+    const next = this.chain.then(fn);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  private async settleNow(journal: JournalLookup, offerId: string): Promise<void> {
     const record = await journal.get(offerId);
     if (record === null || !isFinished(record.state)) return;
     if (succeeded(record)) await this.remove(offerId);
     else await this.bound(journal);
   }
 
-  /** At start, after the restart scan: the folders of finished records a previous process left. */
-  async sweep(journal: JournalLookup): Promise<void> {
+  private async sweepNow(journal: JournalLookup): Promise<void> {
     for (const offerId of await this.folders()) {
       const record = await journal.get(offerId);
       if (record !== null && isFinished(record.state) && succeeded(record)) await this.remove(offerId);
