@@ -1,5 +1,5 @@
 import { AnswerCutter } from '../support/answer-cutter';
-import { EntryPoint, WORKER, tempDir } from '../support/entry-points';
+import { EntryPoint, WORKER, freePort, tempDir } from '../support/entry-points';
 import {
   TestDatabase,
   TestPlane,
@@ -9,6 +9,9 @@ import {
 } from '../support/test-plane';
 
 const LEASE_MS = 5_000; // the shortest session lease the control plane accepts
+const FAILOVER = 'control plane origin changed';
+/** The warnings of a failing pull or heartbeat loop (issue 16 item 11). */
+const LOOP_WARNINGS = ['pull failed', 'pull still failing', 'heartbeat failed', 'heartbeat still failing'];
 
 interface WorkerView {
   status: string;
@@ -33,7 +36,7 @@ describe('a worker with two control-plane origins (PostgreSQL replicas)', () => 
 
   beforeAll(async () => {
     db = await createTestDatabase('postgres');
-    pki = await createTestPki(['worker-a', 'worker-b']);
+    pki = await createTestPki(['worker-a', 'worker-b', 'worker-c']);
     const env = { QL_SESSION_LEASE_MS: String(LEASE_MS) };
     a = await startTestPlane(db, pki, env);
     b = await startTestPlane(db, pki, env);
@@ -54,7 +57,7 @@ describe('a worker with two control-plane origins (PostgreSQL replicas)', () => 
     pki?.remove();
   });
 
-  const startWorker = (workerId: string, origins: string[]) => {
+  const startWorker = (workerId: string, origins: string[], extra: Record<string, string> = {}) => {
     const home = tempDir(`ql-origins-${workerId}-`);
     const w = new EntryPoint(WORKER, {
       QL_PROFILE: 'worker',
@@ -70,6 +73,7 @@ describe('a worker with two control-plane origins (PostgreSQL replicas)', () => 
       QL_WORKER_LOG_LEVEL: 'debug',
       // One socket per origin: what these tests count. A held long-poll pull has a socket of its own.
       QL_WORKER_PULL_WAIT_MS: '0',
+      ...extra,
     });
     workers.push(w);
     return w;
@@ -97,6 +101,12 @@ describe('a worker with two control-plane origins (PostgreSQL replicas)', () => 
 
     expect(after).toMatchObject({ sessionId: online.sessionId, generation: online.generation });
     expect(cutter.connections).toBe(1); // it stayed with replica B, the one that answered
+    // One line says so, naming both origins and what failed on the first one.
+    const failovers = w.lines.filter((l) => l.msg === FAILOVER);
+    expect(failovers).toEqual([
+      expect.objectContaining({ level: 'warn', from: cutter.origin, to: b.plane.ingressUrl }),
+    ]);
+    expect(failovers[0]!.cause).toContain(`${cutter.origin} (`);
     expect(w.running).toBe(true);
     expect(registrations(w)).toHaveLength(1);
     expect(w.lines.filter((l) => l.level === 'error')).toEqual([]);
@@ -125,9 +135,66 @@ describe('a worker with two control-plane origins (PostgreSQL replicas)', () => 
       generation: online.generation,
     });
     expect(after!.version).toBeGreaterThan(online.version + 10);
+    // Heartbeats and pulls both moved, but the change of origin is logged once, with A's error.
+    expect(w.lines.filter((l) => l.msg === FAILOVER)).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        from: a.plane.ingressUrl,
+        to: b.plane.ingressUrl,
+        cause: expect.stringContaining(`${a.plane.ingressUrl} (`),
+      }),
+    ]);
     expect(Date.parse(after!.leaseExpiresAt)).toBeGreaterThan(Date.now());
     expect(w.running).toBe(true);
     expect(registrations(w)).toHaveLength(1);
     expect(w.lines.filter((l) => l.level === 'error')).toEqual([]);
+  });
+
+  it('every origin down for seconds: a bounded number of warnings, each naming every origin and its error; one recovery line', async () => {
+    // A replica with a long session lease, so the session outlives the outage; reached through a relay that can go down.
+    const c = await startTestPlane(db, pki, { QL_SESSION_LEASE_MS: '60000' });
+    const relay = await AnswerCutter.start(c.plane.ingressUrl);
+    const dead = `https://127.0.0.1:${await freePort()}`; // nothing listens there
+    try {
+      const w = startWorker('worker-c', [relay.origin, dead], { QL_WORKER_PULL_INTERVAL_MS: '200' });
+      await atVersion(w, c, 'worker-c', 3);
+      const before = w.lines.length;
+
+      relay.refuse(true);
+      const downAt = Date.now();
+      // The outage is the point: a heartbeat and a pull fail every 200 ms for at least 8 s (~80 failed calls).
+      await w.until('8 s of outage', async () => (Date.now() - downAt > 8_000 ? true : undefined), {
+        deadlineMs: 30_000,
+        pollMs: 250,
+      });
+      const downForMs = Date.now() - downAt;
+      const outage = w.lines.slice(before);
+      const warnings = outage.filter((l) => LOOP_WARNINGS.includes(String(l.msg)));
+      // Per loop: the first failure, then summaries 1 s, 2 s, 4 s … apart: at most 2 + log2(seconds + 1)
+      // lines each (a loaded machine only makes fewer). One line per failed call would be ~80.
+      const perLoop = 2 + Math.floor(Math.log2(downForMs / 1000 + 1));
+      expect(warnings.length).toBeGreaterThanOrEqual(2); // at least the first failure of each loop
+      expect(warnings.length).toBeLessThanOrEqual(2 * perLoop);
+      expect(warnings.map((l) => l.msg)).toEqual(expect.arrayContaining(['pull failed', 'heartbeat failed']));
+      for (const line of warnings) {
+        expect(line).toMatchObject({ level: 'warn', code: 'control_plane_unavailable' });
+        expect(line.detail).toContain(`${relay.origin} (transport_error`);
+        expect(line.detail).toContain(`${dead} (transport_error ECONNREFUSED)`);
+      }
+      expect(outage.filter((l) => l.msg === FAILOVER)).toEqual([]); // no origin answered: nothing moved
+
+      relay.refuse(false);
+      await w.until('both loops recovered', async () =>
+        ['pull recovered', 'heartbeat recovered'].every((m) => w.messages().includes(m)) ? true : undefined,
+      );
+      const recovered = w.lines.filter((l) => String(l.msg).endsWith(' recovered'));
+      expect(recovered).toHaveLength(2); // once each
+      expect(recovered.every((l) => l.level === 'info' && Number(l.failures) > 1)).toBe(true);
+      expect(w.running).toBe(true);
+      expect(registrations(w)).toHaveLength(1);
+    } finally {
+      await relay.close();
+      await c.close();
+    }
   });
 });

@@ -10,23 +10,15 @@
  * Switching users needs root: the suite asserts it runs as root (as here and in CI) instead of
  * passing without having checked anything.
  */
-import { chmodSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { RUN_AS_CAPABILITIES } from '../../apps/worker/src/executor/run-as';
+import { chmodSync, existsSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { RemoteRunHarness, RunWorker, attemptProcesses, eventually } from '../support/remote-run-harness';
+import { DEPLOYED_CAPS } from '../support/run-as-launcher';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
 jest.setTimeout(180_000);
 
-/** The deployments' capability set (test/deploy/task-user.spec.ts checks each file), nothing inherited. */
-const DEPLOYED_CAPS = [
-  'setpriv',
-  `--bounding-set=-all,${RUN_AS_CAPABILITIES.map((c) => `+${c.toLowerCase()}`).join(',')}`,
-  '--inh-caps=-all',
-  '--ambient-caps=-all',
-  '--',
-];
 const NOBODY = 65534;
 
 /** What the review's task tried; prints one `REACH {…}` line: per target, its text or the error code. */
@@ -44,7 +36,9 @@ const reach = {
   otherRunFolders: attempt(() => fs.readdirSync(path.dirname(process.cwd())).join(',')),
 };
 fs.writeFileSync('written-by-task.txt', 'hello');
-console.log('REACH ' + JSON.stringify({ uid: process.getuid(), gid: process.getgid(), groups: process.getgroups(), ppid: process.ppid, cwd: process.cwd(), reach }));
+const owner = (p) => { const s = fs.statSync(p); return { uid: s.uid, gid: s.gid, mode: s.mode & 0o777 }; };
+const owners = { cwd: owner('.'), script: owner('task.js'), written: owner('written-by-task.txt') };
+console.log('REACH ' + JSON.stringify({ uid: process.getuid(), gid: process.getgid(), groups: process.getgroups(), ppid: process.ppid, cwd: process.cwd(), reach, owners }));
 `;
 
 interface Reach {
@@ -57,6 +51,8 @@ interface Reach {
     'key' | 'workerEnviron' | 'journalFolder' | 'ownRecord' | 'otherRunFolders',
     { ok: boolean; text?: string; code?: string }
   >;
+  /** Seen by the task itself: its folder goes once the run ended (ADR 0038). */
+  owners: Record<'cwd' | 'script' | 'written', { uid: number; gid: number; mode: number }>;
 }
 
 describe('a task must not be able to act as its worker (QL_WORKER_RUN_AS)', () => {
@@ -110,17 +106,21 @@ describe('a task must not be able to act as its worker (QL_WORKER_RUN_AS)', () =
         ownRecord: { ok: false, code: 'EACCES' },
         otherRunFolders: { ok: false, code: 'EACCES' },
       },
+      owners: {
+        written: expect.objectContaining({ uid: NOBODY, gid: NOBODY }),
+        // The task's; the worker's group may only pass (spawn enters the folder before switching users).
+        cwd: { uid: NOBODY, gid: 0, mode: 0o710 },
+        script: { uid: NOBODY, gid: NOBODY, mode: 0o600 },
+      },
     });
     const owner = (path: string) => ({
       uid: statSync(path).uid,
       gid: statSync(path).gid,
       mode: statSync(path).mode & 0o777,
     });
-    expect(owner(join(report.cwd, 'written-by-task.txt'))).toMatchObject({ uid: NOBODY, gid: NOBODY });
-    // The task's; the worker's group may only pass (spawn enters the folder before switching users).
-    expect(owner(report.cwd)).toEqual({ uid: NOBODY, gid: 0, mode: 0o710 });
-    expect(owner(join(report.cwd, 'task.js'))).toEqual({ uid: NOBODY, gid: NOBODY, mode: 0o600 });
     expect(owner(w.workDir)).toEqual({ uid: 0, gid: 0, mode: 0o711 });
+    // The run succeeded: its folder goes (ADR 0038).
+    await eventually('the work folder removed', () => (existsSync(report.cwd) ? undefined : true));
   });
 
   it('as nobody, a cancel still kills the whole run group (the worker and its reaper signal another uid: CAP_KILL)', async () => {

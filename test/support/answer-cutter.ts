@@ -15,6 +15,7 @@ export class AnswerCutter {
   private readonly open = new Set<Socket>();
   /** Connections open when the cut was asked for: past their TLS handshake, carrying calls. */
   private eligible = new Set<Socket>();
+  private down = false;
 
   private constructor(
     private readonly server: Server,
@@ -40,12 +41,26 @@ export class AnswerCutter {
     this.eligible = new Set(this.open);
   }
 
+  /**
+   * `true`: the replica is gone as the worker sees it — open connections are reset and new ones are
+   * closed at once; `false`: the relay passes bytes again.
+   */
+  refuse(down: boolean): void {
+    this.down = down;
+    if (down) for (const socket of this.open) socket.destroy();
+  }
+
   async close(): Promise<void> {
     for (const socket of this.open) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
   private accept(client: Socket): void {
+    if (this.down) {
+      client.on('error', () => undefined);
+      client.destroy();
+      return;
+    }
     this.connections++;
     const upstream = connect(this.targetPort, '127.0.0.1');
     const close = () => {

@@ -205,18 +205,23 @@ export class RemoteRunHarness {
 
   /**
    * Starts the worker entry point as `workerId`. `journalDir` defaults to a fresh folder; pass an
-   * old worker's to restart it "on the same machine". `launcher` runs it through a command that
+   * old worker's (and its `workDir`) to restart it "on the same machine". `launcher` runs it through a command that
    * execs it in place (e.g. `setpriv` with a reduced capability bounding set).
    */
   startWorker(
     workerId: string,
-    options: { env?: Record<string, string>; journalDir?: string; launcher?: readonly string[] } = {},
+    options: {
+      env?: Record<string, string>;
+      journalDir?: string;
+      workDir?: string;
+      launcher?: readonly string[];
+    } = {},
   ): RunWorker {
     const n = this.workers.length + 1;
     const w = new RunWorker(
       workerId,
       options.journalDir ?? this.folder(`${workerId}-${n}-journal`),
-      this.folder(`${workerId}-${n}-runs`),
+      options.workDir ?? this.folder(`${workerId}-${n}-runs`),
       this.workerEnv(workerId, options.env),
       options.launcher,
     );

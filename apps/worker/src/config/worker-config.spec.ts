@@ -22,6 +22,8 @@ describe('loadWorkerConfig', () => {
       journalDir: './var/worker/worker-1/journal',
       journalMaxRecords: 64,
       workDir: './var/worker/worker-1/runs',
+      keepFailedRuns: 5,
+      keepFailedBytes: 104857600,
       killGraceMs: 5000,
       reaperLingerMs: 2000,
       cgroup: 'auto',
@@ -29,6 +31,17 @@ describe('loadWorkerConfig', () => {
       runAs: null,
       logLevel: 'info',
     });
+  });
+
+  it('reads the bound of kept failed work folders, and refuses one out of range (ADR 0038)', () => {
+    const c = loadWorkerConfig({ QL_WORKER_KEEP_FAILED_RUNS: '0', QL_WORKER_KEEP_FAILED_BYTES: '1024' });
+    expect({ runs: c.keepFailedRuns, bytes: c.keepFailedBytes }).toEqual({ runs: 0, bytes: 1024 });
+    expect(() => loadWorkerConfig({ QL_WORKER_KEEP_FAILED_RUNS: '1001' })).toThrow(
+      /QL_WORKER_KEEP_FAILED_RUNS/,
+    );
+    expect(() => loadWorkerConfig({ QL_WORKER_KEEP_FAILED_BYTES: '-1' })).toThrow(
+      /QL_WORKER_KEEP_FAILED_BYTES/,
+    );
   });
 
   it('reads QL_WORKER_CGROUP: auto, off, or an absolute path (a trailing / dropped)', () => {

@@ -33,6 +33,8 @@ export interface WorkerConfig {
   readonly journalDir: string;
   readonly journalMaxRecords: number;
   readonly workDir: string;
+  readonly keepFailedRuns: number;
+  readonly keepFailedBytes: number;
   readonly killGraceMs: number;
   readonly reaperLingerMs: number;
   readonly cgroup: CgroupSetting;
@@ -281,8 +283,22 @@ export const WORKER_SETTINGS = [
     key: 'workDir',
     env: 'QL_WORKER_WORK_DIR',
     default: perWorker('runs'),
-    doc: 'root of the per-run work folders (0700); a run starts in a fresh one, which is also its HOME',
+    doc: 'root of the per-run work folders (0700); a run starts in a fresh one, which is also its HOME. A folder is removed once the journal records its attempt finished, a succeeded one at once; failed ones are kept within QL_WORKER_KEEP_FAILED_RUNS and QL_WORKER_KEEP_FAILED_BYTES',
     parse: path,
+  },
+  {
+    key: 'keepFailedRuns',
+    env: 'QL_WORKER_KEEP_FAILED_RUNS',
+    default: '5',
+    doc: 'work folders of failed, timed-out, cancelled, lost or start-failed attempts kept for debugging (0..1000): the newest; older ones are removed, also by a restarted worker',
+    parse: int(0, 1000),
+  },
+  {
+    key: 'keepFailedBytes',
+    env: 'QL_WORKER_KEEP_FAILED_BYTES',
+    default: '104857600',
+    doc: 'bytes the kept failed work folders may hold together (0..1099511627776): the newest are kept while they fit; the first that does not and every older one are removed',
+    parse: int(0, 1024 ** 4),
   },
   {
     key: 'killGraceMs',

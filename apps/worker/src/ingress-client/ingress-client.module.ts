@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { WorkerConfig } from '../config/worker-config';
+import { WORKER_LOG, WorkerLog } from '../logging/worker-log';
 import { WORKER_CONFIG, WORKER_INGRESS_CLIENT } from '../worker.tokens';
 import { fileCredentials } from './file-credentials';
 import { WorkerIngressHttpsClient } from './worker-ingress-https.client';
@@ -12,8 +13,8 @@ import { WorkerIngressHttpsClient } from './worker-ingress-https.client';
   providers: [
     {
       provide: WORKER_INGRESS_CLIENT,
-      inject: [WORKER_CONFIG],
-      useFactory: (c: WorkerConfig) =>
+      inject: [WORKER_CONFIG, WORKER_LOG],
+      useFactory: (c: WorkerConfig, log: WorkerLog) =>
         new WorkerIngressHttpsClient({
           origins: c.controlPlaneOrigins,
           workerId: c.workerId,
@@ -23,6 +24,8 @@ import { WorkerIngressHttpsClient } from './worker-ingress-https.client';
             certPath: c.tlsCertPath,
             keyPath: c.tlsKeyPath,
           }),
+          // Once per change of origin, not per call (issue 16 item 11).
+          onOriginChange: (change) => log.warn('control plane origin changed', { ...change }),
         }),
     },
   ],

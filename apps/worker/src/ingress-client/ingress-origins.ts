@@ -66,10 +66,14 @@ export function movesToNextOrigin(failure: AttemptFailure): boolean {
   return ['transport_error', 'connect_timeout', 'length_mismatch'].includes(failure.code);
 }
 
+type OriginFailure = { readonly origin: string; readonly code: string; readonly reason?: string };
+
+/** Each origin with what went wrong there: `https://a:8443 (transport_error ECONNREFUSED); …`. */
+export function describeFailures(failures: readonly OriginFailure[]): string {
+  return failures.map((f) => `${f.origin} (${f.code}${f.reason ? ` ${f.reason}` : ''})`).join('; ');
+}
+
 /** The one error of a call no origin answered: each origin with what went wrong there. */
-export function describeUnreachable(
-  failures: readonly { readonly origin: string; readonly code: string; readonly reason?: string }[],
-): string {
-  const parts = failures.map((f) => `${f.origin} (${f.code}${f.reason ? ` ${f.reason}` : ''})`);
-  return `no control-plane origin answered: ${parts.join('; ')}`;
+export function describeUnreachable(failures: readonly OriginFailure[]): string {
+  return `no control-plane origin answered: ${describeFailures(failures)}`;
 }

@@ -20,6 +20,7 @@ import { monotonicNow } from '../host/monotonic';
 import { ServerClock } from './server-clock';
 import {
   IngressOrigin,
+  describeFailures,
   describeUnreachable,
   movesToNextOrigin,
   parseIngressOrigins,
@@ -50,6 +51,20 @@ export interface WorkerIngressClientOptions {
   readonly credentials: WorkerCredentialsProvider;
   /** Deadline of one call, connect to last byte, across every origin it tries. */
   readonly timeoutMs?: number;
+  /**
+   * Told once per change of the origin that answers (not per call): the call that first got an
+   * answer from another origin than the last one, with what failed on the origins it left.
+   */
+  readonly onOriginChange?: (change: OriginChange) => void;
+}
+
+/** The origin that answers changed: `from` (the one that answered before) to `to`. */
+export interface OriginChange {
+  readonly from: string;
+  readonly to: string;
+  readonly action: string;
+  /** Each origin this call tried before `to`, with its code and reason (`describeFailures`). */
+  readonly cause: string;
 }
 
 export interface IngressCallOptions {
@@ -162,6 +177,8 @@ export class WorkerIngressHttpsClient {
   private readonly entries = new Set<AgentEntry>();
   /** Index of the origin the next call tries first: the one that last answered. */
   private preferred = 0;
+  /** Index of the origin that answered last (the first origin until one answers): failover lines. */
+  private answering = 0;
   private closed = false;
   /** The control plane's clock, from the `Date` header of every 200 answer (lease expiries are its time). */
   readonly serverClock = new ServerClock();
@@ -260,6 +277,7 @@ export class WorkerIngressHttpsClient {
           connectTimeoutMs: count > 1 ? Math.max(1, Math.floor(remaining / (count - i))) : undefined,
         });
         this.preferred = index;
+        if (index !== this.answering) this.originChanged(action, index, failures);
         return value;
       } catch (error) {
         if (!(error instanceof IngressCallError)) throw error;
@@ -279,11 +297,25 @@ export class WorkerIngressHttpsClient {
       action,
       last.status,
       'control_plane_unavailable',
-      describeUnreachable(
-        failures.map(({ origin, error }) => ({ origin, code: error.code, reason: error.reason })),
-      ),
+      describeUnreachable(failureParts(failures)),
       last.code,
     );
+  }
+
+  /** One report per change of the answering origin; concurrent calls that follow it report nothing. */
+  private originChanged(
+    action: string,
+    index: number,
+    failures: readonly { readonly origin: string; readonly error: IngressCallError }[],
+  ): void {
+    const from = this.targets[this.answering]!.origin;
+    this.answering = index;
+    this.options.onOriginChange?.({
+      from,
+      to: this.targets[index]!.origin,
+      action,
+      cause: failures.length ? describeFailures(failureParts(failures)) : 'an earlier call moved on',
+    });
   }
 
   /** Destroys every agent and resolves once their sockets are closed; later calls fail. */
@@ -565,6 +597,10 @@ export class WorkerIngressHttpsClient {
       succeed(body);
     });
   }
+}
+
+function failureParts(failures: readonly { readonly origin: string; readonly error: IngressCallError }[]) {
+  return failures.map(({ origin, error }) => ({ origin, code: error.code, reason: error.reason }));
 }
 
 function sameParts(a: WorkerTlsCredentials, b: WorkerTlsCredentials): boolean {

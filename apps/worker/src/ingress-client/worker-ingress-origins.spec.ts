@@ -11,6 +11,7 @@ import { TRUST_DOMAIN, createTestPki, createWorkerCert } from '../../../../test/
 import { closedWithin, startTlsTestServer, workerPem } from '../../../../test/support/tls-test-server';
 import {
   IngressCallError,
+  OriginChange,
   WorkerIngressHttpsClient,
   WorkerTlsCredentials,
 } from './worker-ingress-https.client';
@@ -72,12 +73,13 @@ describe('WorkerIngressHttpsClient with several origins (R-WRK-7)', () => {
     return replica;
   }
 
-  const newClient = (origins: string[], timeoutMs = 5000) =>
+  const newClient = (origins: string[], timeoutMs = 5000, onOriginChange?: (c: OriginChange) => void) =>
     (client = new WorkerIngressHttpsClient({
       origins,
       workerId: 'worker-a',
       credentials: () => credentials,
       timeoutMs,
+      ...(onOriginChange ? { onOriginChange } : {}),
     }));
   /** The error a call must fail with. */
   const callError = (promise: Promise<unknown>): Promise<IngressCallError> =>
@@ -127,6 +129,41 @@ describe('WorkerIngressHttpsClient with several origins (R-WRK-7)', () => {
     // R-WIRE-4 per origin: one keep-alive socket each.
     expect(a.connections).toHaveLength(1);
     expect(b.connections).toHaveLength(1);
+  });
+
+  it('reports a change of the answering origin once, with the error that moved it: not per call, and again when it moves back', async () => {
+    const a = await startReplica();
+    const b = await startReplica();
+    const changes: OriginChange[] = [];
+    const c = newClient([a.origin, b.origin], 5000, (change) => changes.push(change));
+    const sessionId = newSessionId();
+    await c.call('heartbeat', sessionId, fence);
+    expect(changes).toEqual([]); // the first origin answered: nothing changed
+
+    a.handler = unavailable;
+    // Three calls at once all move to B: one report.
+    await Promise.all([1, 2, 3].map(() => c.call('heartbeat', sessionId, fence)));
+    await c.call('heartbeat', sessionId, fence);
+    expect(changes).toEqual([
+      {
+        from: a.origin,
+        to: b.origin,
+        action: 'heartbeat',
+        cause: `${a.origin} (worker_ingress_unavailable)`,
+      },
+    ]);
+
+    a.handler = ok;
+    b.handler = (req) => req.socket.destroy();
+    await c.call('drain', sessionId, { generation: 3, expectedVersion: 9 });
+    expect(changes.slice(1)).toEqual([
+      {
+        from: b.origin,
+        to: a.origin,
+        action: 'drain',
+        cause: expect.stringMatching(new RegExp(`^${b.origin} \\((transport_error|length_mismatch)`)),
+      },
+    ]);
   });
 
   it('sends the call again to the next replica when the answer is cut off (a lost answer)', async () => {

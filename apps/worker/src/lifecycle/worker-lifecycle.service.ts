@@ -19,7 +19,14 @@ import {
   IngressResponse,
 } from '../ingress-client/worker-ingress-https.client';
 import { WORKER_LOG, WorkerLog } from '../logging/worker-log';
-import { LeaseAction, LeaseCallOptions, LeaseChannel, isSessionFenced } from '../runs/lease-channel';
+import {
+  LeaseAction,
+  LeaseCallOptions,
+  LeaseChannel,
+  describeError,
+  isSessionFenced,
+} from '../runs/lease-channel';
+import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerRuns } from '../runs/run-supervisor';
 import {
   HOST_PROBE,
@@ -96,6 +103,8 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   /** The one heartbeat loop, made by `start()` (R-PROF-3: nothing is scheduled before). */
   private heartbeatLoop: ScheduledLoop | undefined;
   private heartbeats = false;
+  /** `heartbeat failed`, then summaries with growing spacing, then `heartbeat recovered` (issue 16). */
+  private readonly heartbeatFailures: RepeatedFailureLog;
   /** Session calls carry an expected version, so they run strictly one after another. */
   private chain: Promise<unknown> = Promise.resolve();
   /** Aborts whatever call is in flight: on fence, stop budget or module destroy. */
@@ -115,6 +124,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     @Optional() @Inject(WORKER_RUNS) private readonly runs?: WorkerRuns,
   ) {
     this.fencedSignal = new Promise((resolve) => (this.announceFenced = resolve));
+    this.heartbeatFailures = new RepeatedFailureLog(log, 'heartbeat');
   }
 
   get currentState(): WorkerState {
@@ -314,12 +324,13 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     try {
       const answer = await this.sessionCall('heartbeat', () => this.heartbeatBody());
       this.log.debug('heartbeat', this.logIds());
+      this.heartbeatFailures.succeeded(this.logIds());
       const cancels = (answer as Partial<HeartbeatResponse>).cancelAttemptIds ?? [];
       if (cancels.length) this.runs?.cancelAttempts(cancels);
     } catch (error) {
       // A fence is handled in sessionCall; anything else is transient until the lease says otherwise.
       if (!(error instanceof IngressCallError && error.fenced) && this.heartbeats) {
-        this.log.warn('heartbeat failed', { ...this.logIds(), ...describe(error) });
+        this.heartbeatFailures.failed({ ...this.logIds(), ...describeError(error) });
       }
     }
   }
@@ -458,10 +469,4 @@ function cancelIdsOk(ids: unknown): boolean {
       ids.length <= MAX_HEARTBEAT_CANCELS &&
       ids.every((id) => typeof id === 'string' && isUuidV7(id)))
   );
-}
-
-function describe(error: unknown): Record<string, string | number | undefined> {
-  if (error instanceof IngressCallError)
-    return { status: error.status, code: error.code, reason: error.reason };
-  return { error: error instanceof Error ? error.message : String(error) };
 }

@@ -11,6 +11,7 @@ import {
   ProcessOutcome,
   StartFailedError,
 } from '../executor/local-process.executor';
+import type { WorkFolders } from '../executor/work-folders';
 import type { RecordedOutcome } from '../journal/journal-record';
 import type { WorkerJournal } from '../journal/worker-journal';
 import type { WorkerLog } from '../logging/worker-log';
@@ -32,6 +33,8 @@ export interface AttemptDeps {
   readonly retryMs: number;
   /** SIGTERM → SIGKILL grace of the executor: kills start this long before the hard stop. */
   readonly killGraceMs: number;
+  /** The attempt's work folder, once the journal records it finished (ADR 0038); absent: kept. */
+  readonly folders?: Pick<WorkFolders, 'settle'>;
 }
 
 /**
@@ -155,6 +158,8 @@ export class AttemptRunner {
       clearTimeout(this.enforceTimer);
       this.deps.renewer.release(this.lease.offerId);
     }
+    // Its processes are gone; the folder goes only if the journal now says the attempt finished.
+    await this.deps.folders?.settle(this.deps.journal, this.lease.offerId).catch(() => undefined);
   }
 
   /**

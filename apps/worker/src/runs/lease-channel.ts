@@ -125,9 +125,12 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** A short, log-safe description of a failed call (never a body or token). */
+/**
+ * A short, log-safe description of a failed call (never a body or token); `detail` is the error's
+ * message, which for `control_plane_unavailable` names every origin tried and what failed there.
+ */
 export function describeError(error: unknown): Record<string, string | number | undefined> {
   if (error instanceof IngressCallError)
-    return { status: error.status, code: error.code, reason: error.reason };
+    return { status: error.status, code: error.code, reason: error.reason, detail: error.message };
   return { error: error instanceof Error ? error.message : String(error) };
 }

@@ -4,7 +4,9 @@ import { IdGenerator, IllegalStateError } from '@ql/domain';
 import { ScheduledLoop } from '@ql/scheduling';
 import type { WorkerConfig } from '../config/worker-config';
 import { LocalProcessExecutor } from '../executor/local-process.executor';
+import { WorkFolders } from '../executor/work-folders';
 import { WorkerJournal } from '../journal/worker-journal';
+import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerLog } from '../logging/worker-log';
 import { AttemptRunner } from './attempt-runner';
 import { LeaseChannel, describeError, isSessionFenced } from './lease-channel';
@@ -49,6 +51,10 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
   private renewer: LeaseRenewer | undefined;
   private puller: OfferPuller | undefined;
   private pulling = false;
+  /** `pull failed`, then summaries with growing spacing, then `pull recovered` (issue 16 item 11). */
+  private readonly pullFailures: RepeatedFailureLog;
+  /** Removes finished attempts' work folders; keeps failed ones within the bound (ADR 0038). */
+  private readonly folders: WorkFolders;
   private readonly pullAbort = new AbortController();
   /** Everything else: aborted when the worker gives up on its runs (fence, budget, close). */
   private readonly abort = new AbortController();
@@ -63,7 +69,17 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
     private readonly scheduler: SchedulerRegistry | undefined,
     /** Tests shorten the pause between retries of a call that got no answer. */
     private readonly retryMs: number = LEASE_CALL_RETRY_MS,
-  ) {}
+  ) {
+    this.pullFailures = new RepeatedFailureLog(log, 'pull');
+    this.folders = new WorkFolders(
+      {
+        root: config.workDir,
+        keepFailedRuns: config.keepFailedRuns,
+        keepFailedBytes: config.keepFailedBytes,
+      },
+      log,
+    );
+  }
 
   get localRuns(): number {
     return this.runs.size;
@@ -88,6 +104,10 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
       signal: this.abort.signal,
       ...(containment.kind === 'cgroup' ? { cgroups: containment.cgroups } : {}),
     });
+    // Folders of attempts a previous process finished (or finished just now, in the scan) go too.
+    await this.folders
+      .sweep(this.journal)
+      .catch((error: unknown) => this.log.warn('could not sweep the work folders', { error: String(error) }));
     this.log.info('journal scanned', {
       records: result.records,
       recoveryRequired: this.recoveryRequired,
@@ -162,13 +182,14 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
         );
       } catch (error) {
         if (this.pulling && !isSessionFenced(error)) {
-          this.log.warn('pull failed', {
+          this.pullFailures.failed({
             replaying: this.puller!.replaying ?? undefined,
             ...describeError(error),
           });
         }
         return;
       }
+      this.pullFailures.succeeded();
       if (pulled === null) {
         // Long poll: the control plane held the pull (it honours waitMs), so the next one goes at once and
         // one pull stays outstanding; an idle answered sooner (draining, full, a plane that caps the wait
@@ -192,6 +213,7 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
           signal: this.abort.signal,
           retryMs: this.retryMs,
           killGraceMs: this.config.killGraceMs,
+          folders: this.folders,
         },
         pulled.offer,
         pulled.leaseToken,
