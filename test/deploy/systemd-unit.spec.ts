@@ -9,28 +9,10 @@ import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/
 import { WORKER_NODE_FLAGS } from '../../apps/worker/src/node-flags';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { REPO_ROOT } from '../support/docker-emulation';
+import { parseUnit } from '../support/systemd-unit';
 
 const UNIT_FILE = join(REPO_ROOT, 'deploy', 'systemd', 'qinglong-worker@.service');
 const text = readFileSync(UNIT_FILE, 'utf8');
-
-/** `[Section]` → key → values (a key may repeat, as Environment= does). */
-function parseUnit(unit: string): Record<string, Record<string, string[]>> {
-  const sections: Record<string, Record<string, string[]>> = {};
-  let current: Record<string, string[]> | undefined;
-  for (const raw of unit.split('\n')) {
-    const line = raw.trim();
-    if (!line || line.startsWith('#')) continue;
-    const section = /^\[(\w+)\]$/.exec(line);
-    if (section) {
-      current = sections[section[1]!] = {};
-      continue;
-    }
-    const eq = line.indexOf('=');
-    if (!current || eq <= 0) throw new Error(`unit file: cannot read "${line}"`);
-    (current[line.slice(0, eq)] ??= []).push(line.slice(eq + 1));
-  }
-  return sections;
-}
 
 const unit = parseUnit(text);
 const service = unit.Service!;
