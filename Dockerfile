@@ -27,9 +27,11 @@ COPY migrations ./migrations
 RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime
-# tini as PID 1 forwards SIGTERM to node and reaps the scripts a worker starts.
+# tini as PID 1 forwards SIGTERM to node and reaps the scripts a worker starts. python3: the runtime
+# of `python` tasks (sh and node are in the base image); without it a worker in this image declares
+# no python runtime and a Python task never finds a worker.
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends tini \
+  && apt-get install -y --no-install-recommends tini python3 \
   && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 # glibc malloc arenas: 2, not 8 per core (ADR 0024); the control plane's launchers all set it.

@@ -9,28 +9,10 @@ import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/
 import { WORKER_NODE_FLAGS } from '../../apps/worker/src/node-flags';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { REPO_ROOT } from '../support/docker-emulation';
+import { parseUnit } from '../support/systemd-unit';
 
 const UNIT_FILE = join(REPO_ROOT, 'deploy', 'systemd', 'qinglong-worker@.service');
 const text = readFileSync(UNIT_FILE, 'utf8');
-
-/** `[Section]` → key → values (a key may repeat, as Environment= does). */
-function parseUnit(unit: string): Record<string, Record<string, string[]>> {
-  const sections: Record<string, Record<string, string[]>> = {};
-  let current: Record<string, string[]> | undefined;
-  for (const raw of unit.split('\n')) {
-    const line = raw.trim();
-    if (!line || line.startsWith('#')) continue;
-    const section = /^\[(\w+)\]$/.exec(line);
-    if (section) {
-      current = sections[section[1]!] = {};
-      continue;
-    }
-    const eq = line.indexOf('=');
-    if (!current || eq <= 0) throw new Error(`unit file: cannot read "${line}"`);
-    (current[line.slice(0, eq)] ??= []).push(line.slice(eq + 1));
-  }
-  return sections;
-}
 
 const unit = parseUnit(text);
 const service = unit.Service!;
@@ -79,6 +61,34 @@ describe('systemd unit for a worker (deploy/systemd)', () => {
     expect(config.tlsKeyPath).toContain('/router-7.key');
     expect(one('KillSignal')).toBe('SIGTERM');
     expect(seconds(one('TimeoutStopSec')) * 1000).toBeGreaterThan(config.stopBudgetMs);
+  });
+
+  it('on stop, signals the worker only (KillMode=mixed): the worker stops its runs itself, and the rest is killed after TimeoutStopSec', () => {
+    // The default, control-group, sends SIGTERM to every task at the moment the worker gets it.
+    expect(one('KillMode')).toBe('mixed');
+  });
+
+  it('the documented install copies into /opt every file it later uses, the unit file among them', () => {
+    const doc = readFileSync(join(REPO_ROOT, 'docs', 'operations.md'), 'utf8');
+    const from = doc.indexOf('Installing it on a machine');
+    const start = doc.indexOf('```sh\n', from) + 6;
+    const block = doc.slice(start, doc.indexOf('\n```', start));
+    const workingDirectory = one('WorkingDirectory');
+    // "copy a/, b/, c and d into <WorkingDirectory>" (a comment may wrap over two lines)
+    const copyLine = /copy ([^]*?) into (\S+)/.exec(block.replace(/\n#\s*/g, ' '));
+    expect(copyLine?.[2]).toBe(workingDirectory);
+    const copied = copyLine![1]!.split(/,? and |, /).map((p) => p.replace(/\/$/, ''));
+    for (const path of copied)
+      expect({ path, exists: existsSync(join(REPO_ROOT, path)) }).toEqual({ path, exists: true });
+    // Every file the commands read from the install folder is in what was copied, in this repository.
+    const used = [...block.matchAll(new RegExp(`${workingDirectory}/(\\S+)`, 'g'))].map((m) => m[1]!);
+    expect(used).toContain('deploy/systemd/qinglong-worker@.service');
+    for (const path of used) {
+      expect({ path, copied: copied.includes(path.split('/')[0]!) }).toEqual({ path, copied: true });
+      expect({ path, exists: existsSync(join(REPO_ROOT, path)) }).toEqual({ path, exists: true });
+    }
+    // No file is taken from wherever the shell happens to be.
+    expect(block).not.toMatch(/cp qinglong-worker@\.service/);
   });
 
   it('is shown in docs/operations.md exactly as shipped', () => {

@@ -275,6 +275,26 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dia
     expect(missing.headers['content-type']).toContain('application/problem+json');
   });
 
+  it("Swagger UI's admin server is the listener that served it (any port), and its version is package.json's", async () => {
+    const served = await t.admin('GET', '/openapi.json', undefined, null);
+    const document = served.body as { info: { version: string }; servers: { url: string }[] };
+    const pkg = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(document.info.version).toBe(pkg.version);
+    // A relative URL: "Try it out" resolves it against the page, so on this plane's random port the
+    // call (and its bearer token) goes to this listener, never to a fixed 127.0.0.1:8080.
+    expect(document.servers.map((s) => s.url)).toEqual(['/']);
+    const init = await t.admin('GET', `/${SWAGGER_UI_PATH}/swagger-ui-init.js`, undefined, null);
+    // No absolute admin (plain http) URL anywhere in the page's script; the ingress's https one stays.
+    expect(init.raw).not.toMatch(/http:\/\/|8080/);
+    const page = new URL(`/${SWAGGER_UI_PATH}`, t.plane.adminUrl);
+    const target = new URL(`${document.servers[0]!.url.replace(/\/$/, '')}/api/v1/workers`, page);
+    expect(target.origin).toBe(new URL(t.plane.adminUrl).origin);
+    const res = await fetch(target, { headers: { authorization: `Bearer ${t.viewerToken}` } });
+    expect(res.status).toBe(200);
+  });
+
   it('an unknown admin route is a problem+json 404', async () => {
     const res = await t.admin('GET', '/api/v1/nothing');
     expect(res.status).toBe(404);

@@ -1,3 +1,4 @@
+// Size: one Compose stack, read as written and then run as processes (job, replicas, workers, a Python run); split, it would start twice.
 /**
  * R-OPS-5, R-OPS-8: docker-compose.yml and the Dockerfile, read as written and then run as real
  * processes on this machine, which has no Docker. What stands in for Docker:
@@ -11,7 +12,11 @@
  * - ports: QL_ADMIN_PORT and QL_INGRESS_PORT become 0 (a free port, read back from the replica's
  *   "control plane ready" line), QL_ADMIN_HOST and QL_INGRESS_HOST become 127.0.0.1, and a worker's
  *   https://<service>:<container port> becomes that replica's ingress on 127.0.0.1;
- * - healthchecks: the `CMD` runs as a process with the service's environment (its real ports).
+ * - healthchecks: the `CMD` runs as a process with the service's environment (its real ports);
+ * - task runtimes: the services run on this machine's `sh`, `node` and `python3`, but a runtime the
+ *   image would lack (`python3` unless the runtime stage `apt-get install`s it; TASK_RUNTIMES) is
+ *   shadowed on the services' PATH by a stub that fails like a missing command. apt-get itself, tini
+ *   and the image's users are not replayed; tasks run as QL_WORKER_RUN_AS's uid on this machine.
  */
 import { X509Certificate } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,6 +32,8 @@ import { TestPostgresDatabase, createPostgresDatabase } from '../support/databas
 import {
   REPO_ROOT,
   ReplayedImage,
+  TASK_RUNTIMES,
+  aptPackages,
   copyParts,
   durationMs,
   execForm,
@@ -89,6 +96,17 @@ describe('docker-compose.yml and the Dockerfile, as written', () => {
       .flatMap((c) => c.paths);
     const plain = ignored.filter((p) => p && !p.startsWith('#') && !/[*?[!]/.test(p));
     expect(copied.filter((src) => plain.some((p) => src === p || src.startsWith(`${p}/`)))).toEqual([]);
+  });
+
+  it('the runtime image holds every task runtime: sh and node from the base image, python3 installed', () => {
+    const installed = instructions(finalStage, 'RUN').flatMap(aptPackages);
+    for (const [command, source] of Object.entries(TASK_RUNTIMES))
+      if (source !== 'base image')
+        expect({ command, installed: installed.includes(source.package) }).toEqual({
+          command,
+          installed: true,
+        });
+    expect(finalStage.from).toMatch(/^node:\d+-\w+-slim$/); // the base TASK_RUNTIMES describes
   });
 
   it('has PostgreSQL, one one-shot job, two control-plane replicas and two workers; every service but the job has a healthcheck and a restart policy', () => {
@@ -186,16 +204,22 @@ interface Address {
   ingress: string;
 }
 
-function getJson(url: string, token?: string): Promise<{ status: number; body: unknown }> {
+function getJson(
+  url: string,
+  token?: string,
+  post?: { body?: unknown; headers?: Record<string, string> },
+): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
-    const req = request(url, { headers, agent: false }, (res) => {
+    if (post?.body !== undefined) headers['content-type'] = 'application/json';
+    const method = post ? 'POST' : 'GET';
+    const req = request(url, { method, headers: { ...headers, ...post?.headers }, agent: false }, (res) => {
       let raw = '';
       res.on('data', (chunk: Buffer) => (raw += chunk.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: raw ? JSON.parse(raw) : undefined }));
     });
     req.on('error', reject);
-    req.end();
+    req.end(post?.body === undefined ? undefined : JSON.stringify(post.body));
   });
 }
 
@@ -263,7 +287,10 @@ describe('the compose services as real processes (compiled image layout, Postgre
     const [command, ...args] =
       compose.services[name]!.command ?? execForm(instructions(finalStage, 'CMD').pop()!);
     expect(command).toBe('node');
-    const p = new LoggedProcess(process.execPath, args, { cwd: image.root, env: localEnv(name) });
+    const p = new LoggedProcess(process.execPath, args, {
+      cwd: image.root,
+      env: { ...localEnv(name), PATH: image.path },
+    });
     processes.push(p);
     return p;
   }
@@ -309,7 +336,7 @@ describe('the compose services as real processes (compiled image layout, Postgre
 
     const key = await run(
       process.execPath,
-      ['dist/apps/control-plane/src/cli.js', 'api-key', '--name', 'compose-e2e', '--role', 'viewer'],
+      ['dist/apps/control-plane/src/cli.js', 'api-key', '--name', 'compose-e2e', '--role', 'admin'],
       { cwd: image.root, env: localEnv(controlPlanes[0]!) },
     );
     expect(key.code).toBe(0);
@@ -343,6 +370,42 @@ describe('the compose services as real processes (compiled image layout, Postgre
         (await statuses()).every((s) => JSON.stringify(s) === JSON.stringify(online)) ? true : undefined,
       { pollMs: 250 },
     );
+
+    // A Python task runs on one of the workers, through the image's runtimes.
+    const admin = addresses.get(controlPlanes[0]!)!.admin;
+    const task = await getJson(`${admin}/api/v1/tasks`, token, {
+      body: {
+        name: 'compose-python',
+        runtime: 'python',
+        command: 'import sys\nprint("py", sys.version_info[0])',
+      },
+    });
+    expect(task.status).toBe(201);
+    const trigger = await getJson(`${admin}/api/v1/tasks/${(task.body as { id: string }).id}/runs`, token, {
+      headers: { 'idempotency-key': 'compose-python-1' },
+    });
+    expect(trigger.status).toBe(201);
+    const runId = (trigger.body as { run: { id: string } }).run.id;
+    const ended = await running[0]!.p.until(
+      'the Python run ended',
+      async () => {
+        const { body } = await getJson(`${admin}/api/v1/runs/${runId}`, token);
+        const run = body as { status: string; attempts: { exitCode: number | null }[] };
+        return ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'].includes(run.status)
+          ? run
+          : undefined;
+      },
+      { deadlineMs: START_MS, pollMs: 250 },
+    );
+    expect({ status: ended.status, exitCode: ended.attempts[0]?.exitCode }).toEqual({
+      status: 'succeeded',
+      exitCode: 0,
+    });
+    const logs = await getJson(`${admin}/api/v1/runs/${runId}/logs`, token);
+    const output = (logs.body as { items: { stream: string; text: string }[] }).items;
+    expect(output.map(({ stream, text }) => ({ stream, text }))).toEqual([
+      { stream: 'stdout', text: 'py 3\n' },
+    ]);
 
     for (const { p } of running) p.kill('SIGTERM');
     for (const { name, p } of running) {

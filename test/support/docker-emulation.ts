@@ -7,7 +7,16 @@
  *   interpolated as on a machine with no such variables set.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, posix, resolve, sep } from 'node:path';
 import { parse } from 'yaml';
@@ -88,21 +97,42 @@ export function run(
 export interface ReplayedImage {
   /** The final stage's WORKDIR on this machine: services run here. */
   root: string;
+  /** Packages the final stage's `apt-get install` steps add to the base image. */
+  packages: ReadonlySet<string>;
+  /**
+   * PATH for the image's processes: this machine's, except that a task runtime the image would not
+   * have (TASK_RUNTIMES) is shadowed by a stub that fails as a missing command does (exit 127).
+   */
+  path: string;
   remove(): void;
 }
+
+/**
+ * Task runtimes (the commands `local-process` runs) and where the image gets each: `sh` and `node`
+ * are in the `node:<version>-<debian>-slim` base image; `python3` is not, so the runtime stage must
+ * install the package.
+ */
+export const TASK_RUNTIMES: Readonly<Record<string, 'base image' | { package: string }>> = {
+  sh: 'base image',
+  node: 'base image',
+  python3: { package: 'python3' },
+};
 
 /**
  * Rebuilds the image's files without Docker. Each stage gets a temp folder standing for its WORKDIR;
  * `COPY` from the build context copies from this checkout, `COPY --from=<stage>` from that stage's
  * folder. `RUN npm ci` links this checkout's node_modules (`--omit=dev`: only the packages the
  * lockfile does not mark dev, so code needing a devDependency fails here as in the image);
- * `RUN npm run build` runs its package.json script; other RUN steps (apt-get, chown, the native rebuild) are not replayed.
+ * `RUN npm run build` runs its package.json script; other RUN steps (apt-get, chown, the native rebuild) are not replayed,
+ * but the final stage's `apt-get install` packages decide which task runtimes its PATH offers (`path`).
  */
 export async function replayImage(stages: Stage[]): Promise<ReplayedImage> {
   const base = mkdtempSync(join(tmpdir(), 'ql-image-'));
   const folders = new Map<string, StageFolder>();
+  let packages = new Set<string>();
   try {
     for (const stage of stages) {
+      packages = new Set(instructions(stage, 'RUN').flatMap(aptPackages));
       const workdir = instructions(stage, 'WORKDIR');
       if (workdir.length !== 1) throw new Error(`stage ${stage.name}: expected one WORKDIR`);
       const folder = { root: join(base, stage.name), workdir: workdir[0]! };
@@ -117,10 +147,27 @@ export async function replayImage(stages: Stage[]): Promise<ReplayedImage> {
     rmSync(base, { recursive: true, force: true });
     throw error;
   }
+  const stubs = join(base, 'missing-commands');
+  mkdirSync(stubs);
+  for (const [command, source] of Object.entries(TASK_RUNTIMES)) {
+    if (source === 'base image' || packages.has(source.package)) continue;
+    const stub = `#!/bin/sh\necho "${command}: not found (not installed in the image)" >&2\nexit 127\n`;
+    writeFileSync(join(stubs, command), stub, { mode: 0o755 });
+  }
   return {
     root: folders.get(stages[stages.length - 1]!.name)!.root,
+    packages,
+    path: `${stubs}:${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
     remove: () => rmSync(base, { recursive: true, force: true }),
   };
+}
+
+/** The packages of each `apt-get install` step in a RUN instruction (options left out). */
+export function aptPackages(run: string): string[] {
+  return run
+    .split('&&')
+    .map((step) => /^\s*apt-get install (.*)$/.exec(step.trim())?.[1] ?? '')
+    .flatMap((args) => args.split(/\s+/).filter((word) => word && !word.startsWith('-')));
 }
 
 interface StageFolder {
@@ -221,7 +268,9 @@ export interface ComposeFile {
 /** `${VAR:-default}` and `${VAR}` as Compose reads them with none of the variables set; `$$` is `$`. */
 export function interpolate(value: unknown): unknown {
   if (typeof value === 'string')
-    return value.replace(/\$\$|\$\{(\w+)(?::?-([^}]*))?\}/g, (all: string, _v, d = '') => (all === '$$' ? '$' : d));
+    return value.replace(/\$\$|\$\{(\w+)(?::?-([^}]*))?\}/g, (all: string, _v, d = '') =>
+      all === '$$' ? '$' : d,
+    );
   if (Array.isArray(value)) return value.map(interpolate);
   if (value && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v)]));

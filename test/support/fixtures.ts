@@ -67,3 +67,15 @@ export async function expectFence(promise: Promise<unknown>, area: string, reaso
     reason,
   });
 }
+
+/** The events of a run whose first attempt succeeded, in order (the README's walkthrough shows them). */
+export const SUCCEEDED_RUN_EVENTS = [
+  'run.created',
+  'run.dispatching',
+  'attempt.claimed',
+  'attempt.starting',
+  'attempt.running',
+  'run.running',
+  'attempt.finished',
+  'run.finished',
+];

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { INestApplication, Injectable } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SecuritySchemeObject, SwaggerModule } from '@nestjs/swagger';
 import { UnavailableError } from '@ql/domain';
@@ -34,14 +36,42 @@ export class OpenApiDocument {
   }
 }
 
-// Server URLs show the defaults (a listener may pick its port at start), so the document is stable.
+// The ingress server URL shows the defaults (a listener may pick its port at start), so the document
+// is stable. The admin server is relative: see ADMIN_SERVER.
 const DEFAULTS = loadConfig({});
+
+/**
+ * The admin paths' server: the origin the document was read from. Swagger UI resolves a relative URL
+ * against the page it runs in, so "Try it out" calls the listener that served it, on whatever host and
+ * port, and never sends the API key to a fixed address (a hard-coded `127.0.0.1:8080` failed on any
+ * other port and handed the bearer token to whatever listened on 8080).
+ */
+export const ADMIN_SERVER = {
+  url: '/',
+  description: 'this admin listener (the origin this document is served from)',
+};
+
+/** The version in package.json: the document's `info.version` (the badge Swagger UI shows). */
+export function packageVersion(from = __dirname): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === 'qinglong-remote-worker' && pkg.version) return pkg.version;
+    } catch {
+      // no package.json here: look one folder up
+    }
+    if (dirname(dir) === dir) throw new Error(`no package.json of qinglong-remote-worker above ${from}`);
+  }
+}
 
 const base = () =>
   new DocumentBuilder()
     .setOpenAPIVersion('3.1.0')
     .setTitle('QingLong remote worker control plane')
-    .setVersion('1.0.0')
+    .setVersion(packageVersion())
     .setDescription(
       'Two listeners. The admin listener (plain HTTP) serves the admin API, the probes, `/metrics`, this ' +
         'document and Swagger UI at `/docs`; its errors are `application/problem+json` with a stable `code`. ' +
@@ -49,10 +79,7 @@ const base = () =>
         'its errors are JSON `{code, message, reason?}`. Request bodies of both are strict JSON objects and ' +
         'unknown fields are refused (400), never stripped; numbers are never read from strings.',
     )
-    .addServer('http://{host}:{port}', 'admin listener (QL_ADMIN_HOST, QL_ADMIN_PORT)', {
-      host: { default: DEFAULTS.adminHost },
-      port: { default: String(DEFAULTS.adminPort) },
-    })
+    .addServer(ADMIN_SERVER.url, ADMIN_SERVER.description)
     .addBearerAuth(
       { type: 'http', scheme: 'bearer', bearerFormat: 'qlk_…', description: 'API key; roles viewer < admin' },
       ADMIN_SECURITY,
