@@ -12,6 +12,7 @@
  * file-type (@nestjs/common FileTypeValidator). Prints one JSON line with what each returned.
  */
 const { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } = require('node:fs');
+const { Buffer } = require('node:buffer');
 const { tmpdir } = require('node:os');
 const { join, relative } = require('node:path');
 
