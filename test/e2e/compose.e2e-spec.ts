@@ -55,6 +55,14 @@ const optionValues = (option: string) =>
  * ready at a load of 16 on 2 cores, past the child-process default of 20 s.
  */
 const START_MS = 90_000;
+/**
+ * Everything else awaited here (a healthcheck passing, both replicas listing both workers) is polled
+ * until this deadline, not the child-process default of 20 s: each healthcheck is a new node process
+ * (seconds under load, its own 3 s timeout), so 20 s was a handful of tries on a loaded machine.
+ */
+const SETTLE_MS = 90_000;
+/** Replaying the image runs `npm run build` (tsc): about a minute idle, several at a load of 8+ on 2 cores. */
+const IMAGE_MS = 900_000;
 const ingressTarget = (url: string) => {
   const { hostname, port } = new URL(url);
   return { service: hostname, port };
@@ -212,7 +220,7 @@ describe('the compose services as real processes (compiled image layout, Postgre
     // As a volume's mount point under /var/lib: the workers' task user (QL_WORKER_RUN_AS) may pass
     // through to its run folders; a worker refuses to start otherwise.
     chmodSync(volumes, 0o711);
-  }, 180_000);
+  }, IMAGE_MS);
 
   afterAll(async () => {
     for (const p of processes.filter((p) => p.running)) {
@@ -284,80 +292,84 @@ describe('the compose services as real processes (compiled image layout, Postgre
     return result.code === 0 ? true : undefined;
   }
 
-  it('runs the job, then both replicas until /readyz, then both workers until both are registered; SIGTERM stops them cleanly', async () => {
-    const [job] = jobs;
-    const [sh, ...shArgs] = compose.services[job!]!.command!;
-    const setup = await run(sh!, shArgs, { cwd: image.root, env: localEnv(job!) });
-    expect({ code: setup.code, stderr: setup.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(setup.stdout).toContain('migrations applied (postgres)');
-    const server = new X509Certificate(readFileSync(join(volumes, 'pki', 'server.crt')));
-    for (const name of controlPlanes) expect(server.checkHost(name, { wildcards: false })).toBe(name);
+  it(
+    'runs the job, then both replicas until /readyz, then both workers until both are registered; SIGTERM stops them cleanly',
+    async () => {
+      const [job] = jobs;
+      const [sh, ...shArgs] = compose.services[job!]!.command!;
+      const setup = await run(sh!, shArgs, { cwd: image.root, env: localEnv(job!) });
+      expect({ code: setup.code, stderr: setup.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(setup.stdout).toContain('migrations applied (postgres)');
+      const server = new X509Certificate(readFileSync(join(volumes, 'pki', 'server.crt')));
+      for (const name of controlPlanes) expect(server.checkHost(name, { wildcards: false })).toBe(name);
 
-    const replicas = controlPlanes.map((name) => ({ name, p: start(name) }));
-    for (const { name, p } of replicas) {
-      const ready = await p.until(
-        `${name} ready`,
-        async () => p.lines.find((l) => l.msg === 'control plane ready'),
-        { deadlineMs: START_MS },
+      const replicas = controlPlanes.map((name) => ({ name, p: start(name) }));
+      for (const { name, p } of replicas) {
+        const ready = await p.until(
+          `${name} ready`,
+          async () => p.lines.find((l) => l.msg === 'control plane ready'),
+          { deadlineMs: START_MS },
+        );
+        addresses.set(name, { admin: String(ready.admin), ingress: String(ready.ingress) });
+      }
+      for (const { name, p } of replicas) {
+        await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250, deadlineMs: SETTLE_MS });
+        expect((await getJson(`${addresses.get(name)!.admin}/readyz`)).status).toBe(200);
+      }
+
+      const key = await run(
+        process.execPath,
+        ['dist/apps/control-plane/src/cli.js', 'api-key', '--name', 'compose-e2e', '--role', 'viewer'],
+        { cwd: image.root, env: localEnv(controlPlanes[0]!) },
       );
-      addresses.set(name, { admin: String(ready.admin), ingress: String(ready.ingress) });
-    }
-    for (const { name, p } of replicas) {
-      await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250 });
-      expect((await getJson(`${addresses.get(name)!.admin}/readyz`)).status).toBe(200);
-    }
+      expect(key.code).toBe(0);
+      const { token } = JSON.parse(key.stdout.slice(0, key.stdout.lastIndexOf('}') + 1)) as { token: string };
 
-    const key = await run(
-      process.execPath,
-      ['dist/apps/control-plane/src/cli.js', 'api-key', '--name', 'compose-e2e', '--role', 'viewer'],
-      { cwd: image.root, env: localEnv(controlPlanes[0]!) },
-    );
-    expect(key.code).toBe(0);
-    const { token } = JSON.parse(key.stdout.slice(0, key.stdout.lastIndexOf('}') + 1)) as { token: string };
-
-    const running = workers.map((name) => ({ name, p: start(name) }));
-    const statuses = async () => {
-      const lists = await Promise.all(
-        controlPlanes.map((name) => getJson(`${addresses.get(name)!.admin}/api/v1/workers`, token)),
+      const running = workers.map((name) => ({ name, p: start(name) }));
+      const statuses = async () => {
+        const lists = await Promise.all(
+          controlPlanes.map((name) => getJson(`${addresses.get(name)!.admin}/api/v1/workers`, token)),
+        );
+        return lists.map(({ body }) =>
+          Object.fromEntries(
+            (body as { items: { workerId: string; status: string }[] }).items.map((w) => [
+              w.workerId,
+              w.status,
+            ]),
+          ),
+        );
+      };
+      const online = Object.fromEntries(workers.map((name) => [env(name).QL_WORKER_ID, 'online']));
+      for (const { name, p } of running) {
+        await p.until(`${name} registered`, async () => p.lines.find((l) => l.msg === 'worker registered'), {
+          deadlineMs: START_MS,
+        });
+        await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250, deadlineMs: SETTLE_MS });
+      }
+      // Each worker registered with its own replica (its first origin); both replicas see both (one database).
+      await running[0]!.p.until(
+        'both workers online on both replicas',
+        async () =>
+          (await statuses()).every((s) => JSON.stringify(s) === JSON.stringify(online)) ? true : undefined,
+        { pollMs: 250, deadlineMs: SETTLE_MS },
       );
-      return lists.map(({ body }) =>
-        Object.fromEntries(
-          (body as { items: { workerId: string; status: string }[] }).items.map((w) => [
-            w.workerId,
-            w.status,
-          ]),
-        ),
-      );
-    };
-    const online = Object.fromEntries(workers.map((name) => [env(name).QL_WORKER_ID, 'online']));
-    for (const { name, p } of running) {
-      await p.until(`${name} registered`, async () => p.lines.find((l) => l.msg === 'worker registered'), {
-        deadlineMs: START_MS,
-      });
-      await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250 });
-    }
-    // Each worker registered with its own replica (its first origin); both replicas see both (one database).
-    await running[0]!.p.until(
-      'both workers online on both replicas',
-      async () =>
-        (await statuses()).every((s) => JSON.stringify(s) === JSON.stringify(online)) ? true : undefined,
-      { pollMs: 250 },
-    );
 
-    for (const { p } of running) p.kill('SIGTERM');
-    for (const { name, p } of running) {
-      expect({ name, exit: await p.exited, stderr: p.stderr }).toEqual({
-        name,
-        exit: { code: WORKER_EXIT.ok, signal: null },
-        stderr: [],
-      });
-    }
-    const offline = Object.fromEntries(workers.map((name) => [env(name).QL_WORKER_ID, 'offline']));
-    expect(await statuses()).toEqual(controlPlanes.map(() => offline));
+      for (const { p } of running) p.kill('SIGTERM');
+      for (const { name, p } of running) {
+        expect({ name, exit: await p.exited, stderr: p.stderr }).toEqual({
+          name,
+          exit: { code: WORKER_EXIT.ok, signal: null },
+          stderr: [],
+        });
+      }
+      const offline = Object.fromEntries(workers.map((name) => [env(name).QL_WORKER_ID, 'offline']));
+      expect(await statuses()).toEqual(controlPlanes.map(() => offline));
 
-    for (const { p } of replicas) p.kill('SIGTERM');
-    for (const { name, p } of replicas) {
-      expect({ name, exit: await p.exited }).toEqual({ name, exit: { code: 0, signal: null } });
-    }
-  }, 600_000); // four starts of up to START_MS each, and the rest
+      for (const { p } of replicas) p.kill('SIGTERM');
+      for (const { name, p } of replicas) {
+        expect({ name, exit: await p.exited }).toEqual({ name, exit: { code: 0, signal: null } });
+      }
+    },
+    4 * START_MS + 5 * SETTLE_MS + 120_000,
+  ); // every wait at its deadline, and the rest
 });
