@@ -60,10 +60,19 @@ describe('cluster-control on an un-migrated PostgreSQL database', () => {
   const dbs: TestPostgresDatabase[] = [];
   let dir: string;
   const started: EntryPoint[] = [];
-  const unmigrated = async () => {
+  /** A fresh un-migrated database, and the settings of a cluster-control replica on it (free ports, dev PKI). */
+  const unmigrated = async (pki: string) => {
     const db = await createPostgresDatabase({ migrated: false });
     dbs.push(db);
-    return db;
+    const env = { QL_PROFILE: 'cluster-control', QL_DATABASE_URL: db.url };
+    const start = {
+      ...env,
+      QL_ADMIN_PORT: '0',
+      QL_INGRESS_PORT: '0',
+      QL_DEV_PKI: 'true',
+      QL_DEV_PKI_DIR: join(dir, pki),
+    };
+    return { db, env, start };
   };
 
   beforeAll(() => {
@@ -83,14 +92,9 @@ describe('cluster-control on an un-migrated PostgreSQL database', () => {
   it(
     'warns once that migrations are pending, the loops wait without errors; after `migrate` /readyz is 200 and the sweeper runs',
     async () => {
-      const db = await unmigrated();
-      const env = { QL_PROFILE: 'cluster-control', QL_DATABASE_URL: db.url };
+      const { db, env, start } = await unmigrated('pki');
       const plane = new EntryPoint(CONTROL_PLANE, {
-        ...env,
-        QL_ADMIN_PORT: '0',
-        QL_INGRESS_PORT: '0',
-        QL_DEV_PKI: 'true',
-        QL_DEV_PKI_DIR: join(dir, 'pki'),
+        ...start,
         // Every 20 ms: a loop failing each cycle would log dozens of lines while `migrate` runs.
         QL_SWEEP_INTERVAL_MS: '20',
         QL_CRON_TICK_MS: '20',
@@ -134,15 +138,8 @@ describe('cluster-control on an un-migrated PostgreSQL database', () => {
   it(
     'the quickstart says "listening; not ready" too, and "ready" once `migrate` has run',
     async () => {
-      const db = await unmigrated();
-      const env = { QL_PROFILE: 'cluster-control', QL_DATABASE_URL: db.url };
-      const quickstart = new EntryPoint(QUICKSTART, {
-        ...env,
-        QL_ADMIN_PORT: '0',
-        QL_INGRESS_PORT: '0',
-        QL_DEV_PKI: 'true',
-        QL_DEV_PKI_DIR: join(dir, 'pki-quickstart'),
-      });
+      const { env, start } = await unmigrated('pki-quickstart');
+      const quickstart = new EntryPoint(QUICKSTART, start);
       started.push(quickstart);
       const q = quickstart;
       const said = (msg: string) => async () => q.lines.find((l) => l.msg === msg);
