@@ -292,84 +292,80 @@ describe('the compose services as real processes (compiled image layout, Postgre
     return result.code === 0 ? true : undefined;
   }
 
-  it(
-    'runs the job, then both replicas until /readyz, then both workers until both are registered; SIGTERM stops them cleanly',
-    async () => {
-      const [job] = jobs;
-      const [sh, ...shArgs] = compose.services[job!]!.command!;
-      const setup = await run(sh!, shArgs, { cwd: image.root, env: localEnv(job!) });
-      expect({ code: setup.code, stderr: setup.stderr }).toEqual({ code: 0, stderr: '' });
-      expect(setup.stdout).toContain('migrations applied (postgres)');
-      const server = new X509Certificate(readFileSync(join(volumes, 'pki', 'server.crt')));
-      for (const name of controlPlanes) expect(server.checkHost(name, { wildcards: false })).toBe(name);
+  it('runs the job, then both replicas until /readyz, then both workers until both are registered; SIGTERM stops them cleanly', async () => {
+    const [job] = jobs;
+    const [sh, ...shArgs] = compose.services[job!]!.command!;
+    const setup = await run(sh!, shArgs, { cwd: image.root, env: localEnv(job!) });
+    expect({ code: setup.code, stderr: setup.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(setup.stdout).toContain('migrations applied (postgres)');
+    const server = new X509Certificate(readFileSync(join(volumes, 'pki', 'server.crt')));
+    for (const name of controlPlanes) expect(server.checkHost(name, { wildcards: false })).toBe(name);
 
-      const replicas = controlPlanes.map((name) => ({ name, p: start(name) }));
-      for (const { name, p } of replicas) {
-        const ready = await p.until(
-          `${name} ready`,
-          async () => p.lines.find((l) => l.msg === 'control plane ready'),
-          { deadlineMs: START_MS },
-        );
-        addresses.set(name, { admin: String(ready.admin), ingress: String(ready.ingress) });
-      }
-      for (const { name, p } of replicas) {
-        await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250, deadlineMs: SETTLE_MS });
-        expect((await getJson(`${addresses.get(name)!.admin}/readyz`)).status).toBe(200);
-      }
-
-      const key = await run(
-        process.execPath,
-        ['dist/apps/control-plane/src/cli.js', 'api-key', '--name', 'compose-e2e', '--role', 'viewer'],
-        { cwd: image.root, env: localEnv(controlPlanes[0]!) },
+    const replicas = controlPlanes.map((name) => ({ name, p: start(name) }));
+    for (const { name, p } of replicas) {
+      const ready = await p.until(
+        `${name} ready`,
+        async () => p.lines.find((l) => l.msg === 'control plane ready'),
+        { deadlineMs: START_MS },
       );
-      expect(key.code).toBe(0);
-      const { token } = JSON.parse(key.stdout.slice(0, key.stdout.lastIndexOf('}') + 1)) as { token: string };
+      addresses.set(name, { admin: String(ready.admin), ingress: String(ready.ingress) });
+    }
+    for (const { name, p } of replicas) {
+      await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250, deadlineMs: SETTLE_MS });
+      expect((await getJson(`${addresses.get(name)!.admin}/readyz`)).status).toBe(200);
+    }
 
-      const running = workers.map((name) => ({ name, p: start(name) }));
-      const statuses = async () => {
-        const lists = await Promise.all(
-          controlPlanes.map((name) => getJson(`${addresses.get(name)!.admin}/api/v1/workers`, token)),
-        );
-        return lists.map(({ body }) =>
-          Object.fromEntries(
-            (body as { items: { workerId: string; status: string }[] }).items.map((w) => [
-              w.workerId,
-              w.status,
-            ]),
-          ),
-        );
-      };
-      const online = Object.fromEntries(workers.map((name) => [env(name).QL_WORKER_ID, 'online']));
-      for (const { name, p } of running) {
-        await p.until(`${name} registered`, async () => p.lines.find((l) => l.msg === 'worker registered'), {
-          deadlineMs: START_MS,
-        });
-        await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250, deadlineMs: SETTLE_MS });
-      }
-      // Each worker registered with its own replica (its first origin); both replicas see both (one database).
-      await running[0]!.p.until(
-        'both workers online on both replicas',
-        async () =>
-          (await statuses()).every((s) => JSON.stringify(s) === JSON.stringify(online)) ? true : undefined,
-        { pollMs: 250, deadlineMs: SETTLE_MS },
+    const key = await run(
+      process.execPath,
+      ['dist/apps/control-plane/src/cli.js', 'api-key', '--name', 'compose-e2e', '--role', 'viewer'],
+      { cwd: image.root, env: localEnv(controlPlanes[0]!) },
+    );
+    expect(key.code).toBe(0);
+    const { token } = JSON.parse(key.stdout.slice(0, key.stdout.lastIndexOf('}') + 1)) as { token: string };
+
+    const running = workers.map((name) => ({ name, p: start(name) }));
+    const statuses = async () => {
+      const lists = await Promise.all(
+        controlPlanes.map((name) => getJson(`${addresses.get(name)!.admin}/api/v1/workers`, token)),
       );
+      return lists.map(({ body }) =>
+        Object.fromEntries(
+          (body as { items: { workerId: string; status: string }[] }).items.map((w) => [
+            w.workerId,
+            w.status,
+          ]),
+        ),
+      );
+    };
+    const online = Object.fromEntries(workers.map((name) => [env(name).QL_WORKER_ID, 'online']));
+    for (const { name, p } of running) {
+      await p.until(`${name} registered`, async () => p.lines.find((l) => l.msg === 'worker registered'), {
+        deadlineMs: START_MS,
+      });
+      await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250, deadlineMs: SETTLE_MS });
+    }
+    // Each worker registered with its own replica (its first origin); both replicas see both (one database).
+    await running[0]!.p.until(
+      'both workers online on both replicas',
+      async () =>
+        (await statuses()).every((s) => JSON.stringify(s) === JSON.stringify(online)) ? true : undefined,
+      { pollMs: 250, deadlineMs: SETTLE_MS },
+    );
 
-      for (const { p } of running) p.kill('SIGTERM');
-      for (const { name, p } of running) {
-        expect({ name, exit: await p.exited, stderr: p.stderr }).toEqual({
-          name,
-          exit: { code: WORKER_EXIT.ok, signal: null },
-          stderr: [],
-        });
-      }
-      const offline = Object.fromEntries(workers.map((name) => [env(name).QL_WORKER_ID, 'offline']));
-      expect(await statuses()).toEqual(controlPlanes.map(() => offline));
+    for (const { p } of running) p.kill('SIGTERM');
+    for (const { name, p } of running) {
+      expect({ name, exit: await p.exited, stderr: p.stderr }).toEqual({
+        name,
+        exit: { code: WORKER_EXIT.ok, signal: null },
+        stderr: [],
+      });
+    }
+    const offline = Object.fromEntries(workers.map((name) => [env(name).QL_WORKER_ID, 'offline']));
+    expect(await statuses()).toEqual(controlPlanes.map(() => offline));
 
-      for (const { p } of replicas) p.kill('SIGTERM');
-      for (const { name, p } of replicas) {
-        expect({ name, exit: await p.exited }).toEqual({ name, exit: { code: 0, signal: null } });
-      }
-    },
-    4 * START_MS + 5 * SETTLE_MS + 120_000,
-  ); // every wait at its deadline, and the rest
+    for (const { p } of replicas) p.kill('SIGTERM');
+    for (const { name, p } of replicas) {
+      expect({ name, exit: await p.exited }).toEqual({ name, exit: { code: 0, signal: null } });
+    }
+  }, 930_000); // every wait at its deadline (4 × START_MS, 5 × SETTLE_MS), and two minutes for the rest
 });
