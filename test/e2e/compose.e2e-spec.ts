@@ -62,6 +62,14 @@ const optionValues = (option: string) =>
  * ready at a load of 16 on 2 cores, past the child-process default of 20 s.
  */
 const START_MS = 90_000;
+/**
+ * Everything else awaited here (a healthcheck passing, both replicas listing both workers) is polled
+ * until this deadline, not the child-process default of 20 s: each healthcheck is a new node process
+ * (seconds under load, its own 3 s timeout), so 20 s was a handful of tries on a loaded machine.
+ */
+const SETTLE_MS = 90_000;
+/** Replaying the image runs `npm run build` (tsc): about a minute idle, several at a load of 8+ on 2 cores. */
+const IMAGE_MS = 900_000;
 const ingressTarget = (url: string) => {
   const { hostname, port } = new URL(url);
   return { service: hostname, port };
@@ -236,7 +244,7 @@ describe('the compose services as real processes (compiled image layout, Postgre
     // As a volume's mount point under /var/lib: the workers' task user (QL_WORKER_RUN_AS) may pass
     // through to its run folders; a worker refuses to start otherwise.
     chmodSync(volumes, 0o711);
-  }, 180_000);
+  }, IMAGE_MS);
 
   afterAll(async () => {
     for (const p of processes.filter((p) => p.running)) {
@@ -330,7 +338,7 @@ describe('the compose services as real processes (compiled image layout, Postgre
       addresses.set(name, { admin: String(ready.admin), ingress: String(ready.ingress) });
     }
     for (const { name, p } of replicas) {
-      await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250 });
+      await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250, deadlineMs: SETTLE_MS });
       expect((await getJson(`${addresses.get(name)!.admin}/readyz`)).status).toBe(200);
     }
 
@@ -361,14 +369,14 @@ describe('the compose services as real processes (compiled image layout, Postgre
       await p.until(`${name} registered`, async () => p.lines.find((l) => l.msg === 'worker registered'), {
         deadlineMs: START_MS,
       });
-      await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250 });
+      await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250, deadlineMs: SETTLE_MS });
     }
     // Each worker registered with its own replica (its first origin); both replicas see both (one database).
     await running[0]!.p.until(
       'both workers online on both replicas',
       async () =>
         (await statuses()).every((s) => JSON.stringify(s) === JSON.stringify(online)) ? true : undefined,
-      { pollMs: 250 },
+      { pollMs: 250, deadlineMs: SETTLE_MS },
     );
 
     // A Python task runs on one of the workers, through the image's runtimes.
@@ -422,5 +430,5 @@ describe('the compose services as real processes (compiled image layout, Postgre
     for (const { name, p } of replicas) {
       expect({ name, exit: await p.exited }).toEqual({ name, exit: { code: 0, signal: null } });
     }
-  }, 600_000); // four starts of up to START_MS each, and the rest
+  }, 930_000); // every wait at its deadline (4 × START_MS, 5 × SETTLE_MS), and two minutes for the rest
 });

@@ -213,6 +213,14 @@ describe.each<Dialect>(['sqlite', 'postgres'])('tasks and runs through the admin
         code: 'invalid_request',
       });
     }
+    // issue 16: an out-of-range refusal names the allowed range, however far out the value is
+    for (const bad of ['0', '201', '9999999999999999']) {
+      const res = await call('GET', `/api/v1/tasks?limit=${bad}`);
+      expect({ bad, detail: (res.body as { detail: string }).detail }).toEqual({
+        bad,
+        detail: 'limit: out_of_range (allowed 1..200)',
+      });
+    }
   });
 
   it('deletes a task: then get, update, delete and trigger are 404; its name is free again', async () => {

@@ -10,7 +10,17 @@ export interface ReadyMessage {
   readonly ingressUrl: string;
   readonly tlsCaPath: string;
   readonly devPkiDir: string;
+  /** Listening, but /readyz is 503 until `npm run migrate` (cluster-control); a `control-plane-migrated` message follows. */
+  readonly migrationsPending: boolean;
 }
+
+/** Sent after a `ReadyMessage` with `migrationsPending`, once /readyz would answer 200. */
+export interface MigratedMessage {
+  readonly type: 'control-plane-migrated';
+}
+
+/** How often a replica that started before `npm run migrate` looks whether the migrations are applied. */
+const MIGRATION_POLL_MS = 1_000;
 
 /** `npm run start:control-plane`: the control plane on the configured profile (standalone SQLite by default). */
 async function main(): Promise<void> {
@@ -18,7 +28,9 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
     if (config.profile === 'worker')
-      throw new ConfigError('QL_PROFILE=worker runs the headless worker (npm run start:worker), not the control plane');
+      throw new ConfigError(
+        'QL_PROFILE=worker runs the headless worker (npm run start:worker), not the control plane',
+      );
     await run(config);
   } catch (error) {
     const failure = describeStartFailure(error, config);
@@ -39,18 +51,32 @@ async function run(config: ControlPlaneConfig): Promise<void> {
   const migrated = await plane.core.db.migrationsApplied();
   const log = (msg: string, fields: Record<string, unknown> = {}, level = 'info') =>
     process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
-  log('control plane ready', {
+  const where = {
     profile: config.profile,
     database: plane.core.db.dialect,
     admin: plane.adminUrl,
     ingress: plane.ingressUrl,
-  });
+  };
+  // "ready" only when /readyz would answer 200: a replica on an un-migrated database listens (probes
+  // and the admin API answer) but is not ready until `npm run migrate` has run (issue 16).
+  log(migrated ? 'control plane ready' : 'control plane listening; not ready: migrations pending', where);
+  let migrationPoll: NodeJS.Timeout | undefined;
   if (!migrated) {
     log(
       'migrations pending: run `npm run migrate` with this QL_DATABASE_URL; until then /readyz is 503 and the sweeper and cron wait',
       {},
       'warn',
     );
+    const poll = async () => {
+      const applied = await plane.core.db.migrationsApplied().catch(() => false);
+      if (!applied) {
+        migrationPoll = setTimeout(() => void poll(), MIGRATION_POLL_MS);
+        return;
+      }
+      log('control plane ready', { ...where, migrations: 'applied' });
+      if (process.send) process.send({ type: 'control-plane-migrated' } satisfies MigratedMessage);
+    };
+    migrationPoll = setTimeout(() => void poll(), MIGRATION_POLL_MS);
   }
   if (config.profile === 'standalone' && process.stdout.isTTY !== false) {
     process.stdout.write(
@@ -68,6 +94,7 @@ async function run(config: ControlPlaneConfig): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    clearTimeout(migrationPoll);
     log('shutting down', { signal });
     const timer = setTimeout(() => process.exit(EXIT.failed), config.shutdownGraceMs + 1000);
     timer.unref();
@@ -86,6 +113,7 @@ async function run(config: ControlPlaneConfig): Promise<void> {
       ingressUrl: plane.ingressUrl,
       tlsCaPath: config.tlsCaPath,
       devPkiDir: config.devPkiDir,
+      migrationsPending: !migrated,
     };
     process.send(ready);
     // The parent that started us is gone (even by SIGKILL): do not outlive it holding the ports.

@@ -3,7 +3,7 @@ import { extname, join } from 'node:path';
 import { WORKER_NODE_FLAGS } from '../../worker/src/node-flags';
 import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from './node-flags';
 import { WORKER_EXIT } from '../../worker/src/worker-exit';
-import type { ReadyMessage } from './main';
+import type { MigratedMessage, ReadyMessage } from './main';
 import { RestartBackoff } from './restart-backoff';
 import { EXIT } from './start-failure';
 
@@ -85,10 +85,19 @@ function startWorker(from: ReadyMessage): void {
   });
 }
 
-controlPlane.on('message', (message: Partial<ReadyMessage>) => {
+controlPlane.on('message', (message: Partial<ReadyMessage> | MigratedMessage) => {
+  if (message?.type === 'control-plane-migrated') {
+    log('info', 'control plane ready', { pid: controlPlane.pid });
+    return;
+  }
   if (message?.type !== 'control-plane-ready' || ready) return;
   ready = message as ReadyMessage;
-  log('info', 'control plane ready', { pid: controlPlane.pid });
+  // Truthful: "ready" only when /readyz would say 200 (a cluster replica waits for `npm run migrate`).
+  if (ready.migrationsPending)
+    log('warn', 'control plane listening; not ready: migrations pending (run `npm run migrate`)', {
+      pid: controlPlane.pid,
+    });
+  else log('info', 'control plane ready', { pid: controlPlane.pid });
   startWorker(ready);
 });
 

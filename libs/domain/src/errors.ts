@@ -19,6 +19,14 @@ export class ValidationError extends DomainError {
   }
 }
 
+/**
+ * A number outside its bounds: the rule stays the stable code `out_of_range`, the message names the
+ * allowed range (`limit: out_of_range (allowed 1..200)`) so a caller can fix the request.
+ */
+export function outOfRange(field: string, min: number, max: number): ValidationError {
+  return new ValidationError(field, 'out_of_range', `${field}: out_of_range (allowed ${min}..${max})`);
+}
+
 /** Why a session, lease or worker claim is refused. Values are wire codes: never rename one. */
 export const FENCE_REASONS = [
   'unknown_worker',

@@ -1,4 +1,4 @@
-import { ValidationError } from './errors';
+import { ValidationError, outOfRange } from './errors';
 
 /** Strict readers for untrusted JSON: unknown fields are rejected, never stripped. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -69,7 +69,7 @@ export function readEnum<T extends string>(value: unknown, field: string, values
 export function readInt(value: unknown, field: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value))
     throw new ValidationError(field, 'must_be_integer');
-  if (value < min || value > max) throw new ValidationError(field, 'out_of_range');
+  if (value < min || value > max) throw outOfRange(field, min, max);
   return value;
 }
 

@@ -1,4 +1,4 @@
-import { ValidationError, readInt } from '@ql/domain';
+import { ValidationError, outOfRange, readInt } from '@ql/domain';
 
 /** The most items one admin list page holds. */
 export const MAX_PAGE = 200;
@@ -16,7 +16,7 @@ const MAX_DIGITS = 15;
 export function readQueryInt(value: unknown, field: string, min: number, max: number): number {
   if (typeof value !== 'string' || !DECIMAL.test(value))
     throw new ValidationError(field, 'must_be_decimal_digits');
-  if (value.length > MAX_DIGITS) throw new ValidationError(field, 'out_of_range');
+  if (value.length > MAX_DIGITS) throw outOfRange(field, min, max);
   return readInt(Number(value), field, min, max);
 }
 

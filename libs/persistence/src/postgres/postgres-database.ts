@@ -14,14 +14,20 @@ import {
 } from '../sql-executor';
 import { asUnavailable } from './connection-errors';
 import { loadPg } from './load-pg';
+import { PoolGate } from './pool-gate';
 import { PostgresQueueListener } from './postgres-signals';
 
 export interface PostgresOptions {
   readonly url: string;
   readonly poolSize?: number;
   readonly applicationName?: string;
-  /** How long a request waits to get a connection before it is 503 (default 10 s). */
+  /** How long making a new connection may take before the request is 503 `database_unreachable` (default 10 s). */
   readonly connectTimeoutMs?: number;
+  /**
+   * How long a request waits for a pooled connection while all are in use before it is 503
+   * `database_busy` (default 30 s, ADR 0039); apart from the connect timeout.
+   */
+  readonly poolWaitMs?: number;
   /** Tests only: read time from this clock instead of the database (a model with a controllable clock). */
   readonly clock?: Clock;
 }
@@ -30,6 +36,8 @@ export interface PostgresOptions {
 const MIGRATION_LOCK_KEY = 0x716c6d67;
 const RETRYABLE = new Set(['40001', '40P01']); // serialization_failure, deadlock_detected
 const MAX_TX_ATTEMPTS = 5;
+/** ADR 0039: a burst waits this long for a pooled connection; making one is bounded by connectTimeoutMs. */
+const DEFAULT_POOL_WAIT_MS = 30_000;
 
 /** A deadlock or serialization failure: the server rolled the work back, and it may be tried again. */
 export function isRetryable(error: unknown): boolean {
@@ -41,7 +49,6 @@ interface Compiled extends CompiledSql {
   readonly name: string;
 }
 
-
 /** PostgreSQL through `pg`: a pool, named prepared statements, and database time inside the SQL. */
 export class PostgresDatabase implements SqlDatabase {
   readonly dialect = 'postgres' as const;
@@ -51,6 +58,7 @@ export class PostgresDatabase implements SqlDatabase {
 
   private constructor(
     readonly pool: Pool,
+    private readonly gate: PoolGate,
     private readonly url: string,
     private readonly clock?: Clock,
   ) {}
@@ -62,32 +70,62 @@ export class PostgresDatabase implements SqlDatabase {
 
   static async open(options: PostgresOptions, migrate = true): Promise<PostgresDatabase> {
     if (migrate) await migratePostgres(options.url);
+    const size = options.poolSize ?? 10;
     const pool = new (loadPg().Pool)({
       connectionString: options.url,
-      max: options.poolSize ?? 10,
+      max: size,
       application_name: options.applicationName ?? 'ql-control-plane',
       // Bounded: an unreachable server that drops packets must answer 503, not hang the request.
+      // Only making a connection: the PoolGate holds requests back while every connection is busy.
       connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     });
     // A dropped idle connection must not crash the process; the next checkout reconnects.
     pool.on('error', () => undefined);
-    return new PostgresDatabase(pool, options.url, options.clock);
+    const gate = new PoolGate(size, options.poolWaitMs ?? DEFAULT_POOL_WAIT_MS);
+    return new PostgresDatabase(pool, gate, options.url, options.clock);
   }
 
   async one<T>(sql: string, params?: SqlParams): Promise<T | undefined> {
-    return (await this.query<T>(this.pool, sql, params)).rows[0];
+    return (await this.pooled((client) => this.query<T>(client, sql, params))).rows[0];
   }
   async many<T>(sql: string, params?: SqlParams): Promise<T[]> {
-    return (await this.query<T>(this.pool, sql, params)).rows;
+    return (await this.pooled((client) => this.query<T>(client, sql, params))).rows;
   }
   async run(sql: string, params?: SqlParams): Promise<number> {
-    return (await this.query(this.pool, sql, params)).rowCount ?? 0;
+    return (await this.pooled((client) => this.query(client, sql, params))).rowCount ?? 0;
+  }
+
+  /** One statement on a pooled connection, as `pool.query` does, after the PoolGate's wait. */
+  private async pooled<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
+    const release = await this.gate.acquire();
+    try {
+      const client = await this.pool.connect().catch((error: unknown) => {
+        throw asUnavailable(error);
+      });
+      let failure: Error | undefined;
+      const lost = (error: Error) => (failure = error);
+      client.on('error', lost);
+      try {
+        return await fn(client);
+      } catch (error) {
+        failure = error instanceof Error ? error : new Error(String(error));
+        throw error;
+      } finally {
+        client.off('error', lost);
+        // Like pool.query: a connection whose statement failed is not reused.
+        client.release(failure);
+      }
+    } finally {
+      release();
+    }
   }
 
   /** BEGIN … COMMIT on one connection; retried (bounded) on serialization failure or deadlock. */
   async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      const permit = await this.gate.acquire();
       const client = await this.pool.connect().catch((error: unknown) => {
+        permit();
         throw asUnavailable(error);
       });
       let broken = false;
@@ -107,6 +145,7 @@ export class PostgresDatabase implements SqlDatabase {
       } finally {
         client.off('error', lost);
         client.release(broken);
+        permit();
       }
     }
   }

@@ -89,8 +89,8 @@ const textSchema = (rules: TextRules) => ({
 export const IntField = (min: number, max: number, options: FieldOptions = {}) =>
   field(options, { type: 'integer', minimum: min, maximum: max }, [
     IsInt({ message: 'must_be_integer' }),
-    Min(min, { message: 'out_of_range' }),
-    Max(max, { message: 'out_of_range' }),
+    Min(min, { message: 'out_of_range', context: { min, max } }),
+    Max(max, { message: 'out_of_range', context: { min, max } }),
   ]);
 
 export const TextField = (rules: TextRules, options: FieldOptions = {}) =>

@@ -72,7 +72,7 @@ describe('EdgeValidationPipe', () => {
     [
       'an integer over the domain limit',
       () => validateBody(HeartbeatDto, { generation: 1, expectedVersion: 0, availableSlots: 1025 }),
-      'availableSlots: out_of_range',
+      'availableSlots: out_of_range (allowed 0..1024)',
     ],
     [
       'a heartbeat recovery count over the journal bound (ADR 0029)',
@@ -83,7 +83,7 @@ describe('EdgeValidationPipe', () => {
           availableSlots: 1,
           recoveryRequired: 1025,
         }),
-      'recoveryRequired: out_of_range',
+      'recoveryRequired: out_of_range (allowed 0..1024)',
     ],
     [
       'a heartbeat recovery count that is not an integer',

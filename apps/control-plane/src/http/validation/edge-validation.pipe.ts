@@ -1,6 +1,6 @@
 import { ArgumentMetadata, Injectable, PipeTransform, Type } from '@nestjs/common';
 import { ValidationError as FieldError, ValidatorOptions, validateSync } from './class-validator';
-import { ValidationError } from '@ql/domain';
+import { ValidationError, outOfRange } from '@ql/domain';
 import { dtoFields } from './dto-fields';
 
 /**
@@ -81,6 +81,8 @@ function toDomainError(error: FieldError, parent: string): ValidationError {
   const [name, message] = first;
   const framework = FRAMEWORK_RULES[name];
   if (framework) return new ValidationError(field, framework);
+  const range = error.contexts?.[name] as { min: number; max: number } | undefined;
+  if (message === 'out_of_range' && range) return outOfRange(field, range.min, range.max);
   // `<rule>` or `<rule> <suffix>` (text-rules.ts): the suffix names the item or key.
   const space = message.indexOf(' ');
   return space === -1
