@@ -42,7 +42,7 @@ export function describeStartFailure(error: unknown, config?: ControlPlaneConfig
   if (config && isDatabaseError(e)) {
     return {
       exitCode: EXIT.failed,
-      line: `control plane failed to start: cannot open the database QL_DATABASE_URL=${redact(config.databaseUrl)}: ${e.message}`,
+      line: `control plane failed to start: cannot open the database QL_DATABASE_URL=${redactDatabaseUrl(config.databaseUrl)}: ${e.message}`,
     };
   }
   return { exitCode: EXIT.failed, line: `control plane failed to start: ${e.message}` };
@@ -65,6 +65,7 @@ function isDatabaseError(e: NodeError): boolean {
   );
 }
 
-function redact(url: string): string {
+/** A database URL with its password masked, for messages. */
+export function redactDatabaseUrl(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
 }
