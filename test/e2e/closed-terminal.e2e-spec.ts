@@ -3,9 +3,11 @@
  * A closed terminal sends SIGHUP and fails every later write with EIO (a closed pipe: EPIPE); the
  * worker must still drain, go offline and exit 0, with its run finished, not left `running`.
  */
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { RemoteRunHarness, RunWorker, WorkerView } from '../support/remote-run-harness';
-import { ROOT } from '../support/entry-points';
+import { EntryPoint, QUICKSTART, ROOT, freePort, tempDir } from '../support/entry-points';
 
 const PTY = ['python3', join(ROOT, 'test', 'support', 'pty-launcher.py')];
 
@@ -51,5 +53,42 @@ describe('a worker whose terminal or output pipe closes during a run', () => {
     const runId = await runGoingOn(w);
     w.kill('SIGUSR1'); // the launcher closes the terminal
     await expectStoppedInOrder(w, runId);
+  });
+});
+
+describe('the quickstart (npm start) on a pipe that closes', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = tempDir('ql-quickstart-hup-');
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('prints its connection banner near the top (issue 16 item 14), then on SIGHUP with its output closed stops everything, exit 0', async () => {
+    const q = new EntryPoint(QUICKSTART, {
+      QL_ADMIN_PORT: String(await freePort()),
+      QL_INGRESS_PORT: String(await freePort()),
+      QL_DATABASE_URL: `sqlite:${join(dir, 'ql.sqlite')}`,
+      QL_DEV_PKI_DIR: join(dir, 'pki'),
+    });
+    await q.until('worker-1 registered', async () => q.lines.find((l) => l.msg === 'worker registered'), {
+      deadlineMs: 60_000,
+    });
+    // The default log level (info): Nest's start-up narration (modules, 60 mapped routes) is debug.
+    const banner = q.messages().findIndex((m) => m.includes('Admin API + probes'));
+    expect(banner).toBeGreaterThan(0);
+    expect(banner).toBeLessThanOrEqual(5);
+    expect(q.lines.filter((l) => l.context === 'RouterExplorer')).toEqual([]);
+
+    q.closeOutput(); // the quickstart's and its children's output: EPIPE from now on
+    q.kill('SIGHUP');
+    expect(await q.exited).toEqual({ code: 0, signal: null });
+    const db = new Database(join(dir, 'ql.sqlite'), { readonly: true, fileMustExist: true });
+    try {
+      expect(db.prepare(`SELECT status FROM workers WHERE worker_id = 'worker-1'`).get()).toEqual({
+        status: 'offline',
+      });
+    } finally {
+      db.close();
+    }
   });
 });
