@@ -19,7 +19,8 @@ type NodeError = Error & { code?: string; path?: string; port?: number; address?
 
 /** Turns what stopped a start into one line and an exit code an operator can act on. */
 export function describeStartFailure(error: unknown, config?: ControlPlaneConfig): StartFailure {
-  if (error instanceof ConfigError) return { exitCode: EXIT.config, line: `configuration error: ${error.message}` };
+  if (error instanceof ConfigError)
+    return { exitCode: EXIT.config, line: `configuration error: ${error.message}` };
   const e = (error instanceof Error ? error : new Error(String(error))) as NodeError;
   if (config && e.code === 'EADDRINUSE') {
     const setting = e.port === config.ingressPort ? 'QL_INGRESS_PORT' : 'QL_ADMIN_PORT';
