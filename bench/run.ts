@@ -31,6 +31,7 @@
  *   QL_BENCH_DIALECTS        sqlite,postgres (default both)
  *   QL_BENCH_DETAIL          1 (default): also measure the repository's SQL issued raw; 0: skip it
  */
+import { checkEntryArgs } from '@ql/contracts';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -259,7 +260,13 @@ async function heartbeatMain(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const suites = selectedSuites(process.argv.slice(2), process.env.QL_BENCH_SUITES);
+  const args = process.argv.slice(2);
+  const usage = checkEntryArgs(args, USAGE, (arg) => SUITES.includes(arg));
+  if (usage !== undefined) {
+    process.exitCode = usage;
+    return;
+  }
+  const suites = selectedSuites(args, process.env.QL_BENCH_SUITES);
   if (suites.includes('heartbeat')) await heartbeatMain();
   if (suites.includes('heartbeat') || suites.includes('heartbeat-mtls')) await heartbeatMtlsMain(RESULTS_DIR);
   if (suites.includes('claim')) await claimMain(RESULTS_DIR, TARGET);
@@ -270,6 +277,8 @@ async function main(): Promise<void> {
   if (suites.includes('worker-cost')) await workerCostMain(RESULTS_DIR);
   if (suites.includes('lease-enforcement')) await leaseEnforcementMain(RESULTS_DIR);
 }
+
+class UsageError extends Error {}
 
 const SUITES = [
   'heartbeat',
@@ -283,17 +292,27 @@ const SUITES = [
   'lease-enforcement',
 ];
 
+const USAGE = `usage: npm run bench [-- <group> ...]   (node dist/bench/run.js [<group> ...])
+Measures and writes bench/results/; groups (default: all, or QL_BENCH_SUITES=a,b):
+  ${SUITES.join(', ')}
+Settings are QL_BENCH_* environment variables: bench/README.md and the top of bench/run.ts.
+PostgreSQL groups use QL_BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres).`;
+
 /** Groups named as arguments (`npm run bench -- memory dispatch`), else QL_BENCH_SUITES, else all. */
 function selectedSuites(args: readonly string[], env: string | undefined): string[] {
   const named = args.length ? args : (env || SUITES.join(',')).split(',');
   const suites = named.map((x) => x.trim()).filter(Boolean);
   const unknown = suites.filter((s) => !SUITES.includes(s));
-  if (unknown.length)
-    throw new Error(`unknown bench group(s) ${unknown.join(', ')}; known: ${SUITES.join(', ')}`);
+  if (unknown.length) throw new UsageError(`QL_BENCH_SUITES: unknown bench group(s) ${unknown.join(', ')}`);
   return suites;
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof UsageError) {
+    process.stderr.write(`${error.message}\n\n${USAGE}\n`);
+    process.exitCode = 2;
+    return;
+  }
   console.error(error);
   process.exitCode = 1;
 });

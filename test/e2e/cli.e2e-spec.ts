@@ -4,7 +4,7 @@
  * without deleting it (a running server keeps its files).
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CLI, EntryPoint, ROOT, tempDir } from '../support/entry-points';
 
@@ -12,7 +12,11 @@ const COMMANDS = ['migrate', 'pki', 'api-key', 'openapi', 'config-docs'];
 const OPTIONS = ['--worker <id>', '--server-name <dns>', '--name <name>', '--role admin|viewer'];
 
 async function cli(...args: string[]) {
-  const p = new EntryPoint(CLI, {}, args);
+  return cliWith({}, ...args);
+}
+
+async function cliWith(env: Record<string, string>, ...args: string[]) {
+  const p = new EntryPoint(CLI, env, args);
   const exit = await p.exited;
   return { code: exit.code, stdout: p.messages().join('\n'), stderr: p.stderr.join('\n') };
 }
@@ -23,6 +27,9 @@ describe('the CLI', () => {
     expect(help.code).toBe(0);
     expect(help.stderr).toBe('');
     for (const text of [...COMMANDS, ...OPTIONS]) expect(help.stdout).toContain(text);
+    // …and the npm scripts that start something, each with its own --help (issue 16 item 2).
+    for (const text of ['npm start', 'npm run start:control-plane', 'npm run start:worker', 'npm run bench'])
+      expect(help.stdout).toContain(text);
   });
 
   it('help <command> and <command> --help print that command only', async () => {
@@ -46,8 +53,76 @@ describe('the CLI', () => {
   });
 });
 
+/** Issue 16 item 5 (ADR 0034): `api-key` says which database it writes to and creates none unasked. */
+describe('the CLI and its database', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = tempDir('ql-cli-db-');
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('api-key without QL_DATABASE_URL and no ./var/ql.sqlite: names the default, refuses (exit 2), creates nothing', () => {
+    // The default database is relative to the working directory: run it in an empty one.
+    const result = spawnSync(
+      process.execPath,
+      [
+        '-r',
+        join(ROOT, 'apps/worker/test-support/swc-register.js'),
+        join(ROOT, CLI),
+        'api-key',
+        '--name',
+        'me',
+        '--role',
+        'admin',
+      ],
+      { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' }, encoding: 'utf8' },
+    );
+    expect(result.status).toBe(2);
+    expect(result.stdout).toBe(''); // no token
+    expect(result.stderr).toContain(
+      `database: sqlite:${join(dir, 'var', 'ql.sqlite')} (QL_DATABASE_URL unset: the default)`,
+    );
+    expect(result.stderr).toContain('--create');
+    expect(existsSync(join(dir, 'var'))).toBe(false);
+  });
+
+  it('api-key --create creates the SQLite file; once it exists no flag is needed; the database is named on stderr', async () => {
+    const url = `sqlite:${join(dir, 'new.sqlite')}`;
+    const created = await cliWith(
+      { QL_DATABASE_URL: url },
+      'api-key',
+      '--name',
+      'a',
+      '--role',
+      'admin',
+      '--create',
+    );
+    expect(created.code).toBe(0);
+    expect(created.stderr).toBe(`database: ${url} (QL_DATABASE_URL)`);
+    expect(created.stdout).toContain('"token"');
+    const again = await cliWith({ QL_DATABASE_URL: url }, 'api-key', '--name', 'b', '--role', 'viewer');
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('"token"');
+  });
+
+  it('api-key and migrate on PostgreSQL name the server with the password masked', async () => {
+    const url = 'postgres://ql:secret@127.0.0.1:1/nowhere';
+    const [key, migrate] = await Promise.all([
+      cliWith({ QL_DATABASE_URL: url }, 'api-key', '--name', 'a', '--role', 'admin'),
+      cliWith({ QL_DATABASE_URL: url }, 'migrate'),
+    ]);
+    for (const answer of [key, migrate]) {
+      expect(answer.code).not.toBe(0); // nothing listens there
+      expect(answer.stderr).toContain('database: postgres://ql:***@127.0.0.1:1/nowhere (QL_DATABASE_URL)');
+      expect(answer.stderr).not.toContain('secret');
+    }
+  });
+});
+
 describe('scripts/ensure-built.js (what `npm start`, `npm run api-key` … run first)', () => {
-  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
   let root: string;
   /** A copy of the script in a tree whose build only counts its runs, so the decision is what is tested. */
   const ensure = () => {
@@ -73,7 +148,8 @@ describe('scripts/ensure-built.js (what `npm start`, `npm run api-key` … run f
     writeFileSync(join(root, 'builds'), '');
     const build = `node -e "const fs=require('fs');fs.appendFileSync('builds','x');fs.mkdirSync('dist',{recursive:true});fs.writeFileSync('dist/.built','')"`;
     writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'x', scripts: { build } }));
-    for (const path of ['package.json', 'apps', join('apps', 'a'), join('apps', 'a', 'main.ts')]) age(join(root, path), 60);
+    for (const path of ['package.json', 'apps', join('apps', 'a'), join('apps', 'a', 'main.ts')])
+      age(join(root, path), 60);
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 

@@ -56,6 +56,12 @@ export class LoggedProcess {
     this.child.kill(signal);
   }
 
+  /** Closes the reading ends of its stdout and stderr pipes: its next writes fail with EPIPE. */
+  closeOutput(): void {
+    this.child.stdout!.destroy();
+    this.child.stderr!.destroy();
+  }
+
   /**
    * Re-checks `condition` each time the process writes a log line (and every `pollMs`, if given, for
    * conditions outside it, such as a probe), so progress is awaited as events; fails at the deadline

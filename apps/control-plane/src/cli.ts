@@ -1,6 +1,8 @@
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, configTable, loadConfig } from './config/config';
-import { EXIT, describeStartFailure } from './start-failure';
+import { ConfigError, ControlPlaneConfig, configTable, loadConfig } from './config/config';
+import { EXIT, describeStartFailure, redactDatabaseUrl } from './start-failure';
 
 interface Command {
   readonly usage: string;
@@ -15,7 +17,8 @@ type Persistence = typeof import('@ql/persistence');
 const COMMANDS: Record<string, Command> = {
   migrate: {
     usage: 'migrate',
-    summary: 'apply the database migrations to QL_DATABASE_URL (SQLite or PostgreSQL)',
+    summary:
+      'apply the database migrations to QL_DATABASE_URL (SQLite or PostgreSQL; creates a new SQLite file)',
   },
   pki: {
     usage: 'pki [--worker <id> ...] [--server-name <dns> ...]',
@@ -26,14 +29,23 @@ const COMMANDS: Record<string, Command> = {
     ],
   },
   'api-key': {
-    usage: 'api-key --name <name> --role admin|viewer',
-    summary: 'create an API key in QL_DATABASE_URL and print its token once (only its digest is stored)',
+    usage: 'api-key --name <name> --role admin|viewer [--create]',
+    summary:
+      'create an API key in QL_DATABASE_URL (named on stderr) and print its token once (only its digest is stored)',
     options: [
       ['--name <name>', 'what the key is for (shown in the admin API and the audit log)'],
       ['--role admin|viewer', 'admin: every route; viewer: read-only routes and /metrics'],
+      [
+        '--create',
+        'create the SQLite file if it does not exist (refused otherwise: a wrong QL_DATABASE_URL)',
+      ],
     ],
   },
-  openapi: { usage: 'openapi', summary: 'print the OpenAPI document (admin API and worker ingress)' },
+  openapi: {
+    usage: 'openapi [--out <file>]',
+    summary: 'print the OpenAPI document (admin API and worker ingress)',
+    options: [['--out <file>', 'write it to the file instead (npm run openapi: docs/openapi.json)']],
+  },
   'config-docs': { usage: 'config-docs', summary: "print the README's configuration table" },
   help: { usage: 'help [<command>]', summary: 'print this help, or the help of one command' },
 };
@@ -44,10 +56,21 @@ function commandHelp(name: string): string {
   return `  ${c.usage}\n      ${c.summary}${options}`;
 }
 
+/** The npm scripts that start something: not CLI commands, each answers `-- --help` itself. */
+const SERVICES: readonly (readonly [string, string])[] = [
+  ['npm start', 'the quickstart: the control plane, then one supervised local worker'],
+  ['npm run start:control-plane', 'the control plane alone'],
+  ['npm run start:worker', 'a headless worker alone (QL_PROFILE=worker; also: main.js journal …)'],
+  ['npm run bench -- [<group> ...]', 'the benchmarks (bench/README.md)'],
+];
+
 const HELP = [
   'usage: npm run <command> -- [options]   (or: node dist/apps/control-plane/src/cli.js <command> [options])',
   '',
   ...Object.keys(COMMANDS).map(commandHelp),
+  '',
+  'Services (npm scripts; `npm start -- --help`, `npm run start:worker -- --help` … print their usage):',
+  ...SERVICES.map(([script, text]) => `  ${script.padEnd(32)}${text}`),
   '',
   'Settings come from QL_* environment variables (npm run config-docs lists them).',
 ].join('\n');
@@ -79,6 +102,7 @@ async function run(command: string, args: string[]): Promise<number> {
       const { parseDatabaseUrl, runMigrations } = require('@ql/persistence') as Persistence;
       parseArgs({ args, options: {} });
       const target = parseDatabaseUrl(config.databaseUrl);
+      sayDatabase(config, target.dialect === 'sqlite' ? target.path : undefined);
       await runMigrations(target);
       process.stdout.write(`migrations applied (${target.dialect})\n`);
       return EXIT.ok;
@@ -101,7 +125,22 @@ async function run(command: string, args: string[]): Promise<number> {
       return EXIT.ok;
     }
     case 'api-key': {
-      const { values } = parseArgs({ args, options: { name: { type: 'string' }, role: { type: 'string' } } });
+      const { values } = parseArgs({
+        args,
+        options: { name: { type: 'string' }, role: { type: 'string' }, create: { type: 'boolean' } },
+      });
+      const sqlitePath = /^sqlite:/.test(config.databaseUrl)
+        ? config.databaseUrl.slice('sqlite:'.length).replace(/^\/\//, '')
+        : undefined;
+      sayDatabase(config, sqlitePath);
+      if (sqlitePath && !existsSync(sqlitePath) && !values.create) {
+        process.stderr.write(
+          `api-key: no database at ${resolve(sqlitePath)}: a key there would not open a control plane that uses ` +
+            "another database. Set QL_DATABASE_URL to the control plane's database (the same as `npm start` " +
+            'or `npm run migrate` used), or pass --create to create a new SQLite database there.\n',
+        );
+        return EXIT.config;
+      }
       require('reflect-metadata');
       const { createIdGenerator, systemClock } = require('@ql/contracts') as typeof import('@ql/contracts');
       const persistence = require('@ql/persistence') as Persistence;
@@ -113,7 +152,9 @@ async function run(command: string, args: string[]): Promise<number> {
         const repos = persistence.createRepositories(db, ids);
         const service = new AdminService(repos.sessions, repos.apiKeys, repos.audit, ids, repos.revocations);
         const key = await service.createApiKey({ id: 'cli' }, { name: values.name, role: values.role });
-        process.stdout.write(`${JSON.stringify(key, null, 2)}\nStore the token now: it is not shown again.\n`);
+        process.stdout.write(
+          `${JSON.stringify(key, null, 2)}\nStore the token now: it is not shown again.\n`,
+        );
       } finally {
         await db.close();
       }
@@ -121,14 +162,30 @@ async function run(command: string, args: string[]): Promise<number> {
     }
     case 'openapi': {
       // Builds both applications' module graphs in preview mode: no database, no listener.
+      const { values } = parseArgs({ args, options: { out: { type: 'string' } } });
       const { offlineOpenApiDocument } = require('./api-docs') as typeof import('./api-docs');
-      process.stdout.write(`${JSON.stringify(await offlineOpenApiDocument(config), null, 2)}\n`);
+      const text = `${JSON.stringify(await offlineOpenApiDocument(config), null, 2)}\n`;
+      if (values.out === undefined) {
+        process.stdout.write(text);
+        return EXIT.ok;
+      }
+      // Written whole or not at all: a failure (or `--help`, answered above) leaves the file as it was.
+      writeFileSync(`${values.out}.tmp`, text);
+      renameSync(`${values.out}.tmp`, values.out);
+      process.stderr.write(`OpenAPI document written to ${values.out}\n`);
       return EXIT.ok;
     }
     default:
       process.stdout.write(`${configTable()}\n`);
       return EXIT.ok;
   }
+}
+
+/** Which database a command writes to, on stderr (stdout stays the command's output). */
+function sayDatabase(config: ControlPlaneConfig, sqlitePath: string | undefined): void {
+  const where = sqlitePath ? `sqlite:${resolve(sqlitePath)}` : redactDatabaseUrl(config.databaseUrl);
+  const source = process.env.QL_DATABASE_URL ? 'QL_DATABASE_URL' : 'QL_DATABASE_URL unset: the default';
+  process.stderr.write(`database: ${where} (${source})\n`);
 }
 
 main(process.argv.slice(2)).then(

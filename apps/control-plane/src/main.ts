@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { checkEntryArgs, guardStdio, writeErr, writeOut } from '@ql/contracts';
 import { ConfigError, ControlPlaneConfig, loadConfig } from './config/config';
 import { withDeferredDateTimeFormats } from './deferred-date-formats';
 import { EXIT, describeStartFailure } from './start-failure';
@@ -22,8 +23,17 @@ export interface MigratedMessage {
 /** How often a replica that started before `npm run migrate` looks whether the migrations are applied. */
 const MIGRATION_POLL_MS = 1_000;
 
+export const CONTROL_PLANE_USAGE = `usage: npm run start:control-plane   (node dist/apps/control-plane/src/main.js)
+Starts the control plane alone on QL_PROFILE (standalone: SQLite, migrated on start; cluster-control:
+PostgreSQL): the admin API and probes (QL_ADMIN_PORT, 8080) and the worker ingress (QL_INGRESS_PORT,
+8443, mTLS). It takes no arguments: settings are QL_* environment variables (npm run config-docs).
+SIGTERM, SIGINT or SIGHUP (the terminal closed) stops it: not ready, listeners closed, exit 0.`;
+
 /** `npm run start:control-plane`: the control plane on the configured profile (standalone SQLite by default). */
 async function main(): Promise<void> {
+  const usage = checkEntryArgs(process.argv.slice(2), CONTROL_PLANE_USAGE);
+  if (usage !== undefined) process.exit(usage);
+  guardStdio();
   let config: ControlPlaneConfig | undefined;
   try {
     config = loadConfig();
@@ -34,7 +44,7 @@ async function main(): Promise<void> {
     await run(config);
   } catch (error) {
     const failure = describeStartFailure(error, config);
-    process.stderr.write(`${failure.line}\n`);
+    writeErr(`${failure.line}\n`);
     process.exit(failure.exitCode);
   }
 }
@@ -50,7 +60,7 @@ async function run(config: ControlPlaneConfig): Promise<void> {
   // Also the first round trip to the database (a PostgreSQL pool connects lazily): fail before "ready".
   const migrated = await plane.core.db.migrationsApplied();
   const log = (msg: string, fields: Record<string, unknown> = {}, level = 'info') =>
-    process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
+    writeOut(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
   const where = {
     profile: config.profile,
     database: plane.core.db.dialect,
@@ -79,7 +89,7 @@ async function run(config: ControlPlaneConfig): Promise<void> {
     migrationPoll = setTimeout(() => void poll(), MIGRATION_POLL_MS);
   }
   if (config.profile === 'standalone' && process.stdout.isTTY !== false) {
-    process.stdout.write(
+    writeOut(
       [
         '',
         `  Admin API + probes : ${plane.adminUrl}   (GET /readyz, GET /openapi.json, Swagger UI at /docs)`,

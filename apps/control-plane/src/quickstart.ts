@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { checkEntryArgs, guardStdio, writeErr, writeOut } from '@ql/contracts';
 import { extname, join } from 'node:path';
 import { WORKER_NODE_FLAGS } from '../../worker/src/node-flags';
 import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from './node-flags';
@@ -17,6 +18,15 @@ import { EXIT } from './start-failure';
  * control plane.
  */
 
+const USAGE = `usage: npm start   (node dist/apps/control-plane/src/quickstart.js)
+Starts the control plane (QL_PROFILE, standalone by default: SQLite in ./var/ql.sqlite, a development
+PKI in ./var/pki) and, once it is ready, one supervised local worker (QL_WORKER_ID, default worker-1).
+It takes no arguments: settings are QL_* environment variables (npm run config-docs). Ctrl-C, SIGTERM
+or SIGHUP (the terminal closed) stops the worker first (drain, offline), then the control plane.`;
+const usage = checkEntryArgs(process.argv.slice(2), USAGE);
+if (usage !== undefined) process.exit(usage);
+guardStdio();
+
 // Children run the way this process runs (`node dist/…/quickstart.js`, or the sources in tests).
 const entry = (path: string) => [...process.execArgv, join(__dirname, `${path}${extname(__filename)}`)];
 const workerId = process.env.QL_WORKER_ID ?? 'worker-1';
@@ -25,9 +35,11 @@ let worker: ChildProcess | undefined;
 let ready: ReadyMessage | undefined;
 let restartTimer: NodeJS.Timeout | undefined;
 let stopping = false;
+/** The worker's exit on stop was not 0 (it crashed or did not go offline): the quickstart says so. */
+let workerStopFailed = false;
 
 function log(level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void {
-  process.stdout.write(
+  writeOut(
     `${JSON.stringify({ time: new Date().toISOString(), level, msg: `quickstart: ${msg}`, ...fields })}\n`,
   );
 }
@@ -104,7 +116,7 @@ controlPlane.on('message', (message: Partial<ReadyMessage> | MigratedMessage) =>
 controlPlane.on('exit', (code, signal) => {
   const how = exitText(code, signal);
   if (!ready) {
-    process.stderr.write(`quickstart: the control plane did not start (${how}); no worker was started\n`);
+    writeErr(`quickstart: the control plane did not start (${how}); no worker was started\n`);
   } else if (!stopping) {
     log('error', `the control plane exited with ${how}; stopping ${workerId}`, { code, signal });
   }
@@ -112,6 +124,7 @@ controlPlane.on('exit', (code, signal) => {
   clearTimeout(restartTimer);
   worker?.kill('SIGTERM');
   process.exitCode = code ?? EXIT.failed;
+  if (workerStopFailed && code === EXIT.ok) process.exitCode = EXIT.failed;
 });
 
 function stop(signal: NodeJS.Signals): void {
@@ -120,7 +133,13 @@ function stop(signal: NodeJS.Signals): void {
   clearTimeout(restartTimer);
   const stopControlPlane = () => controlPlane.kill(signal);
   if (worker) {
-    worker.once('exit', stopControlPlane);
+    worker.once('exit', (code, signal) => {
+      if (code !== WORKER_EXIT.ok) {
+        workerStopFailed = true;
+        log('error', `${workerId} exited with ${exitText(code, signal)} while stopping`, { code, signal });
+      }
+      stopControlPlane();
+    });
     worker.kill(signal);
   } else {
     stopControlPlane();

@@ -19,7 +19,8 @@ type NodeError = Error & { code?: string; path?: string; port?: number; address?
 
 /** Turns what stopped a start into one line and an exit code an operator can act on. */
 export function describeStartFailure(error: unknown, config?: ControlPlaneConfig): StartFailure {
-  if (error instanceof ConfigError) return { exitCode: EXIT.config, line: `configuration error: ${error.message}` };
+  if (error instanceof ConfigError)
+    return { exitCode: EXIT.config, line: `configuration error: ${error.message}` };
   const e = (error instanceof Error ? error : new Error(String(error))) as NodeError;
   if (config && e.code === 'EADDRINUSE') {
     const setting = e.port === config.ingressPort ? 'QL_INGRESS_PORT' : 'QL_ADMIN_PORT';
@@ -42,7 +43,7 @@ export function describeStartFailure(error: unknown, config?: ControlPlaneConfig
   if (config && isDatabaseError(e)) {
     return {
       exitCode: EXIT.failed,
-      line: `control plane failed to start: cannot open the database QL_DATABASE_URL=${redact(config.databaseUrl)}: ${e.message}`,
+      line: `control plane failed to start: cannot open the database QL_DATABASE_URL=${redactDatabaseUrl(config.databaseUrl)}: ${e.message}`,
     };
   }
   return { exitCode: EXIT.failed, line: `control plane failed to start: ${e.message}` };
@@ -65,6 +66,7 @@ function isDatabaseError(e: NodeError): boolean {
   );
 }
 
-function redact(url: string): string {
+/** A database URL with its password masked, for messages. */
+export function redactDatabaseUrl(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
 }

@@ -1,11 +1,12 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
+import { checkEntryArgs, guardStdio, isHelpFlag, writeErr, writeOut } from '@ql/contracts';
 import { WorkerConfig, WorkerConfigError, loadWorkerConfig, workerConfigTable } from './config/worker-config';
 import { checkRunAs, resolveRunAs } from './executor/run-as';
 import { LocalProcessExecutor } from './executor/local-process.executor';
 import { containmentLine } from './host/cgroup';
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
-import { journalCommand } from './journal/journal-command';
+import { JOURNAL_USAGE, journalCommand } from './journal/journal-command';
 import { JournalLockedError } from './journal/journal-lock';
 import { WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
 import { JsonLineLog, NestJsonLogger, WorkerLog } from './logging/worker-log';
@@ -16,13 +17,31 @@ import { WORKER_DISABLED_REASON, WORKER_EXIT } from './worker-exit';
  * `npm run start:worker`: the headless worker (QL_PROFILE=worker). `… main.js journal list|resolve`:
  * the operator's journal command (journal/journal-command.ts), with the worker's environment.
  */
+const USAGE = `usage: npm run start:worker   (QL_PROFILE=worker node dist/apps/worker/src/main.js)
+       node dist/apps/worker/src/main.js --config-docs
+       node dist/apps/worker/src/main.js journal list | resolve <offer id> | resolve --all
+Starts the headless worker: it registers with QL_WORKER_CONTROL_PLANE_URL over mTLS, pulls runs and
+runs them. Settings are QL_WORKER_* environment variables (--config-docs prints their table).
+SIGTERM, SIGINT or SIGHUP (the terminal closed): drain, go offline, exit 0; a second signal exits
+at once. "journal …" clears the records of a worker that needs recovery (journal --help).`;
+
 async function main(): Promise<number> {
-  if (process.argv.includes('--config-docs')) {
-    process.stdout.write(`${workerConfigTable()}\n`);
+  const args = process.argv.slice(2);
+  if (args[0] === 'journal' && args.some(isHelpFlag)) {
+    writeOut(`${JOURNAL_USAGE}\n`);
+    return WORKER_EXIT.ok;
+  }
+  if (args[0] !== 'journal') {
+    const usage = checkEntryArgs(args, USAGE, (arg) => arg === '--config-docs');
+    if (usage !== undefined) return usage;
+  }
+  guardStdio();
+  if (args.includes('--config-docs')) {
+    writeOut(`${workerConfigTable()}\n`);
     return WORKER_EXIT.ok;
   }
   if (process.env.QL_PROFILE !== 'worker') {
-    process.stderr.write(
+    writeErr(
       `refusing to start the worker: QL_PROFILE is ${process.env.QL_PROFILE === undefined ? 'unset' : `"${process.env.QL_PROFILE}"`}; ` +
         'set QL_PROFILE=worker (npm run start:worker does)\n',
     );
@@ -35,13 +54,13 @@ async function main(): Promise<number> {
     runAs = await checkTaskUser(config);
   } catch (error) {
     if (!(error instanceof WorkerConfigError)) throw error;
-    process.stderr.write(`worker configuration error: ${error.message}\n`);
+    writeErr(`worker configuration error: ${error.message}\n`);
     return WORKER_EXIT.config;
   }
   if (process.argv[2] === 'journal') {
     return journalCommand(process.argv.slice(3), config, {
-      out: (line) => process.stdout.write(`${line}\n`),
-      err: (line) => process.stderr.write(`${line}\n`),
+      out: (line) => writeOut(`${line}\n`),
+      err: (line) => writeErr(`${line}\n`),
     });
   }
   const log = new JsonLineLog(config.logLevel, undefined, { workerId: config.workerId });
@@ -143,7 +162,10 @@ function holdProcessOpen(): () => void {
   return () => clearTimeout(timer);
 }
 
-/** Resolves on the first SIGTERM/SIGINT; a second one means "now": exit non-zero at once. */
+/**
+ * Resolves on the first SIGTERM/SIGINT/SIGHUP (a closed terminal: drain and stop like Ctrl-C); a
+ * second one means "now": exit non-zero at once.
+ */
 function firstSignal(log: WorkerLog): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     let received = false;
@@ -157,6 +179,7 @@ function firstSignal(log: WorkerLog): Promise<NodeJS.Signals> {
     };
     process.on('SIGTERM', on);
     process.on('SIGINT', on);
+    process.on('SIGHUP', on);
   });
 }
 
@@ -170,7 +193,7 @@ function describe(error: unknown): Record<string, string | number | undefined> {
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    process.stderr.write(`worker failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    writeErr(`worker failed: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(WORKER_EXIT.failed);
   },
 );

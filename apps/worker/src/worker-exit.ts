@@ -1,6 +1,6 @@
 /** Exit codes an operator (or supervisor) can act on. */
 export const WORKER_EXIT = {
-  /** Stopped on SIGTERM/SIGINT after drain and offline. */
+  /** Stopped on SIGTERM/SIGINT/SIGHUP after drain and offline. */
   ok: 0,
   /** Start failed, or stop failed or ran out of its budget. */
   failed: 1,

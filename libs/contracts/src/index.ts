@@ -4,3 +4,5 @@ export * from './env-settings';
 export * from './execution-offer';
 export * from './strict-json';
 export * from './run-activation';
+export * from './stdio';
+export * from './entry-args';

@@ -1,4 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
+import { writeOut } from '@ql/contracts';
 import { WORKER_LOG_LEVELS, WorkerLogLevel } from '../config/worker-config';
 
 export type LogFields = Readonly<
@@ -18,7 +19,8 @@ export class JsonLineLog implements WorkerLog {
   private readonly min: number;
   constructor(
     level: WorkerLogLevel = 'info',
-    private readonly write: (line: string) => void = (line) => process.stdout.write(line),
+    // A closed terminal or pipe (EIO/EPIPE) drops the lines, never the process (ADR 0034).
+    private readonly write: (line: string) => void = writeOut,
     private readonly base: LogFields = {},
   ) {
     this.min = WORKER_LOG_LEVELS.indexOf(level);
