@@ -67,6 +67,8 @@ export class AttemptRunner {
   /** Monotonic time the control plane's deadline sweep may end the attempt at (deadline + grace). */
   private sweepAtMs = Infinity;
   private enforceTimer: NodeJS.Timeout | undefined;
+  /** The deadline's kill began (renewals re-arm the timer; it is said and done once). */
+  private timingOut = false;
   /** SIGTERM comes this long before the hard stop: the configured grace, or less where the term is short. */
   private killGraceMs: number;
 
@@ -179,8 +181,10 @@ export class AttemptRunner {
     this.enforceTimer = setTimeout(
       () => {
         if (!byDeadline) return this.abandon('lease_term_ending');
-        this.deps.log.warn("the attempt's deadline is near: killing it (timed out)", this.ids);
-        this.local?.timeOut();
+        if (!this.local || this.timingOut) return; // not launched yet (the hard stop still holds), or said
+        this.timingOut = true;
+        this.deps.log.warn("the attempt's deadline sweep is near: killing it (timed out)", this.ids);
+        this.local.timeOut();
       },
       Math.max(0, killAt - monotonicNow()),
     );
