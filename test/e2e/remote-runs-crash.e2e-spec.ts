@@ -19,6 +19,7 @@ import {
   attemptProcesses,
   eventually,
   journalRecords,
+  markerBeats,
 } from '../support/remote-run-harness';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
@@ -65,16 +66,7 @@ describe('kill -9 of a worker during a run (sqlite)', () => {
     await h?.close();
   });
 
-  const beats = (attemptId: string): number[] => {
-    try {
-      return readFileSync(join(markers, `${attemptId}.beats`), 'utf8')
-        .trim()
-        .split('\n')
-        .map(Number);
-    } catch {
-      return [];
-    }
-  };
+  const beats = (attemptId: string): number[] => markerBeats(markers, attemptId);
 
   it.each([
     ['before its lease expired: it ends attempt 1 itself (failed, worker_restarted)', 'before', 'failed'],

@@ -13,10 +13,9 @@
  * dialects is in test/contract/worker-session.contract.ts.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { groupAlive } from '../../apps/worker/src/host/process-table';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
-import { RemoteRunHarness, eventually, journalRecords } from '../support/remote-run-harness';
+import { RemoteRunHarness, eventually, journalRecords, markerBeats } from '../support/remote-run-harness';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
 jest.setTimeout(240_000);
@@ -61,16 +60,7 @@ describe('restart with a leftover group it cannot prove its own (sqlite)', () =>
   it('does not report the attempt, does not pull, says so in its log and the control plane; the journal command clears it', async () => {
     const markers = h.folder('markers');
     mkdirSync(markers);
-    const beats = (attemptId: string): number[] => {
-      try {
-        return readFileSync(join(markers, `${attemptId}.beats`), 'utf8')
-          .trim()
-          .split('\n')
-          .map(Number);
-      } catch {
-        return [];
-      }
-    };
+    const beats = (attemptId: string): number[] => markerBeats(markers, attemptId);
     // A host without cgroups (ADR 0030): there, the attempt's cgroup would prove the leftover ours.
     const noCgroups = { QL_WORKER_CGROUP: 'off' };
     const w1 = h.startWorker('worker-a', { env: noCgroups });
@@ -207,15 +197,7 @@ describe('restart with a leftover group it cannot prove its own (sqlite)', () =>
   it('where runs have cgroups (ADR 0030) the same leftover is proven ours by its cgroup: killed, then reported', async () => {
     const markers = h.folder('markers-cgroup');
     mkdirSync(markers);
-    const beats = (attemptId: string) => {
-      try {
-        return readFileSync(join(markers, `${attemptId}.beats`), 'utf8')
-          .trim()
-          .split('\n').length;
-      } catch {
-        return 0;
-      }
-    };
+    const beats = (attemptId: string) => markerBeats(markers, attemptId).length;
     const w1 = h.startWorker('worker-a'); // QL_WORKER_CGROUP=auto: this host delegates cgroup v2
     await h.untilOnline(w1);
     const runId = await h.trigger(

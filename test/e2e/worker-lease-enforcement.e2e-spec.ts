@@ -19,6 +19,7 @@ import {
   RunWorker,
   attemptProcesses,
   eventually,
+  markerBeats,
 } from '../support/remote-run-harness';
 import { TcpFaultProxy } from '../support/tcp-fault-proxy';
 
@@ -35,6 +36,20 @@ function recordMargin(scenario: string, endMs: number, lastBeatMs: number): void
   if (!file) return;
   appendFileSync(file, `${JSON.stringify({ scenario, endMs, lastBeatMs, marginMs: endMs - lastBeatMs })}\n`);
 }
+
+/** One number the control plane's SQLite database holds (read-only, beside the running plane). */
+function dbNumber(h: RemoteRunHarness, sql: string, id: string): number {
+  const db = new Database(h.databaseUrl.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare(sql).get(id) as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+/** The lease's end as the database holds it (the last term a renewal granted). */
+const leaseEnd = (h: RemoteRunHarness, attemptId: string) =>
+  dbNumber(h, 'SELECT MAX(expires_at) AS n FROM run_leases WHERE attempt_id = ?', attemptId);
 
 /**
  * `<attemptId>.start`, then a beat every ~0.1 s in `<attemptId>.beats`: 100 beats (~10 s, two lease
@@ -72,32 +87,6 @@ describe('worker-side lease enforcement (sqlite, real worker processes)', () => 
     await h.stopWorkers();
   });
 
-  const beats = (markers: string, attemptId: string): number[] => {
-    try {
-      return readFileSync(join(markers, `${attemptId}.beats`), 'utf8')
-        .trim()
-        .split('\n')
-        .map(Number);
-    } catch {
-      return [];
-    }
-  };
-
-  /** The lease's end as the database holds it (the last term a renewal granted). */
-  const leaseEnd = (attemptId: string): number => {
-    const db = new Database(h.databaseUrl.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
-    try {
-      const row = db
-        .prepare('SELECT MAX(expires_at) AS end FROM run_leases WHERE attempt_id = ?')
-        .get(attemptId) as {
-        end: number;
-      };
-      return row.end;
-    } finally {
-      db.close();
-    }
-  };
-
   /** Starts worker-a (with `env`), runs the marker task on it until attempt 1 beats. */
   async function attemptOneBeating(
     env: Record<string, string>,
@@ -120,23 +109,34 @@ describe('worker-side lease enforcement (sqlite, real worker processes)', () => 
       'attempt 1 beating on worker-a',
       async () => {
         const id = (await h.run(runId)).attempts[0]?.id;
-        return id && beats(markers, id).length >= 3 ? id : undefined;
+        return id && markerBeats(markers, id).length >= 3 ? id : undefined;
       },
       { context: () => h.transcripts() },
     );
     return { markers, runId, victim, attempt1 };
   }
 
+  /** Starts worker-b and waits until it ran attempt 2 of the scenario's run to success. */
+  async function attemptTwoOnWorkerB(s: Scenario): Promise<RunView> {
+    await h.untilOnline(h.startWorker('worker-b'));
+    return h.untilRun(s.runId, 'attempt 2 succeeded', (r) => r.attempts[1]?.status === 'succeeded');
+  }
+
   /**
    * The core property: attempt 1's processes were gone before its lease ended in the database (and
    * before `sweepAt`, when given), and attempt 2, if any, began after attempt 1's last beat.
    */
-  async function neverTwoAtOnce(scenario: string, s: Scenario, run: RunView, sweepAt?: number): Promise<void> {
+  async function neverTwoAtOnce(
+    scenario: string,
+    s: Scenario,
+    run: RunView,
+    sweepAt?: number,
+  ): Promise<void> {
     await eventually('attempt 1 processes gone', () =>
       attemptProcesses(s.attempt1).length === 0 ? true : undefined,
     );
-    const last1 = Math.max(...beats(s.markers, s.attempt1));
-    const end = Math.min(leaseEnd(s.attempt1), sweepAt ?? Infinity);
+    const last1 = Math.max(...markerBeats(s.markers, s.attempt1));
+    const end = Math.min(leaseEnd(h, s.attempt1), sweepAt ?? Infinity);
     recordMargin(scenario, end, last1);
     expect(last1).toBeLessThan(end);
     const attempt2 = run.attempts[1]?.id;
@@ -170,7 +170,7 @@ describe('worker-side lease enforcement (sqlite, real worker processes)', () => 
         status: 'succeeded',
         attempts: [['worker-a', 'succeeded']],
       });
-      expect(beats(s.markers, s.attempt1)).toHaveLength(100);
+      expect(markerBeats(s.markers, s.attempt1)).toHaveLength(100);
     },
   );
 
@@ -178,13 +178,7 @@ describe('worker-side lease enforcement (sqlite, real worker processes)', () => 
     const s = await attemptOneBeating({});
     s.victim.kill('SIGSTOP');
     try {
-      const b = h.startWorker('worker-b');
-      await h.untilOnline(b);
-      const run = await h.untilRun(
-        s.runId,
-        'attempt 2 succeeded',
-        (r) => r.attempts[1]?.status === 'succeeded',
-      );
+      const run = await attemptTwoOnWorkerB(s);
       expect(run.attempts.map((a) => [a.workerId, a.status])).toEqual([
         ['worker-a', 'lost'],
         ['worker-b', 'succeeded'],
@@ -204,13 +198,7 @@ describe('worker-side lease enforcement (sqlite, real worker processes)', () => 
         { QL_IGNORE_TERM: '1' },
       );
       proxy.swallow();
-      const b = h.startWorker('worker-b');
-      await h.untilOnline(b);
-      const run = await h.untilRun(
-        s.runId,
-        'attempt 2 succeeded',
-        (r) => r.attempts[1]?.status === 'succeeded',
-      );
+      const run = await attemptTwoOnWorkerB(s);
       expect(run.attempts.map((a) => a.status)).toEqual(['lost', 'succeeded']);
       await neverTwoAtOnce('swallowed packets, SIGTERM ignored', s, run);
       await s.victim.until('the kill before the term', async () =>
@@ -231,13 +219,7 @@ describe('worker-side lease enforcement (sqlite, real worker processes)', () => 
         QL_WORKER_REQUEST_TIMEOUT_MS: '8000',
       });
       proxy.delayAnswers(4_500);
-      const b = h.startWorker('worker-b');
-      await h.untilOnline(b);
-      const run = await h.untilRun(
-        s.runId,
-        'attempt 2 succeeded',
-        (r) => r.attempts[1]?.status === 'succeeded',
-      );
+      const run = await attemptTwoOnWorkerB(s);
       await neverTwoAtOnce('answers delayed 4.5 s', s, run);
     } finally {
       await proxy.close();
@@ -273,17 +255,8 @@ describe('worker-side lease enforcement: the deadline sweep with no grace (sqlit
     const [first, second] = run.attempts;
     expect(first?.status).toBe('timed_out');
     // Its whole group was gone by the deadline, when the sweeper may end the attempt and retry it.
-    const db = new Database(h.databaseUrl.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
-    const { deadline } = db
-      .prepare('SELECT deadline_at AS deadline FROM attempts WHERE id = ?')
-      .get(first!.id) as {
-      deadline: number;
-    };
-    db.close();
-    const beats1 = readFileSync(join(markers, `${first!.id}.beats`), 'utf8')
-      .trim()
-      .split('\n')
-      .map(Number);
+    const deadline = dbNumber(h, 'SELECT deadline_at AS n FROM attempts WHERE id = ?', first!.id);
+    const beats1 = markerBeats(markers, first!.id);
     recordMargin('deadline sweep with no grace, SIGTERM ignored', deadline, Math.max(...beats1));
     expect(Math.max(...beats1)).toBeLessThan(deadline);
     if (second) {

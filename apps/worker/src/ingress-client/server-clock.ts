@@ -18,18 +18,16 @@ import { monotonicNow } from '../host/monotonic';
  * than it is, by that step, until the window passes.
  */
 export class ServerClock {
-  /** Upper bound of (server time − monotonic time), in ms: the tightest of the window. */
-  private offsetMs: number;
-  private observed = false;
-  /** The tightest bound and when (monotonic) it was taken; it stands for `windowMs`. */
+  /** The tightest bound of (server time − monotonic time) in the window, and when it was taken. */
   private best: { bound: number; atMs: number } | undefined;
+  /** Until an answer carried a usable `Date`, the server is taken to keep this machine's wall time. */
+  private readonly unsyncedBound: number;
 
   constructor(
     now: { wallMs: number; monoMs: number } = { wallMs: Date.now(), monoMs: monotonicNow() },
     private readonly windowMs = 10_000,
   ) {
-    // Until an answer carried a usable `Date`, the server is taken to keep this machine's wall time.
-    this.offsetMs = now.wallMs - now.monoMs;
+    this.unsyncedBound = now.wallMs - now.monoMs;
   }
 
   /**
@@ -43,17 +41,15 @@ export class ServerClock {
     const bound = serverMs + 1000 - sentAtMs;
     if (this.best === undefined || bound <= this.best.bound || receivedAtMs - this.best.atMs > this.windowMs)
       this.best = { bound, atMs: receivedAtMs };
-    this.offsetMs = this.best.bound;
-    this.observed = true;
   }
 
   /** True once an answer carried a usable `Date`. */
   get synced(): boolean {
-    return this.observed;
+    return this.best !== undefined;
   }
 
   /** A server (database) time in ms, on the monotonic clock (`monotonicNow()`). */
   toLocal(serverMs: number): number {
-    return serverMs - this.offsetMs;
+    return serverMs - (this.best?.bound ?? this.unsyncedBound);
   }
 }
