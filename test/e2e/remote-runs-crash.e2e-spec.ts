@@ -19,8 +19,8 @@ import {
   attemptProcesses,
   eventually,
   journalRecords,
-  markerBeats,
 } from '../support/remote-run-harness';
+import { markerBeats } from '../support/marker-files';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
 jest.setTimeout(180_000);

@@ -15,7 +15,8 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { groupAlive } from '../../apps/worker/src/host/process-table';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
-import { RemoteRunHarness, eventually, journalRecords, markerBeats } from '../support/remote-run-harness';
+import { RemoteRunHarness, eventually, journalRecords } from '../support/remote-run-harness';
+import { markerBeats } from '../support/marker-files';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
 jest.setTimeout(240_000);

@@ -19,8 +19,8 @@ import {
   RunWorker,
   attemptProcesses,
   eventually,
-  markerBeats,
 } from '../support/remote-run-harness';
+import { markerBeats } from '../support/marker-files';
 import { TcpFaultProxy } from '../support/tcp-fault-proxy';
 
 jest.setTimeout(180_000);

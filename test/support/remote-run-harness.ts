@@ -387,18 +387,6 @@ export function journalRecords(dir: string): JournalRecord[] {
     .map((name) => JSON.parse(readFileSync(join(dir, name), 'utf8')) as JournalRecord);
 }
 
-/**
- * The timestamps (ms) a marker task appended to `<folder>/<attemptId>.beats`, one per line; none
- * before it wrote one. A killed attempt stops beating: its last beat is when it ended.
- */
-export function markerBeats(folder: string, attemptId: string): number[] {
-  try {
-    return readFileSync(join(folder, `${attemptId}.beats`), 'utf8').trim().split('\n').map(Number);
-  } catch {
-    return [];
-  }
-}
-
 /** The `attempt.finished` event of an attempt: its detail holds the reported status and exit code. */
 export function finishedEvent(run: RunView, attemptId: string): RunEventView | undefined {
   return run.events.find((e) => e.type === 'attempt.finished' && e.attemptId === attemptId);
