@@ -5,6 +5,7 @@ import { newSessionId, snapshot } from '../support/fixtures';
 import {
   DispatchFixture,
   DispatchSuite,
+  AUDIT,
   SESSION_LEASE,
   expectFence,
   newToken,
@@ -46,6 +47,42 @@ function pausedAfterLaterPage(inner: SqlDatabase, between: () => Promise<void>):
     many: <T>(sql: string, params?: SqlParams) => inner.many<T>(sql, params),
     run: (sql, params) => inner.run(sql, params),
     transaction: (fn) => inner.transaction((tx) => fn(paused(tx))),
+    ping: () => inner.ping(),
+    migrationsApplied: () => inner.migrationsApplied(),
+    close: () => inner.close(),
+  };
+}
+
+/**
+ * `inner`, except that the first claim that misses its reservation (PostgreSQL: `ql_claim` answers
+ * `explain`; the transaction path: its transaction rejects with `NotClaimed`) waits for `between()`
+ * before the repository reads why: another write lands between the miss and its explanation.
+ */
+function pausedAfterClaimMiss(inner: SqlDatabase, between: () => Promise<void>): SqlDatabase {
+  let armed = true;
+  const pause = async () => {
+    if (!armed) return;
+    armed = false;
+    await between();
+  };
+  return {
+    dialect: inner.dialect,
+    statements: inner.statements,
+    one: async <T>(sql: string, params?: SqlParams) => {
+      const row = await inner.one<T>(sql, params);
+      if (/ql_claim\(/.test(sql) && (row as { kind?: string } | undefined)?.kind === 'explain') await pause();
+      return row;
+    },
+    many: <T>(sql: string, params?: SqlParams) => inner.many<T>(sql, params),
+    run: (sql, params) => inner.run(sql, params),
+    transaction: async (fn) => {
+      try {
+        return await inner.transaction(fn);
+      } catch (error) {
+        if ((error as Error).constructor.name === 'NotClaimed') await pause();
+        throw error;
+      }
+    },
     ping: () => inner.ping(),
     migrationsApplied: () => inner.migrationsApplied(),
     close: () => inner.close(),
@@ -127,6 +164,20 @@ export function describeClaimRaceAndFences(suite: DispatchSuite): void {
       } finally {
         await second.db.close();
       }
+    });
+
+    it('an admin resume between a claim miss and its explanation: the claim is made again, not fenced', async () => {
+      const { f } = suite;
+      const [run] = await f.queue((await f.task()).id, 1);
+      const worker = await f.worker(suite.workerId('resumed'));
+      await f.sessions.drainWorker(worker.workerId, AUDIT);
+      // The drain keeps the session version, so the pull's fence still holds after the resume.
+      const paused = pausedAfterClaimMiss(f.db, async () => {
+        await f.sessions.resumeWorker(worker.workerId, AUDIT);
+      });
+      const result = await new DispatchFixture(paused, f.ids).pull(worker);
+      expect(offered(result).run.id).toBe(run!.id);
+      expect(await f.count('run_leases', `worker_id = '${worker.workerId}' AND state = 'active'`)).toBe(1);
     });
 
     /** Registers a new session for the worker: the old one is fenced for ever. */

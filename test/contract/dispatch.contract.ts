@@ -29,7 +29,7 @@ export const SESSION_LEASE = 10 * 60_000;
 export const RUN_LEASE = 30_000;
 /** How long a run with preferred labels waits for a better-scored worker in these tests. */
 export const PREFERENCE_HOLD = 5_000;
-const AUDIT = { actor: 'test', action: 'test', target: 'test' };
+export const AUDIT = { actor: 'test', action: 'test', target: 'test' };
 
 export function newToken(): string {
   return randomBytes(32).toString('base64url');

@@ -17,6 +17,7 @@ import {
   RunRecord,
   SweepResult,
   TaskRevisionRecord,
+  UnavailableError,
   capabilityMismatch,
   decideExpiry,
   hasStarted,
@@ -65,6 +66,9 @@ export const MAX_CANDIDATE_PAGES = 4;
  * it will not try to claim, so no other puller is turned away idle by rows nobody takes.
  */
 export const FIRST_CANDIDATE_PAGE = 1;
+
+/** Claims one pull makes when the row keeps moving under it without its version (see `claim`). */
+const CLAIM_TRIES = 4;
 
 /**
  * The claim's first statement: the session fence, capacity and the reservation of one slot in one
@@ -140,7 +144,22 @@ export class SqlLeaseRepository implements LeaseRepository {
   // leaves it to this path: slot reserved on the locked worker row → candidate pages → pick (SKIP
   // LOCKED) → CAS; one transaction. Anything but a committed claim rolls back, so an idle pull or a
   // replay writes nothing.
+  //
+  // A miss whose explanation finds the fence holding and the worker claimable again was overtaken by a
+  // write that keeps the session version (an admin resume, a lease ending): the claim is made again,
+  // never answered `version_mismatch` for a version that matches (that would fence a live worker).
   async claim(command: ClaimCommand): Promise<ClaimResult> {
+    for (let tries = 0; tries < CLAIM_TRIES; tries++) {
+      const result = await this.claimOnce(command);
+      if (result !== 'again') return result;
+    }
+    throw new UnavailableError(
+      'database_busy',
+      `the worker's row changed under ${CLAIM_TRIES} claims in a row (drain and resume racing); pull again`,
+    );
+  }
+
+  private async claimOnce(command: ClaimCommand): Promise<ClaimResult | 'again'> {
     const answer = this.oneStatement ? await this.oneStatement.claim(command) : 'slow';
     if (answer === 'explain') return this.explainClaim(command);
     if (answer !== 'slow') return answer;
@@ -223,8 +242,11 @@ export class SqlLeaseRepository implements LeaseRepository {
     });
   }
 
-  /** The reservation missed: fenced, a replay of an offer, draining, or at capacity (read-only). */
-  private async explainClaim(command: ClaimCommand): Promise<ClaimResult> {
+  /**
+   * The reservation missed: fenced, a replay of an offer, draining, or at capacity (read-only); or
+   * `'again'` when none of these holds any more (the row moved between the miss and this read).
+   */
+  private async explainClaim(command: ClaimCommand): Promise<ClaimResult | 'again'> {
     return this.db.transaction(async (tx) => {
       const worker = await tx.one<
         SessionRow & { disabled: number | boolean; active_leases: number; now: number | Date }
@@ -244,8 +266,9 @@ export class SqlLeaseRepository implements LeaseRepository {
         ({ kind: 'idle', reason, activeLeases, capacity, scanned: 0 }) as const;
       if (session.status === 'draining') return idle('draining');
       if (activeLeases >= capacity) return idle('no_capacity');
-      // The row moved between the reservation and this read; versions only grow, so the caller's is stale.
-      throw new FencedError('session', 'version_mismatch');
+      // The fence holds (version included) and a slot is free: a write that keeps the version moved
+      // the row between the reservation and this read.
+      return 'again';
     });
   }
 
