@@ -10,11 +10,11 @@
  * Switching users needs root: the suite asserts it runs as root (as here and in CI) instead of
  * passing without having checked anything.
  */
-import { chmodSync, existsSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { RemoteRunHarness, RunWorker, attemptProcesses, eventually } from '../support/remote-run-harness';
-import { DEPLOYED_CAPS } from '../support/run-as-launcher';
+import { DEPLOYED_CAPS, fromReachableCheckout } from '../support/run-as-launcher';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
 jest.setTimeout(180_000);
@@ -63,6 +63,7 @@ describe('a task must not be able to act as its worker (QL_WORKER_RUN_AS)', () =
     h = await RemoteRunHarness.start('sqlite', ['worker-a', 'worker-q', 'worker-x']);
     // As /var/lib: the task user may pass through the folders above the work root (not list them).
     chmodSync(dirname(h.folder('x')), 0o711);
+    mkdirSync(h.folder('checkout'), { mode: 0o755 });
   });
   afterEach(async () => {
     await h.stopWorkers(); // the next test's run must go to its own worker
@@ -201,7 +202,12 @@ describe('a task must not be able to act as its worker (QL_WORKER_RUN_AS)', () =
   ])(
     'refuses to start with %s: exit 2 (configuration) and the reason',
     async (_what, env, launcher, message) => {
-      const w = h.startWorker('worker-x', { env, launcher });
+      // A worker started as another user runs from a view of the checkout that user can reach.
+      const otherUser = launcher.some((a) => a.startsWith('--reuid='));
+      const w = h.startWorker('worker-x', {
+        env,
+        launcher: otherUser ? fromReachableCheckout(h.folder('checkout'), launcher) : launcher,
+      });
       expect(await w.exited).toEqual({ code: WORKER_EXIT.config, signal: null });
       expect(w.stderr.join('\n')).toMatch(message);
       expect(w.lines.filter((l) => l.msg === 'worker registered')).toEqual([]);
