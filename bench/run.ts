@@ -32,7 +32,7 @@
  *   QL_BENCH_DETAIL          1 (default): also measure the repository's SQL issued raw; 0: skip it
  */
 import { checkEntryArgs } from '@ql/contracts';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { claimMain } from './claim-main';
@@ -48,6 +48,7 @@ import { heartbeatMtlsMain } from './heartbeat-mtls-main';
 import { envNumber, median } from './lib/measure';
 import { createBenchDatabase, redactUrl } from './lib/postgres-admin';
 import { Align, fmtInt, fmtPct, machineInfo, markdownTable, memoryInfo, textTable } from './lib/report';
+import { rawSamplesLine, writeResultJson } from './lib/results';
 
 const TARGET = 0.7;
 const RESULTS_DIR = resolve(__dirname, '../../bench/results');
@@ -197,31 +198,21 @@ async function heartbeatMain(): Promise<void> {
   console.log(textTable(edgeHeader, edgeTable, edgeAlign));
   for (const line of [...walLines, costLine, ...notes, memoryLine]) console.log(line);
 
-  const stamp = started.toISOString().replace(/[:.]/g, '-');
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  const jsonPath = join(RESULTS_DIR, `heartbeat-${stamp}.json`);
-  writeFileSync(
-    jsonPath,
-    JSON.stringify(
-      {
-        benchmark: 'heartbeat-cas',
-        target: TARGET,
-        config: { seconds, warmupSeconds: warmup, rounds, concurrencies, detail },
-        machine,
-        versions: { sqlite: sqliteVersion, postgres: postgresVersion },
-        memory,
-        validationCost: cost,
-        notes,
-        rows: rows.map((r) => ({
-          ...r,
-          ratio: r.median.repository! / r.median.ceiling!,
-          pass: r.median.repository! / r.median.ceiling! >= TARGET,
-        })),
-      },
-      null,
-      2,
-    ) + '\n',
-  );
+  const jsonPath = writeResultJson(RESULTS_DIR, 'heartbeat', started, {
+    benchmark: 'heartbeat-cas',
+    target: TARGET,
+    config: { seconds, warmupSeconds: warmup, rounds, concurrencies, detail },
+    machine,
+    versions: { sqlite: sqliteVersion, postgres: postgresVersion },
+    memory,
+    validationCost: cost,
+    notes,
+    rows: rows.map((r) => ({
+      ...r,
+      ratio: r.median.repository! / r.median.ceiling!,
+      pass: r.median.repository! / r.median.ceiling! >= TARGET,
+    })),
+  });
   const markdown = [
     '# Heartbeat compare-and-set: repository vs. raw single-row UPDATE',
     '',
@@ -250,7 +241,7 @@ async function heartbeatMain(): Promise<void> {
     ...notes.map((n) => `${n}\n`),
     memoryLine,
     '',
-    `Raw samples: \`${relative(resolve(RESULTS_DIR, '../..'), jsonPath)}\`.`,
+    rawSamplesLine(RESULTS_DIR, jsonPath),
     '',
   ].join('\n');
   writeFileSync(join(RESULTS_DIR, 'latest-heartbeat.md'), markdown);
