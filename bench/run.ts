@@ -1,11 +1,12 @@
 /**
  * `npm run bench`: heartbeat compare-and-set commits per second through the registry repository,
  * claim throughput (pull → committed lease), idle memory and start-up of the worker and the control
- * plane, and dispatch over the real wire (end-to-end runs/s, queue-to-offer latency), each figure
- * beside its ceiling or peer measured in the same run. See bench/README.md.
+ * plane, dispatch over the real wire (end-to-end runs/s, queue-to-offer latency), and our real path
+ * beside a fair peer (graphile-worker spawning the same `sh -c true`: runs/s, CPU per run, latency),
+ * each figure beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
- *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement (default all); `npm run bench -- memory`
+ *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too; heartbeat-mtls: only the mTLS part of heartbeat
  *   QL_BENCH_MTLS_WORKERS    heartbeat over mTLS: workers, each its own certificate (default 256);
  *                            QL_BENCH_MTLS_IN_FLIGHT heartbeats in flight (default 32)
@@ -18,6 +19,8 @@
  *   QL_BENCH_COST_*          worker-cost: RUNS (100), WARMUP (10), ROUNDS (3), BASELINE (dist/ to compare), NODE_FLAGS
  *   QL_BENCH_SWITCH_ARMS     lease-enforcement: armings of the dead man's switch per sample (300);
  *                            QL_BENCH_LEASE_SCENARIOS=0 skips the e2e scenarios (they need jest)
+ *   QL_BENCH_PEER_*          peer: LEVELS (W×S: 1x1,4x1,4x4), RUNS (150), WARMUP (20), ROUNDS (3),
+ *                            LATENCY_SAMPLES (100), LATENCY_WARMUP (5), LATENCY_PAUSE_MS (50)
  *   QL_BENCH_STEP_RUNS       steps: pre-claimed runs per sample (default 300); QL_BENCH_STEP_CONCURRENCY (1,8)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
  *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)
@@ -42,6 +45,7 @@ import { memoryMain } from './memory-main';
 import { stepsMain } from './steps';
 import { workerCostMain } from './worker-cost';
 import { leaseEnforcementMain } from './lease-enforcement';
+import { peerMain } from './peer-main';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
 import { heartbeatMtlsMain } from './heartbeat-mtls-main';
@@ -267,6 +271,7 @@ async function main(): Promise<void> {
   if (suites.includes('curve')) await curveMain(RESULTS_DIR);
   if (suites.includes('worker-cost')) await workerCostMain(RESULTS_DIR);
   if (suites.includes('lease-enforcement')) await leaseEnforcementMain(RESULTS_DIR);
+  if (suites.includes('peer')) await peerMain(RESULTS_DIR);
 }
 
 class UsageError extends Error {}
@@ -281,6 +286,7 @@ const SUITES = [
   'curve',
   'worker-cost',
   'lease-enforcement',
+  'peer',
 ];
 
 const USAGE = `usage: npm run bench [-- <group> ...]   (node dist/bench/run.js [<group> ...])

@@ -40,6 +40,8 @@ describe('bench results: the folder keeps the latest result of each group', () =
     const files = readdirSync(dir);
     expect(files.filter((f) => f.startsWith('claim-'))).toEqual(['claim-2026-12-05T10-00-00-000Z.json']);
     expect(files).toContain('heartbeat-2026-12-01T08-11-08-331Z.json');
-    expect(readFileSync(join(dir, 'latest-claim.md'), 'utf8')).toContain('claim-2026-12-05T10-00-00-000Z.json');
+    expect(readFileSync(join(dir, 'latest-claim.md'), 'utf8')).toContain(
+      'claim-2026-12-05T10-00-00-000Z.json',
+    );
   });
 });
