@@ -71,7 +71,7 @@ export async function peerMain(resultsDir: string): Promise<void> {
     let tasks = 0;
     const queueTask = async (name: string, n: number) => {
       // Task names are unique among live tasks: one per drain.
-      const task = await noopTask(plane, `${name} #${++tasks}`);
+      const task = await noopTask(plane, `${name} n${++tasks}`);
       for (let i = 0; i < n; i++) await task.trigger();
       return task.taskId;
     };

@@ -180,14 +180,13 @@ export function reportPeer(
   const stepAlign: Align[] = ['left', 'right', 'right', 'right'];
   const stepRows = LATENCY_STEPS.map((s) => [s, ms(steps[s].p50Ms), ms(steps[s].p99Ms), ms(steps[s].maxMs)]);
 
-  console.log('');
-  console.log(textTable(runsHeader, runsRows, runsAlign));
-  console.log('');
-  console.log(textTable(cpuHeader, cpuRows, cpuAlign));
-  console.log('');
-  console.log(textTable(latencyHeader, latencyRows, latencyAlign));
-  console.log('');
-  console.log(textTable(stepHeader, stepRows, stepAlign));
+  const tables: [string[], string[][], Align[]][] = [
+    [runsHeader, runsRows, runsAlign],
+    [cpuHeader, cpuRows, cpuAlign],
+    [latencyHeader, latencyRows, latencyAlign],
+    [stepHeader, stepRows, stepAlign],
+  ];
+  for (const [header, rows, align] of tables) console.log(`\n${textTable(header, rows, align)}`);
   for (const n of notes) console.log(n);
 
   const loadAtEnd = Number(loadavg()[0]!.toFixed(2));
