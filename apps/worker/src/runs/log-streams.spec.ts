@@ -17,7 +17,8 @@ async function streamsOf(command: string): Promise<Record<string, string>> {
   plane.enqueue({ command });
   await h.until('the completion', () => plane.leaseList.some((l) => l.completion));
   const out: Record<string, string> = {};
-  for (const l of plane.leaseList[0]!.logs) out[l.stream] = (out[l.stream] ?? '') + l.text;
+  for (const l of plane.leaseList[0]!.logs)
+    out[String(l.stream)] = (out[String(l.stream)] ?? '') + String(l.text);
   return out;
 }
 
