@@ -170,7 +170,7 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
   const warmup = Math.floor(envNumber('QL_BENCH_COST_WARMUP', 10, 1));
   const rounds = Math.floor(envNumber('QL_BENCH_COST_ROUNDS', 3, 1));
   const baseline = process.env.QL_BENCH_COST_BASELINE;
-  // Both machine classes' flags (ADR 0042): the same build, interleaved.
+  // Both machine classes' flags (apps/worker/src/node-flags.ts): the same build, interleaved.
   const variants: Variant[] = MACHINE_CLASSES.map((c) => ({
     name: `this build, ${c}-machine flags`,
     main: WORKER_MAIN,

@@ -1,22 +1,18 @@
 /**
- * The V8 flags the worker's node runs with, by machine class (ADR 0042). Every launcher — the
- * quickstart, `npm run start:worker`, the Dockerfile, docker-compose, the Kubernetes manifest and the
- * systemd unit — starts `bin/ql-worker`, which picks the class from the memory the worker may use (its
- * cgroup's limit, else the machine's) or from `QL_WORKER_MACHINE_CLASS`, and execs node with these flags.
+ * The V8 flags the worker's node runs with, by machine class. Every launcher — the quickstart,
+ * `npm run start:worker`, the Dockerfile, docker-compose, the Kubernetes manifest and the systemd unit —
+ * runs the `small` class's today (ADR 0014); the worker-cost bench measures both classes side by side.
  *
- * - `small` (≤ `SMALL_MACHINE_BYTES`, a router): `--lite-mode` (no optimizing compilers, lazy feedback,
- *   bytecode flushing) brings an idle worker from ~2.1 × a bare `node` down to ~1.6 × (ADR 0014), at the
- *   price of interpreting every hot path. `--no-expose-wasm` says what lite mode does anyway (no
- *   WebAssembly), so that V8 prints no warning on every start.
+ * - `small` (a router): `--lite-mode` (no optimizing compilers, lazy feedback, bytecode flushing) brings
+ *   an idle worker from ~2.1 × a bare `node` down to ~1.6 × (ADR 0014), at the price of interpreting
+ *   every hot path. `--no-expose-wasm` says what lite mode does anyway (no WebAssembly), so that V8
+ *   prints no warning on every start.
  * - `large`: V8's defaults, its compilers on: less CPU per run for more resident memory.
  *
  * They cannot go in NODE_OPTIONS: Node refuses `--lite-mode` there.
  */
 export const MACHINE_CLASSES = ['small', 'large'] as const;
 export type MachineClass = (typeof MACHINE_CLASSES)[number];
-
-/** The most memory a `small` machine has: at or below it a worker runs in lite mode. */
-export const SMALL_MACHINE_BYTES = 1024 * 1024 * 1024;
 
 const FLAGS: Record<MachineClass, readonly string[]> = {
   small: ['--lite-mode', '--no-expose-wasm'],
