@@ -60,6 +60,22 @@ async function driveTo(journal: WorkerJournal, state: JournalState, exited = fal
 
 const mode = (path: string) => statSync(path).mode & 0o777;
 
+/** The next write lands 40 bytes of its frame, then fails with `code` (a disk filling up, an I/O error). */
+function failNextWriteHalfWay(code: 'ENOSPC' | 'EIO') {
+  const realWrite = fs.writeSync as (fd: number, b: Buffer, off: number, len: number, pos: number) => number;
+  const message = code === 'ENOSPC' ? 'ENOSPC: no space left on device, write' : 'EIO: i/o error, write';
+  return jest.spyOn(fs, 'writeSync').mockImplementationOnce(((
+    fd: number,
+    b: Buffer,
+    off: number,
+    _len: number,
+    pos: number,
+  ) => {
+    realWrite(fd, b, off, 40, pos);
+    throw Object.assign(new Error(message), { code });
+  }) as unknown as typeof fs.writeSync);
+}
+
 describe('WorkerJournal storage (R-WRK-2)', () => {
   it('touches nothing until open(), then keeps its records in one 0600 log in a 0700 folder with no temp file left', async () => {
     const dir = join(root, 'worker', 'journal');
@@ -213,18 +229,8 @@ describe('WorkerJournal memory copy (ADR 0023)', () => {
     const r = await driveTo(journal, 'starting_acknowledged');
     const log = join(journal.dir, LOG_FILE);
     const before = readFileSync(log);
-    const realWrite = fs.writeSync;
     // The disk fills up in the middle of the frame: some bytes land, then ENOSPC.
-    const write = jest.spyOn(fs, 'writeSync').mockImplementationOnce(((
-      fd: number,
-      buffer: Buffer,
-      offset: number,
-      _length: number,
-      position: number,
-    ) => {
-      realWrite(fd, buffer, offset, 40, position);
-      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-    }) as typeof fs.writeSync);
+    const write = failNextWriteHalfWay('ENOSPC');
     try {
       await expect(journal.transition(r.offerId, 'launching')).rejects.toThrow(/ENOSPC/);
     } finally {
@@ -246,17 +252,7 @@ describe('WorkerJournal memory copy (ADR 0023)', () => {
   it('refuses every write once a failed one could not be undone; the next open drops the half frame', async () => {
     const journal = await opened();
     const r = await driveTo(journal, 'starting_acknowledged');
-    const realWrite = fs.writeSync;
-    const write = jest.spyOn(fs, 'writeSync').mockImplementationOnce(((
-      fd: number,
-      buffer: Buffer,
-      offset: number,
-      _length: number,
-      position: number,
-    ) => {
-      realWrite(fd, buffer, offset, 40, position);
-      throw Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' });
-    }) as typeof fs.writeSync);
+    const write = failNextWriteHalfWay('EIO');
     const truncate = jest.spyOn(fs, 'ftruncateSync').mockImplementationOnce(() => {
       throw Object.assign(new Error('EIO: i/o error, ftruncate'), { code: 'EIO' });
     });
