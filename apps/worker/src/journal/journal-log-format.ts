@@ -32,15 +32,24 @@ const hex8 = (n: number) => n.toString(16).padStart(8, '0');
 export function encodeFrame(entry: LogEntry<object>): Buffer {
   const del = entry.del?.length ? `"del":${JSON.stringify(entry.del)}` : '';
   const put = entry.put ? `"put":${JSON.stringify(entry.put)}` : '';
-  const body = Buffer.from(`{${del}${del && put ? ',' : ''}${put}}`, 'utf8');
-  const frame = Buffer.allocUnsafe(body.length + FRAME_OVERHEAD);
-  frame.write(hex8(body.length), 0, 'latin1');
+  const payload = `{${del}${del && put ? ',' : ''}${put}}`;
+  const length = Buffer.byteLength(payload, 'utf8');
+  const frame = Buffer.allocUnsafe(length + FRAME_OVERHEAD);
+  frame.write(payload, 18, 'utf8');
+  frame.write(hex8(length), 0, 'latin1');
   frame[8] = SPACE;
-  frame.write(hex8(crc32(body)), 9, 'latin1');
+  frame.write(hex8(crc32(frame.subarray(18, 18 + length))), 9, 'latin1');
   frame[17] = SPACE;
-  body.copy(frame, 18);
   frame[frame.length - 1] = LF;
   return frame;
+}
+
+/**
+ * Bytes the record of `entry` would take as a put-only frame (a compacted log holds one each):
+ * the frame less its `"del":[…],` part.
+ */
+export function putFrameBytes(entry: LogEntry<object>, frame: Buffer): number {
+  return entry.del?.length ? frame.length - 7 - Buffer.byteLength(JSON.stringify(entry.del)) : frame.length;
 }
 
 export interface ScannedLog {

@@ -10,14 +10,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { createTempFile, syncFolder, unlinkQuietly, writeFully } from './durable-files';
-import {
-  FRAME_OVERHEAD,
-  LOG_HEADER_BYTES,
-  LogEntry,
-  encodeFrame,
-  putId,
-  scanLog,
-} from './journal-log-format';
+import { LOG_HEADER_BYTES, LogEntry, encodeFrame, putFrameBytes, putId, scanLog } from './journal-log-format';
 import { JournalCorruptError, JournalRecord, validateJournalRecord } from './journal-record';
 
 /** The journal's records, as one append-only log in its folder (ADR 0041). */
@@ -34,9 +27,6 @@ export interface CompactionPolicy {
   readonly minBytes: number;
   readonly ratio: number;
 }
-
-/** `{"put":` and `}` around a record in a put-only frame. */
-const PUT_WRAPPING = 8;
 
 /** A write failed and could not be undone: the file's tail is unknown, so nothing more is appended. */
 export class JournalBrokenError extends Error {
@@ -69,7 +59,7 @@ export class JournalLog {
     private readonly policy: CompactionPolicy,
   ) {
     this.nextCompactionAt = policy.minBytes;
-    for (const record of live) this.track({ put: record });
+    for (const record of live) this.track({ put: record }, encodeFrame({ put: record }));
   }
 
   /**
@@ -138,7 +128,7 @@ export class JournalLog {
       throw error;
     }
     this.end += frame.length;
-    this.track(entry);
+    this.track(entry, frame);
   }
 
   /**
@@ -174,13 +164,14 @@ export class JournalLog {
     closeSync(this.fd);
   }
 
-  private track(entry: LogEntry<JournalRecord>): void {
+  /** Keeps `liveBytes` equal to what a compacted log of the live records would hold. */
+  private track(entry: LogEntry<JournalRecord>, frame: Buffer): void {
     for (const offerId of entry.del ?? []) {
       this.liveBytes -= this.sizes.get(offerId) ?? 0;
       this.sizes.delete(offerId);
     }
     if (entry.put) {
-      const bytes = FRAME_OVERHEAD + PUT_WRAPPING + Buffer.byteLength(JSON.stringify(entry.put));
+      const bytes = putFrameBytes(entry, frame);
       this.liveBytes += bytes - (this.sizes.get(entry.put.offerId) ?? 0);
       this.sizes.set(entry.put.offerId, bytes);
     }
