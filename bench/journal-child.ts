@@ -10,16 +10,15 @@
  * - `ceiling`: the same frames the log writes for those steps, each one `writeSync` + `fdatasyncSync`
  *   at the end of one file and nothing else: no record built, checked or kept.
  */
-import { createIdGenerator } from '@ql/contracts';
-import { randomBytes } from 'node:crypto';
 import { fdatasyncSync, mkdirSync, openSync, readdirSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LOG_FILE } from '../apps/worker/src/journal/journal-log';
 import { LOG_HEADER_BYTES, encodeFrame } from '../apps/worker/src/journal/journal-log-format';
-import { JOURNAL_RECORD_SCHEMA, JournalRecord } from '../apps/worker/src/journal/journal-record';
+import { JournalRecord, acceptedRecord } from '../apps/worker/src/journal/journal-record';
 import { JOURNAL_LIMITS, JournalState } from '../apps/worker/src/journal/journal-states';
-import { AcceptedOffer, WorkerJournal } from '../apps/worker/src/journal/worker-journal';
+import { WorkerJournal } from '../apps/worker/src/journal/worker-journal';
+import { newOffer } from '../apps/worker/test-support/journal-fixtures';
 import { LegacyJournal } from './journal-legacy';
 
 export const JOURNAL_VARIANTS = ['legacy', 'log', 'ceiling'] as const;
@@ -43,16 +42,8 @@ export interface JournalSample {
 }
 
 const STEPS_PER_RUN = 7;
-const ids = createIdGenerator();
 const outcome = { status: 'succeeded', exitCode: 0, errorCode: null } as const;
-const offer = (): AcceptedOffer => ({
-  offerId: ids.uuidV7(),
-  runId: ids.uuidV7(),
-  attemptId: ids.uuidV7(),
-  leaseGeneration: 1,
-  leaseToken: randomBytes(32).toString('base64url'),
-  specDigest: 'c'.repeat(64),
-});
+const offer = () => newOffer('c'.repeat(64));
 
 /** The steps one run makes, for a journal with the worker's step methods. */
 type Stepper = Pick<WorkerJournal, 'accept' | 'transition' | 'update'>;
@@ -75,18 +66,7 @@ function runSteps(journal: Stepper, pid: number): (() => Promise<unknown>)[] {
 
 /** The frames the log writes for one run's steps (each a whole record, as the log holds it). */
 function runFrames(pid: number): Buffer[] {
-  const at = new Date().toISOString();
-  let r: JournalRecord = {
-    schema: JOURNAL_RECORD_SCHEMA,
-    ...offer(),
-    state: 'accepted',
-    createdAt: at,
-    updatedAt: at,
-    process: null,
-    exit: null,
-    outcome: null,
-    recoveryReason: null,
-  };
+  let r = acceptedRecord(offer(), new Date().toISOString());
   const frames = [encodeFrame({ put: r })];
   const step = (patch: Partial<JournalRecord>) => frames.push(encodeFrame({ put: (r = { ...r, ...patch }) }));
   step({ state: 'starting_acknowledged' });

@@ -11,8 +11,9 @@ import { constants } from 'node:fs';
 import { link, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  JOURNAL_RECORD_SCHEMA,
   JournalRecord,
+  acceptedRecord,
+  freezeRecord,
   validateJournalRecord,
 } from '../apps/worker/src/journal/journal-record';
 import { JournalState, assertJournalTransition, isFinished } from '../apps/worker/src/journal/journal-states';
@@ -84,18 +85,7 @@ export class LegacyJournal {
   accept(offer: AcceptedOffer): Promise<JournalRecord> {
     return this.serial(async () => {
       await this.pruneTo(this.maxRecords - 1, false);
-      const at = new Date().toISOString();
-      const record = validateJournalRecord({
-        schema: JOURNAL_RECORD_SCHEMA,
-        ...offer,
-        state: 'accepted',
-        createdAt: at,
-        updatedAt: at,
-        process: null,
-        exit: null,
-        outcome: null,
-        recoveryReason: null,
-      } satisfies JournalRecord);
+      const record = validateJournalRecord(acceptedRecord(offer, new Date().toISOString()));
       if (!(await createFileExclusive(this.dir, fileOf(offer.offerId), serialize(record)))) {
         throw new Error(`offer ${offer.offerId} is already journaled`);
       }
@@ -145,8 +135,7 @@ export class LegacyJournal {
   }
 
   private keep(record: JournalRecord): JournalRecord {
-    for (const part of [record.process, record.exit, record.outcome]) if (part) Object.freeze(part);
-    this.records.set(record.offerId, Object.freeze(record));
+    this.records.set(record.offerId, freezeRecord(record));
     return record;
   }
 

@@ -6,40 +6,21 @@
  *
  * Usage: node -r swc-register.js journal-appender.ts <journal folder> <ack file>
  */
-import { createIdGenerator } from '@ql/contracts';
-import { randomBytes } from 'node:crypto';
 import { openSync, writeSync } from 'node:fs';
 import { WorkerJournal } from '../src/journal/worker-journal';
-import { PATH_TO } from './journal-fixtures';
+import { driveNewRecord } from './journal-fixtures';
 
 /** Small bounds, so prunes and compactions happen every few runs and a kill lands in them too. */
 export const APPENDER_LIMITS = { maxRecords: 16, compaction: { minBytes: 16_384, ratio: 2 } } as const;
 
 async function main(dir: string, ackFile: string): Promise<void> {
-  const ids = createIdGenerator();
   const journal = new WorkerJournal({ dir, workerId: 'appender', ...APPENDER_LIMITS });
   const acks = openSync(ackFile, 'a', 0o600);
   await journal.open();
   for (let run = 1; ; run++) {
-    const offerId = ids.uuidV7();
-    await journal.accept({
-      offerId,
-      runId: ids.uuidV7(),
-      attemptId: ids.uuidV7(),
-      leaseGeneration: 1,
-      leaseToken: randomBytes(32).toString('base64url'),
-      specDigest: 'b'.repeat(64),
-    });
-    writeSync(acks, `${offerId} accepted\n`);
-    for (const to of PATH_TO.completion_acknowledged) {
-      await journal.transition(offerId, to, {
-        ...(to === 'started' ? { process: { pid: 100 + run, pgid: 100 + run, bootId: null } } : {}),
-        ...(to === 'completion_acknowledged'
-          ? { outcome: { status: 'succeeded', exitCode: 0, errorCode: null } }
-          : {}),
-      });
-      writeSync(acks, `${offerId} ${to}\n`);
-    }
+    await driveNewRecord(journal, 'completion_acknowledged', (r) =>
+      writeSync(acks, `${r.offerId} ${r.state}\n`),
+    );
     process.stdout.write(`${run}\n`);
     // A turn of the event loop between runs, as a worker's network calls give: compaction runs there.
     await new Promise((resolve) => setImmediate(resolve));

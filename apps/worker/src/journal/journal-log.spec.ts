@@ -1,5 +1,3 @@
-import { createIdGenerator } from '@ql/contracts';
-import { randomBytes } from 'node:crypto';
 import fs, {
   existsSync,
   mkdtempSync,
@@ -13,31 +11,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { COMPACTION, JournalLog, LOG_FILE, readJournalLog } from './journal-log';
 import { LOG_HEADER, encodeFrame, scanLog } from './journal-log-format';
-import { JOURNAL_RECORD_SCHEMA, JournalCorruptError, JournalRecord } from './journal-record';
-import { PATH_TO } from '../../test-support/journal-fixtures';
+import { JournalCorruptError, JournalRecord, acceptedRecord } from './journal-record';
+import { driveNewRecord, newOffer } from '../../test-support/journal-fixtures';
 import { WorkerJournal } from './worker-journal';
 
-const ids = createIdGenerator();
 let dir: string;
 beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'ql-journal-log-'))));
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const at = '2026-01-01T00:00:00.000Z';
 const record = (over: Partial<JournalRecord> = {}): JournalRecord => ({
-  schema: JOURNAL_RECORD_SCHEMA,
-  offerId: ids.uuidV7(),
-  runId: ids.uuidV7(),
-  attemptId: ids.uuidV7(),
-  leaseGeneration: 1,
-  leaseToken: randomBytes(32).toString('base64url'),
-  specDigest: 'a'.repeat(64),
-  state: 'accepted',
-  createdAt: at,
-  updatedAt: at,
-  process: null,
-  exit: null,
-  outcome: null,
-  recoveryReason: null,
+  ...acceptedRecord(newOffer(), at),
   ...over,
 });
 const next = (r: JournalRecord): JournalRecord => ({ ...r, state: 'starting_acknowledged' });
@@ -285,19 +269,8 @@ describe('migration from per-record files (a worker upgraded in place keeps its 
 
 describe('compaction between steps (WorkerJournal)', () => {
   const turn = () => new Promise((done) => setImmediate(done));
-  const outcome = { status: 'succeeded', exitCode: 0, errorCode: null } as const;
-
   async function finishRuns(j: WorkerJournal, runs: number): Promise<void> {
-    for (let i = 0; i < runs; i++) {
-      const { offerId } = record();
-      await j.accept({ ...record(), offerId, leaseToken: randomBytes(32).toString('base64url') });
-      for (const to of PATH_TO.completion_acknowledged) {
-        await j.transition(offerId, to, {
-          ...(to === 'started' ? { process: { pid: 9, pgid: 9, bootId: null } } : {}),
-          ...(to === 'completion_acknowledged' ? { outcome } : {}),
-        });
-      }
-    }
+    for (let i = 0; i < runs; i++) await driveNewRecord(j, 'completion_acknowledged');
   }
 
   it('runs in a later turn of the event loop, never inside the step that crossed the threshold', async () => {

@@ -1,6 +1,5 @@
 import { createIdGenerator } from '@ql/contracts';
 import { IllegalStateError } from '@ql/domain';
-import { randomBytes } from 'node:crypto';
 import fs, {
   existsSync,
   mkdtempSync,
@@ -18,24 +17,17 @@ import { JournalCorruptError, JournalRecord } from './journal-record';
 import { JournalState } from './journal-states';
 import { RestartAction, WORKER_RESTARTED } from './restart-action';
 import { RestartScan } from './restart-scan';
-import { AcceptedOffer, JournalFullError, WorkerJournal } from './worker-journal';
-import { PATH_TO } from '../../test-support/journal-fixtures';
+import { JournalFullError, WorkerJournal } from './worker-journal';
+import { DRIVEN_PROCESS, SUCCEEDED, driveNewRecord, newOffer } from '../../test-support/journal-fixtures';
 
 const ids = createIdGenerator();
 let root: string;
 beforeEach(() => (root = mkdtempSync(join(tmpdir(), 'ql-journal-'))));
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-const offer = (): AcceptedOffer => ({
-  offerId: ids.uuidV7(),
-  runId: ids.uuidV7(),
-  attemptId: ids.uuidV7(),
-  leaseGeneration: 1,
-  leaseToken: randomBytes(32).toString('base64url'),
-  specDigest: 'a'.repeat(64),
-});
-const proc = { pid: 4242, pgid: 4242, bootId: 'boot-1' };
-const outcome = { status: 'succeeded', exitCode: 0, errorCode: null } as const;
+const offer = () => newOffer();
+const proc = DRIVEN_PROCESS;
+const outcome = SUCCEEDED;
 
 async function opened(dir = join(root, 'journal'), maxRecords = 64): Promise<WorkerJournal> {
   const journal = new WorkerJournal({ dir, workerId: 'worker-1', maxRecords });
@@ -43,19 +35,10 @@ async function opened(dir = join(root, 'journal'), maxRecords = 64): Promise<Wor
   return journal;
 }
 
-/** Drives a fresh record along the table to `state`, through real writes. */
+/** Drives a fresh record along the table to `state`, through real writes; `exited`: the process ended. */
 async function driveTo(journal: WorkerJournal, state: JournalState, exited = false): Promise<JournalRecord> {
-  const o = offer();
-  let r = await journal.accept(o);
-  for (const to of PATH_TO[state]) {
-    r = await journal.transition(o.offerId, to, {
-      ...(to === 'started' ? { process: proc } : {}),
-      ...(to === 'completion_acknowledged' ? { outcome } : {}),
-      ...(to === 'recovery_required' ? { recoveryReason: 'launch_interrupted' } : {}),
-    });
-  }
-  if (exited) r = await journal.update(o.offerId, { exit: { code: 0, signal: null }, outcome });
-  return r;
+  const r = await driveNewRecord(journal, state);
+  return exited ? journal.update(r.offerId, { exit: { code: 0, signal: null }, outcome }) : r;
 }
 
 const mode = (path: string) => statSync(path).mode & 0o777;

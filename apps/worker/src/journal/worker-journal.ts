@@ -6,12 +6,13 @@ import { JournalLock } from './journal-lock';
 import { COMPACTION, CompactionPolicy, JournalLog } from './journal-log';
 import type { LogEntry } from './journal-log-format';
 import {
-  JOURNAL_RECORD_SCHEMA,
   JournalCorruptError,
   JournalRecord,
   RecordedExit,
   RecordedOutcome,
   RecordedProcess,
+  acceptedRecord,
+  freezeRecord,
   parseJournalRecord,
   validateJournalRecord,
 } from './journal-record';
@@ -149,18 +150,7 @@ export class WorkerJournal {
           `journal ${this.options.dir} holds ${this.records.size} unfinished records (QL_WORKER_JOURNAL_MAX_RECORDS=${this.options.maxRecords})`,
         );
       }
-      const at = this.now().toISOString();
-      const record = validateJournalRecord({
-        schema: JOURNAL_RECORD_SCHEMA,
-        ...offer,
-        state: 'accepted',
-        createdAt: at,
-        updatedAt: at,
-        process: null,
-        exit: null,
-        outcome: null,
-        recoveryReason: null,
-      } satisfies JournalRecord);
+      const record = validateJournalRecord(acceptedRecord(offer, this.now().toISOString()));
       this.write({ del, put: record });
       return record;
     });
@@ -338,8 +328,7 @@ export class WorkerJournal {
 
   /** Frozen, so no caller can change the copy the next step starts from. */
   private keep(record: JournalRecord): JournalRecord {
-    for (const part of [record.process, record.exit, record.outcome]) if (part) Object.freeze(part);
-    this.records.set(record.offerId, Object.freeze(record));
+    this.records.set(record.offerId, freezeRecord(record));
     return record;
   }
 
