@@ -24,7 +24,7 @@ export interface WorkerJournalOptions {
   /** Records kept at most; finished ones beyond it are pruned oldest first. */
   readonly maxRecords: number;
   readonly now?: () => Date;
-  /** When the log is rewritten to its live records (ADR 0041); tests and the bench lower it. */
+  /** When the log is rewritten to its live records (ADR 0041); tests lower it. */
   readonly compaction?: CompactionPolicy;
   /** Told when a compaction between steps failed (the log stays as it was; ADR 0041). */
   readonly onCompactionError?: (error: unknown) => void;
