@@ -1,11 +1,12 @@
 import { Logger } from '@nestjs/common';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { join, relative } from 'node:path';
 import { ClaimConfig, ClaimRow, benchClaimPostgres, benchClaimSqlite } from './claim';
 import { envNumber } from './lib/measure';
 import { BenchPostgresDatabase, createBenchDatabase, redactUrl } from './lib/postgres-admin';
 import { Align, fmtInt, fmtPct, machineInfo, markdownTable, memoryInfo, textTable } from './lib/report';
+import { rawSamplesLine, writeResultJson } from './lib/results';
 
 function list(name: string, fallback: string): number[] {
   return (process.env[name] || fallback).split(',').map((s) => {
@@ -113,26 +114,16 @@ export async function claimMain(resultsDir: string, target: number): Promise<voi
   console.log(textTable(header, table, align));
   for (const n of notes) console.log(n);
 
-  const stamp = started.toISOString().replace(/[:.]/g, '-');
-  mkdirSync(resultsDir, { recursive: true });
-  const jsonPath = join(resultsDir, `claim-${stamp}.json`);
-  writeFileSync(
-    jsonPath,
-    JSON.stringify(
-      {
-        benchmark: 'claim-throughput',
-        target,
-        config: { ...config, claimsPerSample: claims, log: undefined },
-        machine,
-        memory,
-        notes,
-        loadAtEnd,
-        rows: rows.map((r) => ({ ...r, ratio: r.median.service / r.median.ceiling })),
-      },
-      null,
-      2,
-    ) + '\n',
-  );
+  const jsonPath = writeResultJson(resultsDir, 'claim', started, {
+    benchmark: 'claim-throughput',
+    target,
+    config: { ...config, claimsPerSample: claims, log: undefined },
+    machine,
+    memory,
+    notes,
+    loadAtEnd,
+    rows: rows.map((r) => ({ ...r, ratio: r.median.service / r.median.ceiling })),
+  });
   const markdown = [
     '# Claim throughput: pull → committed lease, vs. the bare claim transaction and graphile-worker',
     '',
@@ -157,7 +148,7 @@ export async function claimMain(resultsDir: string, target: number): Promise<voi
     ...notes.map((n) => `${n}\n`),
     `memory (informational): RSS ${memory.rssMiB} MiB after the run, peak ${memory.peakRssMiB} MiB.`,
     '',
-    `Raw samples: \`${relative(resolve(resultsDir, '../..'), jsonPath)}\`.`,
+    rawSamplesLine(resultsDir, jsonPath),
     '',
   ].join('\n');
   writeFileSync(join(resultsDir, 'latest-claim.md'), markdown);

@@ -12,7 +12,7 @@ import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import { Logger, Runner, WorkerEvents, run, runMigrations } from 'graphile-worker';
-import { perPidDelta } from './lib/proc-cpu';
+import { CpuReading, perPidDelta, readCpu } from './lib/proc-cpu';
 
 export interface GraphilePeerResult {
   readonly concurrency: number;
@@ -30,6 +30,8 @@ export interface GraphilePeerResult {
   readonly probeCpuMsPerJob?: number;
   /** CPU ms per job of the database's own backends over the same window (`backendsProbe`). */
   readonly backendsCpuMsPerJob?: number;
+  /** Each of `probes`' ms per job over the same window. */
+  readonly probesCpuMsPerJob?: Record<string, number>;
 }
 
 export interface GraphilePeerOptions {
@@ -43,11 +45,16 @@ export interface GraphilePeerOptions {
   readonly cpuProbe?: () => number;
   /** Own CPU ms by pid of the backends of graphile's database, read when the window opens and closes. */
   readonly backendsProbe?: (database: string) => Promise<Map<number, number>>;
+  /** More cumulative CPU ms readers, by name, read with `cpuProbe` (e.g. this process's children). */
+  readonly probes?: Readonly<Record<string, () => number>>;
+  /** What each job does; by default nothing (the no-op peer). */
+  readonly task?: () => Promise<void>;
 }
 
 /** graphile-worker's default schema; its migrations create it, `measureGraphilePeer` drops it. */
-const SCHEMA = 'graphile_worker';
-const TASK = 'bench_noop';
+export const SCHEMA = 'graphile_worker';
+/** The one task identifier the peer's jobs name. */
+export const TASK = 'bench_noop';
 /** How long without a single completion before the run is declared stuck. */
 const STALL_MS = 30_000;
 
@@ -78,6 +85,8 @@ export async function measureGraphilePeer(
       warmupJobs,
       cpuProbe: opts.cpuProbe,
       backendsProbe: opts.backendsProbe,
+      probes: opts.probes,
+      task: opts.task,
     });
   } finally {
     await queue.close();
@@ -97,7 +106,7 @@ export interface GraphilePeerQueueOptions {
 
 export type GraphilePeerSampleOptions = Pick<
   GraphilePeerOptions,
-  'concurrency' | 'measureJobs' | 'warmupJobs' | 'cpuProbe' | 'backendsProbe'
+  'concurrency' | 'measureJobs' | 'warmupJobs' | 'cpuProbe' | 'backendsProbe' | 'probes' | 'task'
 >;
 
 /** A graphile-worker schema holding `backlog` no-op jobs, sampled again and again at any concurrency. */
@@ -224,6 +233,9 @@ async function runSample(
     let cpuStart = warmupJobs === 0 ? process.cpuUsage() : undefined;
     const probe = opts.cpuProbe;
     let probeStart = warmupJobs === 0 && probe ? probe() : Number.NaN;
+    const probes = opts.probes ?? {};
+    let probesStart = warmupJobs === 0 ? readCpu(probes) : {};
+    let probesMs: CpuReading = {};
     const database = decodeURIComponent(new URL(url).pathname.slice(1));
     const backends = opts.backendsProbe;
     let backendsStart = warmupJobs === 0 && backends ? backends(database) : undefined;
@@ -238,11 +250,19 @@ async function runSample(
             windowStart = performance.now();
             cpuStart = process.cpuUsage();
             if (probe) probeStart = probe();
+            probesStart = readCpu(probes);
             if (backends) backendsStart = backends(database);
           } else if (completed === target) {
             const seconds = (performance.now() - windowStart) / 1000;
             const cpu = process.cpuUsage(cpuStart);
             const probeMs = probe ? probe() - probeStart : Number.NaN;
+            const probesEnd = readCpu(probes);
+            probesMs = Object.fromEntries(
+              Object.keys(probes).map((name) => [
+                name,
+                (probesEnd[name]! - probesStart[name]!) / measureJobs,
+              ]),
+            );
             if (!backends || !backendsStart)
               return resolve({ seconds, cpuUs: cpu.user + cpu.system, probeMs, backendsMs: Number.NaN });
             Promise.all([backendsStart, backends(database)]).then(
@@ -278,7 +298,7 @@ async function runSample(
         concurrency,
         noHandleSignals: true,
         pollInterval: 50,
-        taskList: { [TASK]: async () => undefined },
+        taskList: { [TASK]: opts.task ?? (async () => undefined) },
         parsedCronItems: [], // no crontab: don't look for ./crontab
       });
       // If the runner ends on its own before the window closes, that is a failure, not a result.
@@ -298,6 +318,7 @@ async function runSample(
         processCpuUsPerJob: cpuUs / measureJobs,
         ...(probe ? { probeCpuMsPerJob: probeMs / measureJobs } : {}),
         ...(backends ? { backendsCpuMsPerJob: backendsMs / measureJobs } : {}),
+        ...(opts.probes ? { probesCpuMsPerJob: probesMs } : {}),
       };
       // Graceful: lets the jobs in flight finish (counted), then releases every worker and the LISTEN client.
       const stopping = runner;
@@ -321,7 +342,7 @@ async function runSample(
 }
 
 /** Drops debug and info; warnings and errors go to `log` (graphile otherwise prints to the console). */
-function quietLogger(log: (line: string) => void): Logger {
+export function quietLogger(log: (line: string) => void): Logger {
   return new Logger((scope) => (level, message) => {
     const l = String(level);
     if (l === 'debug' || l === 'info') return;
@@ -335,7 +356,7 @@ function quietLogger(log: (line: string) => void): Logger {
  * closed: a `DROP DATABASE … WITH (FORCE)` right after it would find their backends still alive (and
  * graphile's client error handlers would log each one). `closed()` waits for the last `remove`.
  */
-function trackConnections(pool: Pool): { closed(): Promise<void> } {
+export function trackConnections(pool: Pool): { closed(): Promise<void> } {
   let open = 0;
   pool.on('connect', () => open++);
   pool.on('remove', () => open--);

@@ -1,11 +1,12 @@
 /**
  * `npm run bench`: heartbeat compare-and-set commits per second through the registry repository,
  * claim throughput (pull → committed lease), idle memory and start-up of the worker and the control
- * plane, and dispatch over the real wire (end-to-end runs/s, queue-to-offer latency), each figure
- * beside its ceiling or peer measured in the same run. See bench/README.md.
+ * plane, dispatch over the real wire (end-to-end runs/s, queue-to-offer latency), and our real path
+ * beside a fair peer (graphile-worker spawning the same `sh -c true`: runs/s, CPU per run, latency),
+ * each figure beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
- *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,journal (default all); `npm run bench -- memory`
+ *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer,journal (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too; heartbeat-mtls: only the mTLS part of heartbeat
  *   QL_BENCH_MTLS_WORKERS    heartbeat over mTLS: workers, each its own certificate (default 256);
  *                            QL_BENCH_MTLS_IN_FLIGHT heartbeats in flight (default 32)
@@ -19,6 +20,8 @@
  *   QL_BENCH_SWITCH_ARMS     lease-enforcement: armings of the dead man's switch per sample (300);
  *                            QL_BENCH_LEASE_SCENARIOS=0 skips the e2e scenarios (they need jest)
  *   QL_BENCH_JOURNAL_RUNS    journal: runs (7 durable steps each) per sample (default 300); QL_BENCH_JOURNAL_WARMUP (20)
+ *   QL_BENCH_PEER_*          peer: LEVELS (W×S: 1x1,4x1,4x4), RUNS (150), WARMUP (20), ROUNDS (3),
+ *                            LATENCY_SAMPLES (100), LATENCY_WARMUP (5), LATENCY_PAUSE_MS (50)
  *   QL_BENCH_STEP_RUNS       steps: pre-claimed runs per sample (default 300); QL_BENCH_STEP_CONCURRENCY (1,8)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
  *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)
@@ -33,7 +36,7 @@
  *   QL_BENCH_DETAIL          1 (default): also measure the repository's SQL issued raw; 0: skip it
  */
 import { checkEntryArgs } from '@ql/contracts';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { claimMain } from './claim-main';
@@ -44,12 +47,14 @@ import { stepsMain } from './steps';
 import { workerCostMain } from './worker-cost';
 import { leaseEnforcementMain } from './lease-enforcement';
 import { journalMain } from './journal';
+import { peerMain } from './peer-main';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
 import { heartbeatMtlsMain } from './heartbeat-mtls-main';
 import { envNumber, median } from './lib/measure';
 import { createBenchDatabase, redactUrl } from './lib/postgres-admin';
 import { Align, fmtInt, fmtPct, machineInfo, markdownTable, memoryInfo, textTable } from './lib/report';
+import { rawSamplesLine, writeResultJson } from './lib/results';
 
 const TARGET = 0.7;
 const RESULTS_DIR = resolve(__dirname, '../../bench/results');
@@ -199,31 +204,21 @@ async function heartbeatMain(): Promise<void> {
   console.log(textTable(edgeHeader, edgeTable, edgeAlign));
   for (const line of [...walLines, costLine, ...notes, memoryLine]) console.log(line);
 
-  const stamp = started.toISOString().replace(/[:.]/g, '-');
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  const jsonPath = join(RESULTS_DIR, `heartbeat-${stamp}.json`);
-  writeFileSync(
-    jsonPath,
-    JSON.stringify(
-      {
-        benchmark: 'heartbeat-cas',
-        target: TARGET,
-        config: { seconds, warmupSeconds: warmup, rounds, concurrencies, detail },
-        machine,
-        versions: { sqlite: sqliteVersion, postgres: postgresVersion },
-        memory,
-        validationCost: cost,
-        notes,
-        rows: rows.map((r) => ({
-          ...r,
-          ratio: r.median.repository! / r.median.ceiling!,
-          pass: r.median.repository! / r.median.ceiling! >= TARGET,
-        })),
-      },
-      null,
-      2,
-    ) + '\n',
-  );
+  const jsonPath = writeResultJson(RESULTS_DIR, 'heartbeat', started, {
+    benchmark: 'heartbeat-cas',
+    target: TARGET,
+    config: { seconds, warmupSeconds: warmup, rounds, concurrencies, detail },
+    machine,
+    versions: { sqlite: sqliteVersion, postgres: postgresVersion },
+    memory,
+    validationCost: cost,
+    notes,
+    rows: rows.map((r) => ({
+      ...r,
+      ratio: r.median.repository! / r.median.ceiling!,
+      pass: r.median.repository! / r.median.ceiling! >= TARGET,
+    })),
+  });
   const markdown = [
     '# Heartbeat compare-and-set: repository vs. raw single-row UPDATE',
     '',
@@ -252,7 +247,7 @@ async function heartbeatMain(): Promise<void> {
     ...notes.map((n) => `${n}\n`),
     memoryLine,
     '',
-    `Raw samples: \`${relative(resolve(RESULTS_DIR, '../..'), jsonPath)}\`.`,
+    rawSamplesLine(RESULTS_DIR, jsonPath),
     '',
   ].join('\n');
   writeFileSync(join(RESULTS_DIR, 'latest-heartbeat.md'), markdown);
@@ -278,6 +273,7 @@ async function main(): Promise<void> {
   if (suites.includes('curve')) await curveMain(RESULTS_DIR);
   if (suites.includes('worker-cost')) await workerCostMain(RESULTS_DIR);
   if (suites.includes('lease-enforcement')) await leaseEnforcementMain(RESULTS_DIR);
+  if (suites.includes('peer')) await peerMain(RESULTS_DIR);
   if (suites.includes('journal')) await journalMain(RESULTS_DIR);
 }
 
@@ -293,6 +289,7 @@ const SUITES = [
   'curve',
   'worker-cost',
   'lease-enforcement',
+  'peer',
   'journal',
 ];
 

@@ -21,8 +21,11 @@ export interface SpawnCeiling {
   readonly parentRssMiB: number;
 }
 
-/** One run as the executor starts it, without its work folder, journal or reaper. */
-async function spawnOne(): Promise<void> {
+/**
+ * One run as the executor starts it, without its work folder, journal or reaper: also the job of the
+ * fair peer (bench/peer-child.ts).
+ */
+export async function spawnOne(): Promise<void> {
   const child = spawn('/bin/sh', ['-c', 'true'], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/', LANG: 'C.UTF-8' },
     detached: true,

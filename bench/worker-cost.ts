@@ -13,7 +13,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
+import { MACHINE_CLASSES, WORKER_NODE_FLAGS, workerNodeFlags } from '../apps/worker/src/node-flags';
 import { noopTask } from './dispatch';
 import { envNumber, median } from './lib/measure';
 import {
@@ -38,6 +38,8 @@ function procCpu(pid: number): { self: number; children: number } {
 interface Variant {
   readonly name: string;
   readonly main: string;
+  /** The V8 flags its node runs with (a machine class's, apps/worker/src/node-flags.ts). */
+  readonly flags: readonly string[];
 }
 
 export interface CostSample {
@@ -113,7 +115,7 @@ async function drainOnce(
 ): Promise<CostSample | SyscallSample> {
   const ids = await queue();
   const extra = (process.env.QL_BENCH_COST_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-  const worker = spawnNode([...WORKER_NODE_FLAGS, ...extra, variant.main], {
+  const worker = spawnNode([...variant.flags, ...extra, variant.main], {
     ...pki.workerEnv('cost-w1', plane.ready.ingressUrl),
     QL_WORKER_REQUEST_TIMEOUT_MS: '30000',
     QL_WORKER_STOP_BUDGET_MS: '40000',
@@ -168,8 +170,18 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
   const warmup = Math.floor(envNumber('QL_BENCH_COST_WARMUP', 10, 1));
   const rounds = Math.floor(envNumber('QL_BENCH_COST_ROUNDS', 3, 1));
   const baseline = process.env.QL_BENCH_COST_BASELINE;
-  const variants: Variant[] = [{ name: 'this build', main: WORKER_MAIN }];
-  if (baseline) variants.push({ name: 'baseline', main: join(baseline, 'apps/worker/src/main.js') });
+  // Both machine classes' flags (apps/worker/src/node-flags.ts): the same build, interleaved.
+  const variants: Variant[] = MACHINE_CLASSES.map((c) => ({
+    name: `this build, ${c}-machine flags`,
+    main: WORKER_MAIN,
+    flags: workerNodeFlags(c),
+  }));
+  if (baseline)
+    variants.push({
+      name: 'baseline',
+      main: join(baseline, 'apps/worker/src/main.js'),
+      flags: workerNodeFlags('small'),
+    });
   const strace = spawnSync('strace', ['-V'], { encoding: 'utf8' }).status === 0;
   console.log(
     `worker-cost bench: ${runs} no-op runs per drain (after ${warmup}), ${rounds} rounds, ` +

@@ -45,7 +45,11 @@ describe('restart with a leftover group it cannot prove its own (sqlite)', () =>
   let leftoverPgid: number | null = null;
 
   beforeAll(async () => {
-    h = await RemoteRunHarness.start('sqlite', ['worker-a']);
+    h = await RemoteRunHarness.start('sqlite', ['worker-a'], {
+      // "Killed, then reported" needs the restart (two process starts: seconds on a loaded machine) to
+      // report inside attempt 1's term: with 5 s the attempt came out lost under a second suite.
+      QL_RUN_LEASE_MS: '20000',
+    });
   });
   afterAll(async () => {
     if (leftoverPgid !== null) {

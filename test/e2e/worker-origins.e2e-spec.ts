@@ -1,5 +1,6 @@
 import { AnswerCutter } from '../support/answer-cutter';
 import { EntryPoint, WORKER, freePort, tempDir } from '../support/entry-points';
+import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import {
   TestDatabase,
   TestPlane,
@@ -36,7 +37,7 @@ describe('a worker with two control-plane origins (PostgreSQL replicas)', () => 
 
   beforeAll(async () => {
     db = await createTestDatabase('postgres');
-    pki = await createTestPki(['worker-a', 'worker-b', 'worker-c']);
+    pki = await createTestPki(['worker-a', 'worker-b', 'worker-c', 'worker-d']);
     const env = { QL_SESSION_LEASE_MS: String(LEASE_MS) };
     a = await startTestPlane(db, pki, env);
     b = await startTestPlane(db, pki, env);
@@ -192,6 +193,37 @@ describe('a worker with two control-plane origins (PostgreSQL replicas)', () => 
       expect(recovered.every((l) => l.level === 'info' && Number(l.failures) > 1)).toBe(true);
       expect(w.running).toBe(true);
       expect(registrations(w)).toHaveLength(1);
+    } finally {
+      await relay.close();
+      await c.close();
+    }
+  });
+
+  it('started before its control plane answers, the worker waits (register sent again, one warning), registers once it answers; SIGTERM while it waits exits 0', async () => {
+    const c = await startTestPlane(db, pki, { QL_SESSION_LEASE_MS: '60000' });
+    const relay = await AnswerCutter.start(c.plane.ingressUrl);
+    try {
+      relay.refuse(true);
+      const w = startWorker('worker-d', [relay.origin], { QL_WORKER_REQUEST_TIMEOUT_MS: '1000' });
+      await w.until('register still failing', async () =>
+        w.messages().includes('register still failing') ? true : undefined,
+      );
+      expect(w.running).toBe(true); // before: exit 1, "worker failed to start"
+      expect(w.messages().filter((m) => m === 'register failed')).toHaveLength(1);
+      relay.refuse(false);
+      const online = await atVersion(w, c, 'worker-d', 1);
+      expect(registrations(w)).toHaveLength(1);
+      expect(w.lines.find((l) => l.msg === 'register recovered')).toMatchObject({ level: 'info' });
+      expect(online.status).toBe('online');
+
+      const waiting = startWorker('worker-c', [`https://127.0.0.1:${await freePort()}`]);
+      await waiting.until('register failed', async () =>
+        waiting.messages().includes('register failed') ? true : undefined,
+      );
+      waiting.kill('SIGTERM');
+      expect(await waiting.exited).toEqual({ code: WORKER_EXIT.ok, signal: null });
+      expect(waiting.messages()).toContain('worker stopped before it registered');
+      expect(registrations(waiting)).toEqual([]);
     } finally {
       await relay.close();
       await c.close();

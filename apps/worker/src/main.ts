@@ -88,8 +88,14 @@ async function main(): Promise<number> {
     const containment = containmentLine(app.get(LocalProcessExecutor).containment());
     log[containment.level](containment.msg, containment.fields);
     try {
+      // A stop signal while it registers (the control plane may be unreachable for a while) ends the start.
+      void signal.then(() => lifecycle.cancelStart());
       await lifecycle.start();
     } catch (error) {
+      if (lifecycle.startCancelled) {
+        log.info('worker stopped before it registered');
+        return WORKER_EXIT.ok;
+      }
       if (error instanceof JournalLockedError) {
         log.error('worker refused to start: its journal folder is in use', describe(error));
         return WORKER_EXIT.journalLocked;

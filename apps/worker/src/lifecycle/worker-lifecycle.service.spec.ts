@@ -1,3 +1,4 @@
+// Size: one fake control plane and every lifecycle path against it (register and its retries, heartbeats, drain, stop, fences).
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { IngressAction } from '@ql/contracts';
 import { isUuidV7, parseRegistration } from '@ql/domain';
@@ -8,6 +9,8 @@ import { loadWorkerConfig } from '../config/worker-config';
 import { IngressCallError, IngressCallOptions } from '../ingress-client/worker-ingress-https.client';
 import { JsonLineLog } from '../logging/worker-log';
 import {
+  REGISTER_RETRY_FIRST_MS,
+  REGISTER_RETRY_MAX_MS,
   WorkerIngress,
   WorkerLifecycleService,
   WorkerStopError,
@@ -304,6 +307,58 @@ describe('WorkerLifecycleService', () => {
       code: 'transport_error',
       reason: 'ECONNRESET',
     });
+  });
+
+  it('register is sent again, same session, while no answer comes (timeout, 503), 0.5 s then 1 s apart; one warning, one recovery line', async () => {
+    const noAnswers = [
+      new IngressCallError('register', 0, 'timeout', 'no complete answer within 100 ms'),
+      new IngressCallError('register', 503, 'control_plane_unavailable', 'starting'),
+    ];
+    ingress.reply.register = (call) => {
+      const error = noAnswers.shift();
+      if (error) throw error;
+      return ingress.accept(call);
+    };
+    const started = service.start();
+    await tick(0);
+    expect(ingress.calls).toHaveLength(1);
+    await tick(REGISTER_RETRY_FIRST_MS - 1);
+    expect(ingress.calls).toHaveLength(1); // not before its pause
+    await tick(1);
+    expect(ingress.calls).toHaveLength(2);
+    await tick(2 * REGISTER_RETRY_FIRST_MS);
+    await started;
+    const registers = ingress.calls.filter((c) => c.action === 'register');
+    expect(registers).toHaveLength(3);
+    expect(new Set(registers.map((c) => c.sessionId)).size).toBe(1); // a committed try is answered as a replay
+    expect(service.currentState).toBe('online');
+    expect(logged().filter((l) => String(l.msg).startsWith('register '))).toEqual([
+      expect.objectContaining({ level: 'warn', msg: 'register failed', code: 'timeout', retryInMs: 500 }),
+      expect.objectContaining({ level: 'info', msg: 'register recovered', failures: 2 }),
+    ]);
+  });
+
+  it('a stop while register waits to be sent again ends the start: cancelled, nothing more sent', async () => {
+    ingress.reply.register = () => {
+      throw new IngressCallError('register', 0, 'transport_error', 'connect ECONNREFUSED', 'ECONNREFUSED');
+    };
+    const started = service.start();
+    await tick(0);
+    service.cancelStart();
+    await expect(started).rejects.toThrow();
+    expect(service.startCancelled).toBe(true);
+    expect(service.currentState).toBe('failed');
+    await tick(REGISTER_RETRY_MAX_MS);
+    expect(ingress.calls).toHaveLength(1);
+  });
+
+  it('missing credentials are not waited for: the start fails at once', async () => {
+    ingress.reply.register = () => {
+      throw new IngressCallError('register', 0, 'credentials_unavailable', 'ENOENT /etc/ql/worker.key');
+    };
+    await expect(service.start()).rejects.toMatchObject({ code: 'credentials_unavailable' });
+    expect(ingress.calls).toHaveLength(1);
+    expect(service.startCancelled).toBe(false);
   });
 
   it('a failed registration leaves no heartbeat and closes the client', async () => {

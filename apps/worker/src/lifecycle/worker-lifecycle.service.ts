@@ -24,7 +24,9 @@ import {
   LeaseCallOptions,
   LeaseChannel,
   describeError,
+  isRetryable,
   isSessionFenced,
+  pause,
 } from '../runs/lease-channel';
 import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerRuns } from '../runs/run-supervisor';
@@ -36,6 +38,18 @@ import {
   WORKER_RUNS,
   WORKER_SOFTWARE_VERSION,
 } from '../worker.tokens';
+
+/** The first pause before register is sent again; each next one twice as long, at most the max. */
+export const REGISTER_RETRY_FIRST_MS = 500;
+export const REGISTER_RETRY_MAX_MS = 10_000;
+
+/** `start()` ended by `cancelStart()` (a stop signal while registering): nothing to report, exit 0. */
+export class StartCancelled extends Error {
+  constructor() {
+    super('the worker was stopped before it registered');
+    this.name = 'StartCancelled';
+  }
+}
 
 /** The slice of the HTTPS client the lifecycle needs (a fake in unit tests). */
 export interface WorkerIngress {
@@ -157,7 +171,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       parseRegistration(body); // the control plane's own rules, so a local mistake fails here, clearly
       await this.runs?.open(); // single ownership of the journal before any session exists (R-WRK-1)
       const sessionId = this.ids.uuidV7();
-      const res = await this.ingress.call('register', sessionId, body, { signal: this.abort.signal });
+      const res = await this.register(sessionId, body);
       const session = readSessionResponse(res, this.config.workerId, sessionId);
       this.session = {
         sessionId,
@@ -190,6 +204,39 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       await this.ingress.close();
       throw error;
     }
+  }
+
+  /**
+   * Register, sent again while no answer comes — the control plane starting, unreachable, slow or
+   * busy (no answer, 429, 5xx) — with the same session id, which the control plane answers as a replay
+   * if an earlier try committed; a pause of 0.5 s doubling up to 10 s between tries, logged once per
+   * outage. A refusal (any other answer) or missing credentials end the start; `cancelStart()` too.
+   */
+  private async register(sessionId: string, body: unknown): Promise<IngressResponse<'register'>> {
+    const failures = new RepeatedFailureLog(this.log, 'register');
+    for (let pauseMs = REGISTER_RETRY_FIRST_MS; ; pauseMs = Math.min(pauseMs * 2, REGISTER_RETRY_MAX_MS)) {
+      try {
+        const res = await this.ingress.call('register', sessionId, body, { signal: this.abort.signal });
+        failures.succeeded({ workerId: this.config.workerId });
+        return res;
+      } catch (error) {
+        const answerless = isRetryable(error) && (error as IngressCallError).code !== 'credentials_unavailable';
+        if (!answerless || this.abort.signal.aborted) throw error;
+        failures.failed({ workerId: this.config.workerId, retryInMs: pauseMs, ...describeError(error) });
+        await pause(pauseMs, this.abort.signal);
+        if (this.abort.signal.aborted) throw new StartCancelled();
+      }
+    }
+  }
+
+  /** Whether `start()` failed because `cancelStart()` stopped it. */
+  get startCancelled(): boolean {
+    return this.abort.signal.reason instanceof StartCancelled;
+  }
+
+  /** A stop asked for while the worker is still starting (registering): `start()` rejects. */
+  cancelStart(): void {
+    if (this.state === 'starting' && !this.abort.signal.aborted) this.abort.abort(new StartCancelled());
   }
 
   /** The journal's records first (leftover groups killed, reports sent), then pulling (R-WRK-1). */
