@@ -6,7 +6,7 @@
  * each figure beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
- *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer (default all); `npm run bench -- memory`
+ *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer,journal (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too; heartbeat-mtls: only the mTLS part of heartbeat
  *   QL_BENCH_MTLS_WORKERS    heartbeat over mTLS: workers, each its own certificate (default 256);
  *                            QL_BENCH_MTLS_IN_FLIGHT heartbeats in flight (default 32)
@@ -19,6 +19,7 @@
  *   QL_BENCH_COST_*          worker-cost: RUNS (100), WARMUP (10), ROUNDS (3), BASELINE (dist/ to compare), NODE_FLAGS
  *   QL_BENCH_SWITCH_ARMS     lease-enforcement: armings of the dead man's switch per sample (300);
  *                            QL_BENCH_LEASE_SCENARIOS=0 skips the e2e scenarios (they need jest)
+ *   QL_BENCH_JOURNAL_RUNS    journal: runs (7 durable steps each) per sample (default 300); QL_BENCH_JOURNAL_WARMUP (20)
  *   QL_BENCH_PEER_*          peer: LEVELS (W×S: 1x1,4x1,4x4), RUNS (150), WARMUP (20), ROUNDS (3),
  *                            LATENCY_SAMPLES (100), LATENCY_WARMUP (5), LATENCY_PAUSE_MS (50)
  *   QL_BENCH_STEP_RUNS       steps: pre-claimed runs per sample (default 300); QL_BENCH_STEP_CONCURRENCY (1,8)
@@ -45,6 +46,7 @@ import { memoryMain } from './memory-main';
 import { stepsMain } from './steps';
 import { workerCostMain } from './worker-cost';
 import { leaseEnforcementMain } from './lease-enforcement';
+import { journalMain } from './journal';
 import { peerMain } from './peer-main';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
@@ -272,6 +274,7 @@ async function main(): Promise<void> {
   if (suites.includes('worker-cost')) await workerCostMain(RESULTS_DIR);
   if (suites.includes('lease-enforcement')) await leaseEnforcementMain(RESULTS_DIR);
   if (suites.includes('peer')) await peerMain(RESULTS_DIR);
+  if (suites.includes('journal')) await journalMain(RESULTS_DIR);
 }
 
 class UsageError extends Error {}
@@ -287,6 +290,7 @@ const SUITES = [
   'worker-cost',
   'lease-enforcement',
   'peer',
+  'journal',
 ];
 
 const USAGE = `usage: npm run bench [-- <group> ...]   (node dist/bench/run.js [<group> ...])

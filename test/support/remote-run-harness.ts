@@ -12,10 +12,11 @@
  * Every wait polls a condition with a deadline (`eventually`); on a timeout the transcripts of the
  * workers it started are in the error.
  */
-import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { WORKER_SETTINGS } from '../../apps/worker/src/config/worker-config';
+import { readJournalLog } from '../../apps/worker/src/journal/journal-log';
 import type { JournalRecord } from '../../apps/worker/src/journal/journal-record';
 import { ATTEMPT_MARKER } from '../../apps/worker/src/executor/local-process.executor';
 import { environHas } from '../../apps/worker/src/host/process-table';
@@ -379,12 +380,9 @@ export class RemoteRunHarness {
   }
 }
 
-/** The journal record files of a worker's journal folder, parsed (names are `<offerId>.json`); none before it exists. */
+/** The records a worker's journal holds now, read from its log without the lock; none before it exists. */
 export function journalRecords(dir: string): JournalRecord[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((name) => name.endsWith('.json'))
-    .map((name) => JSON.parse(readFileSync(join(dir, name), 'utf8')) as JournalRecord);
+  return readJournalLog(dir);
 }
 
 /** The `attempt.finished` event of an attempt: its detail holds the reported status and exit code. */

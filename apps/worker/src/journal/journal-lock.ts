@@ -1,7 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync } from 'node:fs';
-import { readFile, unlink } from 'node:fs/promises';
+import { closeSync, openSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { ProcessIdentity, identityOf, isSameProcessAlive } from '../host/process-table';
 import { syncFolder, writeFileAtomic } from './durable-files';
@@ -53,8 +52,7 @@ export class JournalLock {
 
   static async acquire(dir: string, workerId: string, now: Date): Promise<JournalLock> {
     const path = join(dir, LOCK_FILE);
-    const found = await readFile(path, 'utf8').catch(() => null);
-    const holder = readLock(found);
+    const holder = readLock(readIfThere(path));
     const held = takeKernelLock(dir);
     if (held === null) {
       const who = holder
@@ -82,7 +80,7 @@ export class JournalLock {
       };
       const bytes = `${JSON.stringify(content)}\n`;
       // Whatever `journal.lock` held, its owner no longer holds the kernel lock: it is stale.
-      await writeFileAtomic(dir, LOCK_FILE, bytes);
+      writeFileAtomic(dir, LOCK_FILE, bytes);
       return new JournalLock(dir, bytes, held);
     } catch (error) {
       held.close();
@@ -94,14 +92,21 @@ export class JournalLock {
   async release(): Promise<void> {
     try {
       const path = join(this.dir, LOCK_FILE);
-      const current = await readFile(path, 'utf8').catch(() => null);
-      if (current === this.bytes) {
-        await unlink(path);
-        await syncFolder(this.dir);
+      if (readIfThere(path) === this.bytes) {
+        unlinkSync(path);
+        syncFolder(this.dir);
       }
     } finally {
       if (this.held.open) this.held.close();
     }
+  }
+}
+
+function readIfThere(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
   }
 }
 

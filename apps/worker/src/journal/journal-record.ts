@@ -153,6 +153,35 @@ export function validateJournalRecord(value: unknown): JournalRecord {
   return record;
 }
 
+/** What an accepted offer brings to its record. */
+export type OfferFields = Pick<
+  JournalRecord,
+  'offerId' | 'runId' | 'attemptId' | 'leaseGeneration' | 'specDigest'
+> & {
+  readonly leaseToken: string;
+};
+
+/** A fresh record in `accepted`, created and updated `at` (not validated: the caller does). */
+export function acceptedRecord(offer: OfferFields, at: string): JournalRecord {
+  return {
+    schema: JOURNAL_RECORD_SCHEMA,
+    ...offer,
+    state: 'accepted',
+    createdAt: at,
+    updatedAt: at,
+    process: null,
+    exit: null,
+    outcome: null,
+    recoveryReason: null,
+  };
+}
+
+/** The record frozen with its parts, so no holder can change what the next step starts from. */
+export function freezeRecord(record: JournalRecord): JournalRecord {
+  for (const part of [record.process, record.exit, record.outcome]) if (part) Object.freeze(part);
+  return Object.freeze(record);
+}
+
 /** Strictly reads one record file's bytes; `name` is the file, for the error message. */
 export function parseJournalRecord(text: string, name: string): JournalRecord {
   try {

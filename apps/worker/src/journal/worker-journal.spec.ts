@@ -1,41 +1,33 @@
 import { createIdGenerator } from '@ql/contracts';
 import { IllegalStateError } from '@ql/domain';
-import { randomBytes } from 'node:crypto';
-import {
+import fs, {
   existsSync,
   mkdtempSync,
   readFileSync,
   readdirSync,
-  renameSync,
   rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { chmod, mkdir, open } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LOG_FILE, readJournalLog } from './journal-log';
 import { JournalCorruptError, JournalRecord } from './journal-record';
 import { JournalState } from './journal-states';
 import { RestartAction, WORKER_RESTARTED } from './restart-action';
 import { RestartScan } from './restart-scan';
-import { AcceptedOffer, JournalFullError, WorkerJournal } from './worker-journal';
-import { PATH_TO } from '../../test-support/journal-fixtures';
+import { JournalFullError, WorkerJournal } from './worker-journal';
+import { DRIVEN_PROCESS, SUCCEEDED, driveNewRecord, newOffer } from '../../test-support/journal-fixtures';
 
 const ids = createIdGenerator();
 let root: string;
 beforeEach(() => (root = mkdtempSync(join(tmpdir(), 'ql-journal-'))));
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-const offer = (): AcceptedOffer => ({
-  offerId: ids.uuidV7(),
-  runId: ids.uuidV7(),
-  attemptId: ids.uuidV7(),
-  leaseGeneration: 1,
-  leaseToken: randomBytes(32).toString('base64url'),
-  specDigest: 'a'.repeat(64),
-});
-const proc = { pid: 4242, pgid: 4242, bootId: 'boot-1' };
-const outcome = { status: 'succeeded', exitCode: 0, errorCode: null } as const;
+const offer = () => newOffer();
+const proc = DRIVEN_PROCESS;
+const outcome = SUCCEEDED;
 
 async function opened(dir = join(root, 'journal'), maxRecords = 64): Promise<WorkerJournal> {
   const journal = new WorkerJournal({ dir, workerId: 'worker-1', maxRecords });
@@ -43,25 +35,32 @@ async function opened(dir = join(root, 'journal'), maxRecords = 64): Promise<Wor
   return journal;
 }
 
-/** Drives a fresh record along the table to `state`, through real writes. */
+/** Drives a fresh record along the table to `state`, through real writes; `exited`: the process ended. */
 async function driveTo(journal: WorkerJournal, state: JournalState, exited = false): Promise<JournalRecord> {
-  const o = offer();
-  let r = await journal.accept(o);
-  for (const to of PATH_TO[state]) {
-    r = await journal.transition(o.offerId, to, {
-      ...(to === 'started' ? { process: proc } : {}),
-      ...(to === 'completion_acknowledged' ? { outcome } : {}),
-      ...(to === 'recovery_required' ? { recoveryReason: 'launch_interrupted' } : {}),
-    });
-  }
-  if (exited) r = await journal.update(o.offerId, { exit: { code: 0, signal: null }, outcome });
-  return r;
+  const r = await driveNewRecord(journal, state);
+  return exited ? journal.update(r.offerId, { exit: { code: 0, signal: null }, outcome }) : r;
 }
 
 const mode = (path: string) => statSync(path).mode & 0o777;
 
+/** The next write lands 40 bytes of its frame, then fails with `code` (a disk filling up, an I/O error). */
+function failNextWriteHalfWay(code: 'ENOSPC' | 'EIO') {
+  const realWrite = fs.writeSync as (fd: number, b: Buffer, off: number, len: number, pos: number) => number;
+  const message = code === 'ENOSPC' ? 'ENOSPC: no space left on device, write' : 'EIO: i/o error, write';
+  return jest.spyOn(fs, 'writeSync').mockImplementationOnce(((
+    fd: number,
+    b: Buffer,
+    off: number,
+    _len: number,
+    pos: number,
+  ) => {
+    realWrite(fd, b, off, 40, pos);
+    throw Object.assign(new Error(message), { code });
+  }) as unknown as typeof fs.writeSync);
+}
+
 describe('WorkerJournal storage (R-WRK-2)', () => {
-  it('touches nothing until open(), then keeps 0600 records in a 0700 folder with no temp file left', async () => {
+  it('touches nothing until open(), then keeps its records in one 0600 log in a 0700 folder with no temp file left', async () => {
     const dir = join(root, 'worker', 'journal');
     const journal = new WorkerJournal({ dir, workerId: 'worker-1', maxRecords: 64 });
     expect(existsSync(join(root, 'worker'))).toBe(false);
@@ -69,16 +68,15 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
     const r = await driveTo(journal, 'started');
     expect(mode(dir)).toBe(0o700);
     expect(mode(join(root, 'worker'))).toBe(0o700);
-    expect(readdirSync(dir).sort()).toEqual(
-      [`${r.offerId}.json`, 'journal.lock', 'journal.lock.sqlite'].sort(),
-    );
-    expect(mode(join(dir, `${r.offerId}.json`))).toBe(0o600);
+    expect(readdirSync(dir).sort()).toEqual([LOG_FILE, 'journal.lock', 'journal.lock.sqlite'].sort());
+    expect(mode(join(dir, LOG_FILE))).toBe(0o600);
     expect(mode(join(dir, 'journal.lock'))).toBe(0o600);
     expect(mode(join(dir, 'journal.lock.sqlite'))).toBe(0o600);
-    const stored = JSON.parse(readFileSync(join(dir, `${r.offerId}.json`), 'utf8')) as JournalRecord;
-    expect(stored).toMatchObject({ state: 'started', process: proc, runId: r.runId, leaseGeneration: 1 });
+    expect(readJournalLog(dir)).toEqual([
+      expect.objectContaining({ state: 'started', process: proc, runId: r.runId, leaseGeneration: 1 }),
+    ]);
     await journal.close();
-    expect(readdirSync(dir).sort()).toEqual([`${r.offerId}.json`, 'journal.lock.sqlite'].sort()); // the kernel lock file stays (ADR 0029)
+    expect(readdirSync(dir).sort()).toEqual([LOG_FILE, 'journal.lock.sqlite'].sort()); // the kernel lock file stays (ADR 0029)
   });
 
   it('refuses a folder others can read, and a journal used before open()', async () => {
@@ -95,7 +93,7 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
   it('rejects an illegal step and a step missing what its state needs, and writes nothing', async () => {
     const journal = await opened();
     const r = await driveTo(journal, 'launching');
-    const file = join(journal.dir, `${r.offerId}.json`);
+    const file = join(journal.dir, LOG_FILE);
     const before = readFileSync(file, 'utf8');
     await expect(journal.transition(r.offerId, 'completion_acknowledged', { outcome })).rejects.toThrow(
       IllegalStateError,
@@ -105,6 +103,7 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
     await expect(journal.transition(r.offerId, 'recovery_required')).rejects.toThrow(/recoveryReason/);
     expect(readFileSync(file, 'utf8')).toBe(before);
     await expect(journal.accept({ ...offer(), offerId: r.offerId })).rejects.toThrow(/already journaled/);
+    expect(readFileSync(file, 'utf8')).toBe(before);
     await journal.close();
   });
 
@@ -112,15 +111,16 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
     const journal = await opened();
     const live = await driveTo(journal, 'running_acknowledged');
     const stuck = await driveTo(journal, 'recovery_required');
-    const before = readdirSync(journal.dir).sort();
+    const log = join(journal.dir, LOG_FILE);
+    const before = readFileSync(log, 'utf8');
     await expect(journal.resolveRecovery(live.offerId)).rejects.toThrow(
       new RegExp(`offer ${live.offerId} is running_acknowledged, not recovery_required`),
     );
     await expect(journal.resolveRecovery(ids.uuidV7())).rejects.toThrow(/is not in the journal/);
-    expect(readdirSync(journal.dir).sort()).toEqual(before);
+    expect(readFileSync(log, 'utf8')).toBe(before);
     expect(journal.countInState('recovery_required')).toBe(1);
     await expect(journal.resolveRecovery(stuck.offerId)).resolves.toMatchObject({ offerId: stuck.offerId });
-    expect(existsSync(join(journal.dir, `${stuck.offerId}.json`))).toBe(false);
+    expect(readJournalLog(journal.dir).map((x) => x.offerId)).toEqual([live.offerId]);
     expect(await journal.get(stuck.offerId)).toBeNull();
     expect(journal.countInState('recovery_required')).toBe(0);
     await journal.close();
@@ -132,8 +132,11 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
     expect(live.leaseToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const done = await journal.transition(live.offerId, 'completion_acknowledged', { outcome });
     expect(done.leaseToken).toBeNull();
-    expect(readFileSync(join(journal.dir, `${live.offerId}.json`), 'utf8')).not.toContain(live.leaseToken!);
+    expect(readJournalLog(journal.dir)).toEqual([done]);
     await journal.close();
+    // The superseded frames still hold it until the log is compacted: at the next open at the latest.
+    await (await opened(journal.dir)).close();
+    expect(readFileSync(join(journal.dir, LOG_FILE), 'utf8')).not.toContain(live.leaseToken!);
   });
 
   it('prunes finished records oldest first beyond the limit and refuses a journal full of live runs', async () => {
@@ -157,12 +160,12 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
     await driveTo(journal, 'launching');
     await expect(journal.accept(offer())).rejects.toThrow(JournalFullError);
     await expect(journal.accept(offer())).rejects.toThrow(/holds 3 unfinished records/);
-    expect(readdirSync(journal.dir).filter((n) => n.endsWith('.json'))).toHaveLength(3);
+    expect(readJournalLog(journal.dir)).toHaveLength(3);
     expect(await journal.get(live[0]!.offerId)).not.toBeNull();
     await journal.close();
   });
 
-  it('removes a temp file a crash left behind and stops on a corrupt record', async () => {
+  it('removes a temp file a crash left behind and stops on a corrupt record file of an older worker', async () => {
     const journal = await opened();
     const r = await driveTo(journal, 'accepted');
     await journal.close();
@@ -171,72 +174,126 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
     expect(again.size).toBe(1);
     expect(readdirSync(journal.dir).some((n) => n.startsWith('.tmp-'))).toBe(false);
     await again.close();
+    const log = readFileSync(join(journal.dir, LOG_FILE));
     writeFileSync(join(journal.dir, `${r.offerId}.json`), '{"schema":"qinglong/worker-journal-record@v1"');
     await expect(opened(journal.dir)).rejects.toThrow(JournalCorruptError);
     await expect(opened(journal.dir)).rejects.toThrow(`journal record ${r.offerId}.json is unreadable`);
     expect(existsSync(join(journal.dir, 'journal.lock'))).toBe(false);
+    expect(readFileSync(join(journal.dir, LOG_FILE)).equals(log)).toBe(true); // refused: nothing changed
   });
 });
 
 describe('WorkerJournal memory copy (ADR 0023)', () => {
-  it('steps and reads start from what it last wrote, never from the file again', async () => {
+  it('steps and reads start from what it last wrote, never from the folder again', async () => {
     const journal = await opened();
     const r = await driveTo(journal, 'launching');
-    const file = join(journal.dir, `${r.offerId}.json`);
-    // Only the owner writes this folder; bytes put there behind its back are not read back while it is open.
-    writeFileSync(file, '{"not":"a record"}');
+    // Only the owner writes this folder; bytes put there behind its back are not read while it is open.
+    const planted = join(journal.dir, `${r.offerId}.json`);
+    writeFileSync(planted, '{"not":"a record"}');
     expect(await journal.get(r.offerId)).toEqual(r);
     expect((await journal.page(null)).records).toEqual([r]);
     const started = await journal.transition(r.offerId, 'started', { process: proc });
     expect(started).toMatchObject({ state: 'started', leaseToken: r.leaseToken, runId: r.runId });
     // The step wrote the whole record, durably, from the memory copy.
-    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual(started);
+    expect(readJournalLog(journal.dir)).toEqual([started]);
     const exited = await journal.update(r.offerId, { exit: { code: 0, signal: null }, outcome });
-    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual(exited);
+    expect(readJournalLog(journal.dir)).toEqual([exited]);
     expect(() => ((exited as { state: string }).state = 'accepted')).toThrow(TypeError);
     expect(() => ((exited.outcome as { status: string }).status = 'failed')).toThrow(TypeError);
     await journal.close();
+    rmSync(planted);
     const again = await opened(journal.dir);
     expect(await again.get(r.offerId)).toEqual(exited);
     await again.close();
   });
 
-  it('keeps the old copy when a write fails, so the next step starts from what the file holds', async () => {
+  it('keeps the old copy when a write fails half way, and cuts the half frame off the log', async () => {
     const journal = await opened();
     const r = await driveTo(journal, 'starting_acknowledged');
-    const dir = journal.dir;
-    const aside = `${dir}-aside`;
-    renameSync(dir, aside); // the write's temp file cannot be created
-    await expect(journal.transition(r.offerId, 'launching')).rejects.toThrow(/ENOENT/);
-    renameSync(aside, dir);
+    const log = join(journal.dir, LOG_FILE);
+    const before = readFileSync(log);
+    // The disk fills up in the middle of the frame: some bytes land, then ENOSPC.
+    const write = failNextWriteHalfWay('ENOSPC');
+    try {
+      await expect(journal.transition(r.offerId, 'launching')).rejects.toThrow(/ENOSPC/);
+    } finally {
+      write.mockRestore();
+    }
+    expect(readFileSync(log).equals(before)).toBe(true);
     expect(await journal.get(r.offerId)).toEqual(r);
     await expect(journal.transition(r.offerId, 'started', { process: proc })).rejects.toThrow(
       /starting_acknowledged → started/,
     );
     const launching = await journal.transition(r.offerId, 'launching');
-    expect(JSON.parse(readFileSync(join(dir, `${r.offerId}.json`), 'utf8'))).toEqual(launching);
+    expect(readJournalLog(journal.dir)).toEqual([launching]);
     await journal.close();
+    const again = await opened(journal.dir);
+    expect(await again.get(r.offerId)).toEqual(launching);
+    await again.close();
   });
 
-  it('an accept that prunes fsyncs twice (its temp file, then the folder: that covers the unlinks too)', async () => {
+  it('refuses every write once a failed one could not be undone; the next open drops the half frame', async () => {
+    const journal = await opened();
+    const r = await driveTo(journal, 'starting_acknowledged');
+    const write = failNextWriteHalfWay('EIO');
+    const truncate = jest.spyOn(fs, 'ftruncateSync').mockImplementationOnce(() => {
+      throw Object.assign(new Error('EIO: i/o error, ftruncate'), { code: 'EIO' });
+    });
+    try {
+      await expect(journal.transition(r.offerId, 'launching')).rejects.toThrow(/EIO/);
+    } finally {
+      write.mockRestore();
+      truncate.mockRestore();
+    }
+    await expect(journal.transition(r.offerId, 'launching')).rejects.toThrow(
+      /a failed write \(Error: EIO: i\/o error, write\) could not be undone .*; reopen the journal/,
+    );
+    await expect(journal.accept(offer())).rejects.toThrow(/could not be undone/);
+    expect(await journal.get(r.offerId)).toEqual(r);
+    await journal.close();
+    const again = await opened(journal.dir);
+    expect(await again.get(r.offerId)).toEqual(r);
+    await expect(again.transition(r.offerId, 'launching')).resolves.toMatchObject({ state: 'launching' });
+    await again.close();
+  });
+
+  it('every step is one write and one fdatasync, an accept that prunes and the last step of a run included (ADR 0041)', async () => {
     const journal = await opened(join(root, 'full'), 2);
     const old = [await driveTo(journal, 'start_failed'), await driveTo(journal, 'start_failed')];
-    const probe = await open(join(journal.dir, `${old[1]!.offerId}.json`), 'r');
-    const sync = jest.spyOn(Object.getPrototypeOf(probe) as { sync(): Promise<void> }, 'sync');
-    await probe.close();
+    const calls = [
+      'writeSync',
+      'fdatasyncSync',
+      'fsyncSync',
+      'openSync',
+      'renameSync',
+      'unlinkSync',
+    ] as const;
+    const spies = calls.map((name) => jest.spyOn(fs, name));
+    const counts = () => Object.fromEntries(calls.map((name, i) => [name, spies[i]!.mock.calls.length]));
+    const one = { writeSync: 1, fdatasyncSync: 1, fsyncSync: 0, openSync: 0, renameSync: 0, unlinkSync: 0 };
     try {
       const fresh = await journal.accept(offer());
+      expect(counts()).toEqual(one);
       expect(await journal.get(old[0]!.offerId)).toBeNull();
-      expect(existsSync(join(journal.dir, `${old[0]!.offerId}.json`))).toBe(false);
-      expect(existsSync(join(journal.dir, `${fresh.offerId}.json`))).toBe(true);
-      expect(sync).toHaveBeenCalledTimes(2);
-      // An explicit prune still makes its unlinks durable itself.
+      expect(
+        readJournalLog(journal.dir)
+          .map((r) => r.offerId)
+          .sort(),
+      ).toEqual([old[1]!.offerId, fresh.offerId].sort());
+      for (const spy of spies) spy.mockClear();
+      await journal.transition(fresh.offerId, 'starting_acknowledged');
+      expect(counts()).toEqual(one);
+      for (const spy of spies) spy.mockClear();
       await journal.transition(fresh.offerId, 'start_failed');
-      sync.mockClear();
+      expect(counts()).toEqual(one);
+      for (const spy of spies) spy.mockClear();
       expect(await journal.prune(1)).toBe(1);
-      expect(sync).toHaveBeenCalledTimes(1);
+      expect(counts()).toEqual(one);
+      for (const spy of spies) spy.mockClear();
+      expect(await journal.prune(1)).toBe(0); // nothing to remove: nothing written
+      expect(counts()).toEqual({ ...one, writeSync: 0, fdatasyncSync: 0 });
     } finally {
-      sync.mockRestore();
+      for (const spy of spies) spy.mockRestore();
     }
     await journal.close();
   });

@@ -1,15 +1,18 @@
 import { IllegalStateError } from '@ql/domain';
-import { mkdir, readFile, readdir, stat, unlink } from 'node:fs/promises';
+import { mkdirSync, readFileSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { TEMP_PREFIX, createFileExclusive, syncFolder, writeFileAtomic } from './durable-files';
+import { TEMP_PREFIX, syncFolder } from './durable-files';
 import { JournalLock } from './journal-lock';
+import { COMPACTION, CompactionPolicy, JournalLog } from './journal-log';
+import type { LogEntry } from './journal-log-format';
 import {
-  JOURNAL_RECORD_SCHEMA,
   JournalCorruptError,
   JournalRecord,
   RecordedExit,
   RecordedOutcome,
   RecordedProcess,
+  acceptedRecord,
+  freezeRecord,
   parseJournalRecord,
   validateJournalRecord,
 } from './journal-record';
@@ -21,6 +24,10 @@ export interface WorkerJournalOptions {
   /** Records kept at most; finished ones beyond it are pruned oldest first. */
   readonly maxRecords: number;
   readonly now?: () => Date;
+  /** When the log is rewritten to its live records (ADR 0041); tests lower it. */
+  readonly compaction?: CompactionPolicy;
+  /** Told when a compaction between steps failed (the log stays as it was; ADR 0041). */
+  readonly onCompactionError?: (error: unknown) => void;
 }
 
 export interface AcceptedOffer {
@@ -51,22 +58,25 @@ export class JournalFullError extends Error {
   override readonly name = 'JournalFullError';
 }
 
+/** Per-record files of a worker from before ADR 0041: read once at open, moved into the log. */
 const RECORD_FILE = /^([0-9a-f-]{36})\.json$/;
-const fileOf = (offerId: string) => `${offerId}.json`;
 
 /**
- * The worker's durable journal of accepted runs (R-WRK-1, R-WRK-2): one 0600 file per record in a
- * 0700 folder, every write a temp file + fsync + rename + folder fsync, owned by one process through
- * `journal.lock`. The constructor touches nothing; `open()` creates the folder, takes the lock and
- * loads every record. Writes run one after another. Each record is also kept in memory, exactly as it
- * was last written (or loaded): steps, `get` and `page` read that copy, never the file again — the
- * journal is the folder's one owner, so the file cannot hold anything else (ADR 0023).
+ * The worker's durable journal of accepted runs (R-WRK-1, R-WRK-2): an append-only log
+ * (`journal.log`, 0600) in a 0700 folder, owned by one process through `journal.lock`. Every step
+ * is one checksummed frame, one write and one fdatasync, by synchronous calls (ADR 0041); the log is
+ * compacted between steps once it holds far more than its live records. The constructor touches
+ * nothing; `open()` creates the folder, takes the lock and loads every record. Each record is also
+ * kept in memory, exactly as it was last written (or loaded): steps, `get` and `page` read that copy,
+ * never the file again — the journal is the folder's one owner, so the file cannot hold anything
+ * else (ADR 0023).
  */
 export class WorkerJournal {
   private lock: JournalLock | undefined;
-  /** Every record as its file holds it (set only once the write is durable), by offer id. */
+  private log: JournalLog | undefined;
+  /** Every record as the log holds it (set only once the write is durable), by offer id. */
   private readonly records = new Map<string, JournalRecord>();
-  private chain: Promise<unknown> = Promise.resolve();
+  private compaction: NodeJS.Immediate | undefined;
   private readonly now: () => Date;
 
   constructor(private readonly options: WorkerJournalOptions) {
@@ -77,6 +87,10 @@ export class WorkerJournal {
     ) {
       throw new RangeError(`journal maxRecords must be 1..${JOURNAL_LIMITS.maxRecords}`);
     }
+    const { minBytes, ratio } = options.compaction ?? COMPACTION;
+    if (!Number.isSafeInteger(minBytes) || minBytes < 0 || !(ratio >= 1)) {
+      throw new RangeError('journal compaction needs minBytes ≥ 0 (an integer) and ratio ≥ 1');
+    }
     this.now = options.now ?? (() => new Date());
   }
 
@@ -85,15 +99,15 @@ export class WorkerJournal {
   }
 
   get isOpen(): boolean {
-    return this.lock !== undefined;
+    return this.log !== undefined;
   }
 
   /** Creates the folder (0700), refuses one others can read, takes the lock, loads every record. */
   async open(): Promise<void> {
     if (this.lock) throw new IllegalStateError('journal is already open');
     const { dir } = this.options;
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const info = await stat(dir);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const info = statSync(dir);
     if (!info.isDirectory()) throw new Error(`journal ${dir} is not a folder`);
     if ((info.mode & 0o077) !== 0) {
       throw new Error(
@@ -102,7 +116,7 @@ export class WorkerJournal {
     }
     this.lock = await JournalLock.acquire(dir, this.options.workerId, this.now());
     try {
-      await this.loadRecords();
+      this.load();
     } catch (error) {
       await this.close();
       throw error;
@@ -110,9 +124,12 @@ export class WorkerJournal {
   }
 
   async close(): Promise<void> {
-    await this.chain.catch(() => undefined);
+    if (this.compaction) clearImmediate(this.compaction);
+    this.compaction = undefined;
     const lock = this.lock;
     this.lock = undefined;
+    this.log?.close();
+    this.log = undefined;
     this.records.clear();
     await lock?.release();
   }
@@ -122,57 +139,48 @@ export class WorkerJournal {
     return this.records.size;
   }
 
-  /** A new record in `accepted`; prunes finished records first if the journal is full. */
+  /** A new record in `accepted`; prunes finished records in the same write if the journal is full. */
   accept(offer: AcceptedOffer): Promise<JournalRecord> {
-    return this.serial(async () => {
+    return this.step(() => {
       if (this.records.has(offer.offerId))
         throw new IllegalStateError(`offer ${offer.offerId} is already journaled`);
-      // No folder fsync for these unlinks: the create below fsyncs the same folder, which makes them
-      // durable too; and a finished record that came back after a crash would only be pruned again.
-      await this.pruneTo(this.options.maxRecords - 1, false);
-      if (this.records.size >= this.options.maxRecords) {
+      const del = this.prunable(this.options.maxRecords - 1);
+      if (this.records.size - del.length >= this.options.maxRecords) {
         throw new JournalFullError(
           `journal ${this.options.dir} holds ${this.records.size} unfinished records (QL_WORKER_JOURNAL_MAX_RECORDS=${this.options.maxRecords})`,
         );
       }
-      const at = this.now().toISOString();
-      const record = validateJournalRecord({
-        schema: JOURNAL_RECORD_SCHEMA,
-        ...offer,
-        state: 'accepted',
-        createdAt: at,
-        updatedAt: at,
-        process: null,
-        exit: null,
-        outcome: null,
-        recoveryReason: null,
-      } satisfies JournalRecord);
-      if (!(await createFileExclusive(this.options.dir, fileOf(offer.offerId), serialize(record)))) {
-        throw new IllegalStateError(`offer ${offer.offerId} is already journaled`);
-      }
-      return this.keep(record);
+      const record = validateJournalRecord(acceptedRecord(offer, this.now().toISOString()));
+      this.write({ del, put: record });
+      return record;
     });
   }
 
   /** Moves a record along the table (illegal steps throw, nothing written); finished drops the token. */
   transition(offerId: string, to: JournalState, patch: JournalPatch = {}): Promise<JournalRecord> {
-    return this.serial(async () => {
+    return this.step(() => {
       const current = this.read(offerId);
       assertJournalTransition(current.state, to);
-      const next = await this.write({
+      const next = this.stamp({
         ...current,
         ...patch,
         state: to,
         leaseToken: isFinished(to) ? null : current.leaseToken,
       });
-      if (isFinished(to)) await this.pruneTo(this.options.maxRecords);
+      // Finished records beyond the bound go in the same write (only after the bound was lowered).
+      const del = isFinished(to) ? this.prunable(this.options.maxRecords, next) : [];
+      this.write({ del, put: next });
       return next;
     });
   }
 
   /** Adds what happened without a state change (the process exited; the outcome to report). */
   update(offerId: string, patch: Pick<JournalPatch, 'exit' | 'outcome'>): Promise<JournalRecord> {
-    return this.serial(async () => this.write({ ...this.read(offerId), ...patch }));
+    return this.step(() => {
+      const next = this.stamp({ ...this.read(offerId), ...patch });
+      this.write({ put: next });
+      return next;
+    });
   }
 
   /** How many records are in `state` (the memory copy: no file is read). */
@@ -214,91 +222,130 @@ export class WorkerJournal {
    * and nothing changes.
    */
   resolveRecovery(offerId: string): Promise<JournalRecord> {
-    return this.serial(async () => {
+    return this.step(() => {
       const record = this.read(offerId);
       if (record.state !== 'recovery_required') {
         throw new IllegalStateError(`offer ${offerId} is ${record.state}, not recovery_required`);
       }
-      await unlink(join(this.options.dir, fileOf(offerId)));
-      await syncFolder(this.options.dir);
-      this.records.delete(offerId);
+      this.write({ del: [offerId] });
       return record;
     });
   }
 
   /** Removes finished records, oldest change first, until at most `keep` records remain. */
   prune(keep: number = this.options.maxRecords): Promise<number> {
-    return this.serial(() => this.pruneTo(keep));
+    return this.step(() => {
+      const del = this.prunable(keep);
+      if (del.length) this.write({ del });
+      return del.length;
+    });
   }
 
-  private async pruneTo(keep: number, syncAfter = true): Promise<number> {
+  /**
+   * The finished records to remove, oldest change first, so that at most `keep` remain — counted
+   * with `next` in place of the record it replaces.
+   */
+  private prunable(keep: number, next?: JournalRecord): string[] {
     const excess = this.records.size - keep;
-    if (excess <= 0) return 0;
-    const finished = [...this.records.entries()]
-      .filter(([, v]) => isFinished(v.state))
-      .sort(([a, x], [b, y]) =>
-        x.updatedAt === y.updatedAt ? (a < b ? -1 : 1) : x.updatedAt < y.updatedAt ? -1 : 1,
+    if (excess <= 0) return [];
+    return [...this.records.values()]
+      .map((r) => (next && r.offerId === next.offerId ? next : r))
+      .filter((r) => isFinished(r.state))
+      .sort((x, y) =>
+        x.updatedAt === y.updatedAt ? (x.offerId < y.offerId ? -1 : 1) : x.updatedAt < y.updatedAt ? -1 : 1,
       )
-      .slice(0, excess);
-    for (const [id] of finished) {
-      await unlink(join(this.options.dir, fileOf(id)));
-      this.records.delete(id);
-    }
-    if (finished.length && syncAfter) await syncFolder(this.options.dir);
-    return finished.length;
+      .slice(0, excess)
+      .map((r) => r.offerId);
   }
 
-  private async loadRecords(): Promise<void> {
+  /**
+   * Removes what a crash cut short (temp files), loads the log and the per-record files of a worker
+   * from before ADR 0041, and removes those files once the log holds their records durably.
+   */
+  private load(): void {
     const { dir } = this.options;
-    for (const name of await readdir(dir)) {
+    const older = new Map<string, JournalRecord>();
+    for (const name of readdirSync(dir)) {
       if (name.startsWith(TEMP_PREFIX) || name.startsWith('.stale-')) {
-        await unlink(join(dir, name)); // a write or takeover cut short by a crash
+        unlinkSync(join(dir, name)); // a write or takeover cut short by a crash
         continue;
       }
       const match = RECORD_FILE.exec(name);
       if (!match) continue;
-      const record = parseJournalRecord(await readFile(join(dir, name), 'utf8'), name);
+      const record = parseJournalRecord(readFileSync(join(dir, name), 'utf8'), name);
       if (record.offerId !== match[1]) {
         throw new JournalCorruptError(`journal record ${name} names another offer`);
       }
-      this.keep(record);
+      older.set(record.offerId, record);
+    }
+    const { log, records } = JournalLog.open(dir, older, this.options.compaction ?? COMPACTION);
+    this.log = log;
+    for (const record of records.values()) this.keep(record);
+    if (older.size) {
+      for (const offerId of older.keys()) unlinkSync(join(dir, `${offerId}.json`));
+      syncFolder(dir);
     }
   }
 
   /** The record as last written or loaded; throws if the journal does not hold it. */
   private read(offerId: string): JournalRecord {
-    this.assertOpen();
     const record = this.records.get(offerId);
     if (!record) throw new IllegalStateError(`offer ${offerId} is not in the journal`);
     return record;
   }
 
-  /** Validated, written durably, and only then the memory copy (a failed write leaves the old one). */
-  private async write(record: JournalRecord): Promise<JournalRecord> {
-    const next = validateJournalRecord({ ...record, updatedAt: this.now().toISOString() });
-    await writeFileAtomic(this.options.dir, fileOf(next.offerId), serialize(next));
-    return this.keep(next);
+  /** Validated, with this step's time. */
+  private stamp(record: JournalRecord): JournalRecord {
+    return validateJournalRecord({ ...record, updatedAt: this.now().toISOString() });
+  }
+
+  /**
+   * One frame, durable when this returns; only then the memory copy changes (a failed write leaves
+   * the old one, which is what the log still holds). The record put is frozen in place.
+   */
+  private write(entry: LogEntry<JournalRecord>): void {
+    const log = this.log!;
+    log.append(entry);
+    for (const offerId of entry.del ?? []) this.records.delete(offerId);
+    if (entry.put) this.keep(entry.put);
+    if (log.wantsCompaction) this.compactSoon();
+  }
+
+  /** Compaction in a later turn of the event loop, never inside a step (ADR 0041). */
+  private compactSoon(): void {
+    if (this.compaction) return;
+    this.compaction = setImmediate(() => {
+      this.compaction = undefined;
+      if (!this.log?.wantsCompaction) return;
+      try {
+        this.log.compact(this.records.values());
+      } catch (error) {
+        this.options.onCompactionError?.(error);
+      }
+    });
+    this.compaction.unref();
   }
 
   /** Frozen, so no caller can change the copy the next step starts from. */
   private keep(record: JournalRecord): JournalRecord {
-    for (const part of [record.process, record.exit, record.outcome]) if (part) Object.freeze(part);
-    this.records.set(record.offerId, Object.freeze(record));
+    this.records.set(record.offerId, freezeRecord(record));
     return record;
   }
 
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    if (!this.lock) return Promise.reject(new IllegalStateError('journal is not open; call open() first'));
-    const run = this.chain.then(fn, fn);
-    this.chain = run.catch(() => undefined);
-    return run;
+  /**
+   * Runs a step now, synchronously (each step is one durable write), and hands its result or error
+   * over as a promise: the journal's callers await every step.
+   */
+  private step<T>(fn: () => T): Promise<T> {
+    try {
+      this.assertOpen();
+      return Promise.resolve(fn());
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   private assertOpen(): void {
-    if (!this.lock) throw new IllegalStateError('journal is not open; call open() first');
+    if (!this.log) throw new IllegalStateError('journal is not open; call open() first');
   }
-}
-
-function serialize(record: JournalRecord): string {
-  return `${JSON.stringify(record)}\n`;
 }

@@ -1,8 +1,9 @@
 import { RunActivationResponse, buildActivationResponse } from '@ql/contracts';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { FakeControlPlane, fenced, lostAnswer } from '../../test-support/fake-control-plane';
 import { WorkerHarness } from '../../test-support/worker-harness';
 import { groupAlive } from '../host/process-table';
+import { readJournalLog } from '../journal/journal-log';
 import { WorkerStopError } from '../lifecycle/worker-lifecycle.service';
 
 let h: WorkerHarness;
@@ -351,7 +352,11 @@ describe('RunSupervisor: stop and fence (R-WRK-5, R-WRK-6)', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(plane.calls).toHaveLength(sent);
     expect(plane.of('completion')).toEqual([]);
-    expect(readdirSync(h.config.journalDir)).toContain(`${lease.offerId}.json`);
+    // The lease is gone with the session: the record is finished here, nothing reported (ADR 0015).
+    expect(readJournalLog(h.config.journalDir).find((r) => r.offerId === lease.offerId)).toMatchObject({
+      state: 'completion_acknowledged',
+      outcome: { errorCode: 'lease_lost' },
+    });
   });
 });
 
