@@ -19,6 +19,13 @@ export interface HostProbe {
   python3VersionOutput(): Promise<string | null>;
 }
 
+/**
+ * How long `python3 --version` may take at start. A python3 slower than this is left out of the
+ * registered runtimes, so python tasks are never placed on this worker: 2 s did that to a worker on a
+ * loaded machine (python3 took 3 s to start there), and a router's flash can be as slow.
+ */
+export const PYTHON_PROBE_TIMEOUT_MS = 15_000;
+
 export const systemHostProbe: HostProbe = {
   arch: () => os.arch(),
   platform: () => os.platform(),
@@ -35,9 +42,14 @@ export const systemHostProbe: HostProbe = {
   python3VersionOutput: () =>
     new Promise((resolve) => {
       // One short-lived child at start only; never from a constructor (R-PROF-3).
-      execFile('python3', ['--version'], { timeout: 2000, windowsHide: true }, (error, stdout, stderr) => {
-        resolve(error ? null : `${stdout}${stderr}`.trim());
-      });
+      execFile(
+        'python3',
+        ['--version'],
+        { timeout: PYTHON_PROBE_TIMEOUT_MS, windowsHide: true, env: process.env },
+        (error, stdout, stderr) => {
+          resolve(error ? null : `${stdout}${stderr}`.trim());
+        },
+      );
     }),
 };
 
