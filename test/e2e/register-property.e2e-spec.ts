@@ -98,6 +98,9 @@ const mutations: Record<string, (b: Body) => unknown> = {
   oversized: (b) => ({ ...b, padding: 'x'.repeat(21 * 1024) }),
 };
 
+// 1,000 mTLS requests and a database read after each: ~20 s alone, over 60 s beside a second suite.
+jest.setTimeout(240_000);
+
 describe('fast-check: 1,000 generated register payloads against the running app (sqlite)', () => {
   let db: TestDatabase;
   let pki: Awaited<ReturnType<typeof createTestPki>>;

@@ -204,9 +204,16 @@ describe('RunSupervisor: pull, activation, output, completion (R-WRK-2..3, R-ACT
   });
 });
 
+/**
+ * The shortest lease these tests hold: renewed a third into what is left of it, killed 0.5 s before
+ * its end. 1.5 s left 1 s between a renewal and the kill, which a loaded machine (a second suite
+ * beside this one) starved: the worker rightly killed runs the tests expected to succeed.
+ */
+const SHORT_LEASE_MS = 4_000;
+
 describe('RunSupervisor: renewal and cancellation (R-WRK-4, R-RUN-5)', () => {
   it('an idle started worker holds its heartbeat and pull loops only; the renewal loop exists while a lease is held', async () => {
-    await start({}, 1500);
+    await start({}, SHORT_LEASE_MS);
     await h.until('a pull', () => plane.of('offers').length > 0);
     const idleLoops = ['worker-heartbeat', 'worker-pull'];
     // At most these two are armed at any moment (one of them may be in its cycle, not armed).
@@ -226,11 +233,11 @@ describe('RunSupervisor: renewal and cancellation (R-WRK-4, R-RUN-5)', () => {
   ])(
     'a control plane whose clock is %s the worker: expiries are read on the worker clock, renewed in time, the run succeeds',
     async (_, skewMs) => {
-      plane = new FakeControlPlane(1500);
+      plane = new FakeControlPlane(SHORT_LEASE_MS);
       plane.clockSkewMs = skewMs;
       h = new WorkerHarness(plane, {});
       await h.lifecycle.start();
-      plane.enqueue({ command: 'sleep 2; echo done' });
+      plane.enqueue({ command: 'sleep 3.5; echo done' });
       await completed();
       expect(plane.leaseList[0]!.completion).toMatchObject({ outcome: 'succeeded', exitCode: 0 });
       expect(plane.of('renew').length).toBeGreaterThanOrEqual(2);
@@ -238,8 +245,8 @@ describe('RunSupervisor: renewal and cancellation (R-WRK-4, R-RUN-5)', () => {
   );
 
   it('renews each held lease a third into its term on one loop; later calls carry the renewed version', async () => {
-    await start({}, 1500);
-    plane.enqueue({ command: 'sleep 2; echo done' });
+    await start({}, SHORT_LEASE_MS);
+    plane.enqueue({ command: 'sleep 3.5; echo done' });
     await completed();
     const renewals = plane.of('renew');
     expect(renewals.length).toBeGreaterThanOrEqual(2);
@@ -254,7 +261,7 @@ describe('RunSupervisor: renewal and cancellation (R-WRK-4, R-RUN-5)', () => {
   });
 
   it.each([
-    ['the renew answer', 1500, false],
+    ['the renew answer', SHORT_LEASE_MS, false],
     ['the heartbeat answer', 60_000, true],
   ])(
     'a cancel request in %s kills the exact process group and reports cancelled',
@@ -276,7 +283,7 @@ describe('RunSupervisor: renewal and cancellation (R-WRK-4, R-RUN-5)', () => {
   );
 
   it('a renew refused with 409 (lease gone) kills the run and completes nothing', async () => {
-    await start({}, 1500);
+    await start({}, SHORT_LEASE_MS);
     plane.enqueue({ command: 'sleep 30 & echo started; wait' });
     const lease = await h.until('started', () => plane.leaseList.find((l) => l.logs.length > 0));
     const pgid = pgidOf(lease.offerId);
@@ -295,7 +302,7 @@ describe('RunSupervisor: renewal and cancellation (R-WRK-4, R-RUN-5)', () => {
   });
 
   it('a renewal that gets no answer is retried only inside the term; past it the run is killed', async () => {
-    await start({}, 1500);
+    await start({}, SHORT_LEASE_MS);
     plane.enqueue({ command: 'sleep 30 & echo started; wait' });
     const lease = await h.until('started', () => plane.leaseList.find((l) => l.logs.length > 0));
     plane.reply.renew = () => {
