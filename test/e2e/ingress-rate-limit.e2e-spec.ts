@@ -1,0 +1,122 @@
+import { IngressAction, ingressPath } from '@ql/contracts';
+import { newSessionId, registerBody } from '../support/fixtures';
+import { prometheusSamples } from '../support/prometheus-text';
+import {
+  HttpResult,
+  TestDatabase,
+  TestPlane,
+  createTestDatabase,
+  createTestPki,
+  readPair,
+  startTestPlane,
+} from '../support/test-plane';
+
+/**
+ * ADR 0040 over the real mTLS ingress: one bucket per worker across every route (the guard is made
+ * once per Nest module, the limit is not), a 429 that says when to come back, counted in /metrics, and
+ * a bucket sized from the slots the process learns from the register and heartbeat answers it serves.
+ */
+describe('ingress rate limit per worker (ADR 0040)', () => {
+  let db: TestDatabase;
+  let pki: Awaited<ReturnType<typeof createTestPki>>;
+  const planes: TestPlane[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase('sqlite');
+    pki = await createTestPki(['worker-a', 'worker-b', 'worker-c', 'worker-d']);
+  });
+  afterAll(async () => {
+    for (const t of planes) await t.close();
+    await db?.dispose();
+    pki?.remove();
+  });
+
+  const start = async (env: Record<string, string>) => {
+    const t = await startTestPlane(db, pki, env);
+    planes.push(t);
+    return t;
+  };
+  /** One call of `workerId` (its own certificate) on `action`; the body only has to pass the guard. */
+  const caller = (t: TestPlane, workerId: string, sessionId = newSessionId()) => {
+    const creds = readPair(pki.workers[workerId]!);
+    return (action: IngressAction, body: unknown = {}) =>
+      t.ingress(creds, ingressPath(workerId, sessionId, action), body);
+  };
+  const scrape = async (t: TestPlane) =>
+    prometheusSamples((await t.admin('GET', '/metrics', undefined, t.viewerToken)).raw);
+  const limited = (res: HttpResult) => {
+    expect(res.status).toBe(429);
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.body).toEqual({
+      code: 'worker_rate_limited',
+      message: 'too many requests from this worker; retry after 1 s',
+      retryAfterSeconds: 1,
+    });
+  };
+  /** How many calls pass before the first 429 (at most `max`). */
+  const passesBefore429 = async (call: () => Promise<HttpResult>, max: number) => {
+    for (let n = 0; n < max; n++) if ((await call()).status === 429) return n;
+    return max;
+  };
+
+  it('one bucket per worker across all its routes: emptied on one route, the next call on any other is 429 with Retry-After, counted by action, without a database statement', async () => {
+    // A flat limit (no slot sizing): three calls, then one per second.
+    const t = await start({
+      QL_INGRESS_RATE_BURST: '3',
+      QL_INGRESS_RATE_PER_SECOND: '1',
+      QL_INGRESS_RATE_PER_SLOT: '0',
+    });
+    const a = caller(t, 'worker-a');
+    const before = await scrape(t);
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await a('register', registerBody())).status);
+    expect(statuses).toEqual([200, 200, 200]);
+    const statements = t.statements();
+    // Each answered by another controller (activation, leases, session): each 429 from the one bucket.
+    limited(await a('starting'));
+    limited(await a('offers'));
+    limited(await a('heartbeat'));
+    expect(t.statements()).toBe(statements);
+    // Another worker has its own bucket.
+    expect((await caller(t, 'worker-b')('register', registerBody())).status).toBe(200);
+
+    const after = await scrape(t);
+    for (const action of ['starting', 'offers', 'heartbeat'])
+      expect(
+        (after.get(`ql_ingress_rate_limited_total{action="${action}"}`) ?? 0) -
+          (before.get(`ql_ingress_rate_limited_total{action="${action}"}`) ?? 0),
+      ).toBe(1);
+    expect(after.has('ql_ingress_rate_limited_total{action="register"}')).toBe(false);
+  });
+
+  it('the bucket grows with the slots the register answer names: a 4-slot worker gets what a 1-slot one does not', async () => {
+    // Unknown worker (one slot): 1/s, burst 2. Known with 4 slots: 4/s, burst 8 (topped up at once).
+    const t = await start({
+      QL_INGRESS_RATE_BURST: '2',
+      QL_INGRESS_RATE_PER_SECOND: '1',
+      QL_INGRESS_RATE_PER_SLOT: '1',
+    });
+    const four = caller(t, 'worker-a');
+    expect((await four('register', registerBody({ maxConcurrentRuns: 4, availableSlots: 4 }))).status).toBe(200);
+    const one = caller(t, 'worker-b');
+    expect((await one('register', registerBody({ maxConcurrentRuns: 1, availableSlots: 1 }))).status).toBe(200);
+    // After the register: 8 - 1 tokens for the 4-slot worker, 2 - 1 for the 1-slot one (plus refill).
+    expect(await passesBefore429(() => four('offers'), 20)).toBeGreaterThanOrEqual(7);
+    expect(await passesBefore429(() => one('offers'), 20)).toBeLessThanOrEqual(2);
+  });
+
+  it('a replica that did not serve the register learns the slots from the heartbeat answer it serves', async () => {
+    const env = { QL_INGRESS_RATE_BURST: '2', QL_INGRESS_RATE_PER_SECOND: '1', QL_INGRESS_RATE_PER_SLOT: '1' };
+    const first = await start(env);
+    const second = await start(env);
+    const sessionId = newSessionId();
+    const registered = await caller(first, 'worker-c', sessionId)('register', registerBody());
+    expect(registered.status).toBe(200);
+    const onSecond = caller(second, 'worker-c', sessionId);
+    const beat = await onSecond('heartbeat', { generation: 1, expectedVersion: 0, availableSlots: 4 });
+    expect(beat.status).toBe(200);
+    expect(await passesBefore429(() => onSecond('offers'), 20)).toBeGreaterThanOrEqual(7);
+    // A worker the second replica has only seen call (no session answer): the one-slot default.
+    expect(await passesBefore429(() => caller(second, 'worker-d')('offers'), 20)).toBeLessThanOrEqual(2);
+  });
+});
