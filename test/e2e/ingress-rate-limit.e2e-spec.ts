@@ -1,6 +1,12 @@
+import { readFileSync } from 'node:fs';
 import { IngressAction, ingressPath } from '@ql/contracts';
+import {
+  IngressCallError,
+  WorkerIngressHttpsClient,
+} from '../../apps/worker/src/ingress-client/worker-ingress-https.client';
 import { newSessionId, registerBody } from '../support/fixtures';
 import { prometheusSamples } from '../support/prometheus-text';
+import { RemoteRunHarness } from '../support/remote-run-harness';
 import {
   HttpResult,
   TestDatabase,
@@ -89,6 +95,33 @@ describe('ingress rate limit per worker (ADR 0040)', () => {
     expect(after.has('ql_ingress_rate_limited_total{action="register"}')).toBe(false);
   });
 
+  it("the worker's HTTPS client reads the 429's Retry-After", async () => {
+    const t = await start({
+      QL_INGRESS_RATE_BURST: '1',
+      QL_INGRESS_RATE_PER_SECOND: '1',
+      QL_INGRESS_RATE_PER_SLOT: '0',
+    });
+    const paths = pki.workers['worker-a']!;
+    const client = new WorkerIngressHttpsClient({
+      origins: [t.plane.ingressUrl],
+      workerId: 'worker-a',
+      credentials: () => ({
+        certPem: readFileSync(paths.certPath),
+        keyPem: readFileSync(paths.keyPath),
+        caPem: readFileSync(pki.caCertPath),
+      }),
+    });
+    try {
+      const sessionId = newSessionId();
+      await client.call('register', sessionId, registerBody());
+      const refused = await client.call('register', sessionId, registerBody()).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(IngressCallError);
+      expect(refused).toMatchObject({ status: 429, code: 'worker_rate_limited', retryAfterMs: 1000 });
+    } finally {
+      await client.close();
+    }
+  });
+
   it('the bucket grows with the slots the register answer names: a 4-slot worker gets what a 1-slot one does not', async () => {
     // Unknown worker (one slot): 1/s, burst 2. Known with 4 slots: 4/s, burst 8 (topped up at once).
     const t = await start({
@@ -97,16 +130,24 @@ describe('ingress rate limit per worker (ADR 0040)', () => {
       QL_INGRESS_RATE_PER_SLOT: '1',
     });
     const four = caller(t, 'worker-a');
-    expect((await four('register', registerBody({ maxConcurrentRuns: 4, availableSlots: 4 }))).status).toBe(200);
+    expect((await four('register', registerBody({ maxConcurrentRuns: 4, availableSlots: 4 }))).status).toBe(
+      200,
+    );
     const one = caller(t, 'worker-b');
-    expect((await one('register', registerBody({ maxConcurrentRuns: 1, availableSlots: 1 }))).status).toBe(200);
+    expect((await one('register', registerBody({ maxConcurrentRuns: 1, availableSlots: 1 }))).status).toBe(
+      200,
+    );
     // After the register: 8 - 1 tokens for the 4-slot worker, 2 - 1 for the 1-slot one (plus refill).
     expect(await passesBefore429(() => four('offers'), 20)).toBeGreaterThanOrEqual(7);
     expect(await passesBefore429(() => one('offers'), 20)).toBeLessThanOrEqual(2);
   });
 
   it('a replica that did not serve the register learns the slots from the heartbeat answer it serves', async () => {
-    const env = { QL_INGRESS_RATE_BURST: '2', QL_INGRESS_RATE_PER_SECOND: '1', QL_INGRESS_RATE_PER_SLOT: '1' };
+    const env = {
+      QL_INGRESS_RATE_BURST: '2',
+      QL_INGRESS_RATE_PER_SECOND: '1',
+      QL_INGRESS_RATE_PER_SLOT: '1',
+    };
     const first = await start(env);
     const second = await start(env);
     const sessionId = newSessionId();
@@ -118,5 +159,41 @@ describe('ingress rate limit per worker (ADR 0040)', () => {
     expect(await passesBefore429(() => onSecond('offers'), 20)).toBeGreaterThanOrEqual(7);
     // A worker the second replica has only seen call (no session answer): the one-slot default.
     expect(await passesBefore429(() => caller(second, 'worker-d')('offers'), 20)).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('a worker process over its rate limit (ADR 0040)', () => {
+  let h: RemoteRunHarness;
+  afterAll(() => h?.close());
+
+  it('runs its tasks through the 429s, logs one warning for the burst and one line with its count when it is over', async () => {
+    // A flat 4 calls per second: a one-slot worker running short tasks back to back asks for far more.
+    h = await RemoteRunHarness.start('sqlite', ['worker-a'], {
+      QL_INGRESS_RATE_BURST: '4',
+      QL_INGRESS_RATE_PER_SECOND: '4',
+      QL_INGRESS_RATE_PER_SLOT: '0',
+    });
+    const w = h.startWorker('worker-a', { env: { QL_WORKER_HEARTBEAT_MS: '1000' } });
+    await h.untilOnline(w);
+    const task = await h.createTask({ command: 'true', runtime: 'shell' });
+    const runs = [];
+    for (let i = 0; i < 8; i++) runs.push(await h.trigger(task));
+    for (const runId of runs) expect((await h.untilRunEnds(runId)).status).toBe('succeeded');
+    // Over: the first answer at least 5 s after the last 429 (heartbeats go on every second).
+    const over = await w.until('the burst is over', async () =>
+      w.lines.find((l) => l.msg === 'control plane rate limit over'),
+    );
+    const metrics = prometheusSamples((await h.t.admin('GET', '/metrics', undefined, h.t.viewerToken)).raw);
+    const refusedByPlane = [...metrics]
+      .filter(([key]) => key.startsWith('ql_ingress_rate_limited_total{'))
+      .reduce((sum, [, n]) => sum + n, 0);
+    expect(over.refusals).toBe(refusedByPlane);
+    expect(refusedByPlane).toBeGreaterThan(1);
+    // Besides the start-up advice about QL_WORKER_RUN_AS, the burst's one line: no pull, heartbeat or
+    // renewal failure, no line per refused call.
+    const warnings = w.lines
+      .filter((l) => l.level === 'warn' && !String(l.msg).startsWith('tasks run as'))
+      .map((l) => l.msg);
+    expect(warnings).toEqual(['control plane rate-limits this worker; its calls wait as Retry-After says']);
   });
 });

@@ -53,7 +53,10 @@ describe('ingressAllowance (ADR 0040)', () => {
       perSecond: 5000,
       burst: 2000,
     });
-    expect(ingressAllowance({ ...settings, ingressRatePerSlot: 0 }, 64)).toEqual({ perSecond: 50, burst: 100 });
+    expect(ingressAllowance({ ...settings, ingressRatePerSlot: 0 }, 64)).toEqual({
+      perSecond: 50,
+      burst: 100,
+    });
   });
 
   it('Retry-After is whole seconds, at least 1, never sooner than the bucket allows', () => {

@@ -81,7 +81,9 @@ export class MtlsPrincipalGuard implements CanActivate {
 /** The ingress action of a matched route (its last path segment): a bounded metric label. */
 function actionOf(request: FastifyRequest): IngressAction | 'unknown' {
   const action = request.routeOptions.url?.slice(request.routeOptions.url.lastIndexOf('/') + 1);
-  return (INGRESS_ACTIONS as readonly string[]).includes(action ?? '') ? (action as IngressAction) : 'unknown';
+  return (INGRESS_ACTIONS as readonly string[]).includes(action ?? '')
+    ? (action as IngressAction)
+    : 'unknown';
 }
 
 export const Principal = createParamDecorator(
