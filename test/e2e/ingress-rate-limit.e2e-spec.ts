@@ -18,11 +18,11 @@ import {
 } from '../support/test-plane';
 
 /**
- * ADR 0040 over the real mTLS ingress: one bucket per worker across every route (the guard is made
+ * ADR 0042 over the real mTLS ingress: one bucket per worker across every route (the guard is made
  * once per Nest module, the limit is not), a 429 that says when to come back, counted in /metrics, and
  * a bucket sized from the slots the process learns from the register and heartbeat answers it serves.
  */
-describe('ingress rate limit per worker (ADR 0040)', () => {
+describe('ingress rate limit per worker (ADR 0042)', () => {
   let db: TestDatabase;
   let pki: Awaited<ReturnType<typeof createTestPki>>;
   const planes: TestPlane[] = [];
@@ -162,7 +162,7 @@ describe('ingress rate limit per worker (ADR 0040)', () => {
   });
 });
 
-describe('a worker process over its rate limit (ADR 0040)', () => {
+describe('a worker process over its rate limit (ADR 0042)', () => {
   let h: RemoteRunHarness;
   afterAll(() => h?.close());
 

@@ -43,7 +43,7 @@ describe('RateLimiter: a token bucket per key with its own allowance', () => {
   });
 });
 
-describe('ingressAllowance (ADR 0040)', () => {
+describe('ingressAllowance (ADR 0042)', () => {
   const settings = { ingressRatePerSecond: 50, ingressRateBurst: 100, ingressRatePerSlot: 250 };
 
   it('grows with the slots, never below the floor settings; 0 per slot is the flat limit', () => {

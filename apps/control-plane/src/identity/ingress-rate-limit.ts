@@ -12,7 +12,7 @@ type RateSettings = Pick<
 export const UNKNOWN_WORKER_SLOTS = 1;
 
 /**
- * ADR 0040: a worker's allowance grows with its slots — `QL_INGRESS_RATE_PER_SLOT` requests per second
+ * ADR 0042: a worker's allowance grows with its slots — `QL_INGRESS_RATE_PER_SLOT` requests per second
  * per slot and a burst of two seconds of that — and never falls below `QL_INGRESS_RATE_PER_SECOND` /
  * `QL_INGRESS_RATE_BURST`, which stay the floor (and, set high, lift the limit for everyone).
  */

@@ -20,7 +20,7 @@ const principals = new WeakMap<TLSSocket, WorkerPrincipal | null>();
  * repository call; the path's worker id must be the principal's. Then the per-worker rate limit, the
  * certificate's validity at this request and the certificate revocation list (`PrincipalStanding`).
  * Nest makes one guard per module that uses it, so the limit is not the guard's own: it is the identity
- * module's one `IngressRateLimit`, one bucket per worker across every route (ADR 0040).
+ * module's one `IngressRateLimit`, one bucket per worker across every route (ADR 0042).
  */
 @Injectable()
 export class MtlsPrincipalGuard implements CanActivate {

@@ -55,7 +55,7 @@ export class RegistryService {
       snapshot,
       leaseMs: this.config.sessionLeaseMs,
     });
-    // The rate limit sizes this worker's bucket from its slots (ADR 0040), from answers, not reads.
+    // The rate limit sizes this worker's bucket from its slots (ADR 0042), from answers, not reads.
     this.rateLimit.learnSlots(principal.workerId, result.session.maxConcurrentRuns);
     if (result.outcome !== 'replayed') {
       const { workerId, sessionId: session, generation, version } = result.session;

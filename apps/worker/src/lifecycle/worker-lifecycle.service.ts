@@ -122,7 +122,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   private heartbeats = false;
   /** `heartbeat failed`, then summaries with growing spacing, then `heartbeat recovered` (issue 16). */
   private readonly heartbeatFailures: RepeatedFailureLog;
-  /** One warning per burst of 429s across every call of the worker (ADR 0040). */
+  /** One warning per burst of 429s across every call of the worker (ADR 0042). */
   private readonly rateLimits: RateLimitLog;
   /** Session calls carry an expected version, so they run strictly one after another. */
   private chain: Promise<unknown> = Promise.resolve();

@@ -3,7 +3,7 @@ import { rateLimited } from '../../test-support/fake-control-plane';
 import { RateLimitLog } from './rate-limit-log';
 import { JsonLineLog } from './worker-log';
 
-describe('RateLimitLog: one warning per burst of 429s (ADR 0040)', () => {
+describe('RateLimitLog: one warning per burst of 429s (ADR 0042)', () => {
   let now: number;
   let lines: Array<Record<string, unknown>>;
   let burst: RateLimitLog;

@@ -8,7 +8,7 @@ import type { WorkerLog } from './worker-log';
 export const RATE_LIMIT_QUIET_MS = 5_000;
 
 /**
- * ADR 0040: one warning per burst of `429 worker_rate_limited` answers, whatever the route or the
+ * ADR 0042: one warning per burst of `429 worker_rate_limited` answers, whatever the route or the
  * loop that got them, instead of one line per call (or none, as before), and one line when the burst
  * is over with how many calls were refused and for how long. Every ingress call's outcome comes here.
  */

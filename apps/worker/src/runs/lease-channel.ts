@@ -106,7 +106,7 @@ export interface TermOptions {
 
 /**
  * One lease call; a call that got no answer is sent again, with the same content, only while the
- * lease term lasts (R-WRK-4), after the answer's `Retry-After` when it had one (ADR 0040). Any other
+ * lease term lasts (R-WRK-4), after the answer's `Retry-After` when it had one (ADR 0042). Any other
  * failure is the caller's to judge.
  */
 export async function callInTerm<A extends LeaseAction>(

@@ -4,7 +4,7 @@ import { IngressCallError } from '../ingress-client/worker-ingress-https.client'
 import { RETRY_AFTER_CAP_MS, retryAfterOf } from './lease-channel';
 
 /**
- * ADR 0040 in the worker: a 429 (or a 503) says when to call again, and every loop that got one waits
+ * ADR 0042 in the worker: a 429 (or a 503) says when to call again, and every loop that got one waits
  * that long — not its own fixed delay (20 ms between lease-call retries here, 50 ms between pulls,
  * a 250 ms renewal tick) — and the burst is one warning in the log, not a line per call per loop.
  */
@@ -30,7 +30,7 @@ const gaps = (calls: { at: number }[]) => calls.slice(1).map((c, i) => c.at - ca
 const warnings = () => h.lines.filter((l) => l.level === 'warn').map((l) => l.msg);
 const BURST_WARNING = 'control plane rate-limits this worker; its calls wait as Retry-After says';
 
-describe('a rate-limited worker waits as Retry-After says and logs the burst once (ADR 0040)', () => {
+describe('a rate-limited worker waits as Retry-After says and logs the burst once (ADR 0042)', () => {
   it('a lease call (starting) is sent again after Retry-After, not after the fixed retry delay; the run succeeds', async () => {
     await start();
     plane.reply.starting = refuseFirst(2);
