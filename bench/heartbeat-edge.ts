@@ -13,7 +13,8 @@ import {
   SqlWorkerSessionRepository,
 } from '@ql/persistence';
 import { parseHeartbeat, parseRegistration } from '@ql/domain';
-import { ControlPlaneConfig } from '../apps/control-plane/src/config/config';
+import { ControlPlaneConfig, loadConfig } from '../apps/control-plane/src/config/config';
+import { IngressRateLimit } from '../apps/control-plane/src/identity/ingress-rate-limit';
 import { EdgeValidationPipe } from '../apps/control-plane/src/http/validation/edge-validation.pipe';
 import { WorkerPrincipal } from '../apps/control-plane/src/identity/worker-principal';
 import { ControlPlaneMetrics } from '../apps/control-plane/src/metrics/control-plane-metrics';
@@ -49,6 +50,7 @@ export function registryOp(
     new SqlActivationRepository(db),
     { sessionLeaseMs: leaseMs, heartbeatBatchWindowMs: 0, heartbeatBatchMax: 1 } as ControlPlaneConfig,
     metrics,
+    new IngressRateLimit(loadConfig({})),
   );
   return (w: Fenced) => {
     const principal = { workerId: w.workerId } as WorkerPrincipal;

@@ -6,7 +6,8 @@ import {
   ValidationError,
 } from '@ql/domain';
 import { HEARTBEAT_BATCH_SQL, SqlActivationRepository, SqlOperationalStatsRepository } from '@ql/persistence';
-import { ControlPlaneConfig } from '../../apps/control-plane/src/config/config';
+import { ControlPlaneConfig, loadConfig } from '../../apps/control-plane/src/config/config';
+import { IngressRateLimit } from '../../apps/control-plane/src/identity/ingress-rate-limit';
 import { WorkerPrincipal } from '../../apps/control-plane/src/identity/worker-principal';
 import { ControlPlaneMetrics } from '../../apps/control-plane/src/metrics/control-plane-metrics';
 import { RegistryService } from '../../apps/control-plane/src/registry/registry.service';
@@ -215,7 +216,13 @@ export function describeHeartbeatBatchContract(dialect: string, makeTarget: () =
         heartbeatBatchMax: 64,
       } as ControlPlaneConfig;
       const metrics = new ControlPlaneMetrics(new SqlOperationalStatsRepository(f.db));
-      const registry = new RegistryService(f.sessions, new SqlActivationRepository(f.db), config, metrics);
+      const registry = new RegistryService(
+        f.sessions,
+        new SqlActivationRepository(f.db),
+        config,
+        metrics,
+        new IngressRateLimit(loadConfig({})),
+      );
       const principal = { workerId: w.workerId } as WorkerPrincipal;
       const body = { generation: 1, expectedVersion: 0, availableSlots: 1 };
       const first = await registry.heartbeat(principal, w.sessionId, body);

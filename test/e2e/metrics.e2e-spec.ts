@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { IngressAction, ingressPath } from '@ql/contracts';
 import { LeaseSweeperService } from '../../apps/control-plane/src/leases/lease-sweeper.service';
 import { newSessionId, registerBody } from '../support/fixtures';
+import { prometheusSamples as samples } from '../support/prometheus-text';
 import {
   Dialect,
   TestDatabase,
@@ -11,17 +12,6 @@ import {
   readPair,
   startTestPlane,
 } from '../support/test-plane';
-
-/** `name{labels} value` lines of a Prometheus text scrape, keyed by `name{labels}` as printed. */
-function samples(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    out.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return out;
-}
 
 describe.each<Dialect>(['sqlite', 'postgres'])('/metrics (%s)', (dialect) => {
   let db: TestDatabase;

@@ -313,3 +313,15 @@ export function fenced(area: 'session' | 'lease', reason: string): IngressCallEr
 export function lostAnswer(): IngressCallError {
   return new IngressCallError('fake', 0, 'transport_error', 'transport failed: ECONNRESET', 'ECONNRESET');
 }
+
+/** 429 `worker_rate_limited` with `Retry-After` as the HTTPS client reads it (ADR 0042). */
+export function rateLimited(retryAfterMs: number): IngressCallError {
+  return new IngressCallError(
+    'fake',
+    429,
+    'worker_rate_limited',
+    'too many requests',
+    undefined,
+    retryAfterMs,
+  );
+}

@@ -56,6 +56,8 @@ export interface IngressError {
   readonly code: IngressErrorCode;
   readonly message: string;
   readonly reason?: string;
+  /** 429 only: the seconds the worker waits before its next call, as the `Retry-After` header says. */
+  readonly retryAfterSeconds?: number;
 }
 
 /** The session projection every session call answers with. */

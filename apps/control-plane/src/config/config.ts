@@ -52,6 +52,7 @@ export interface ControlPlaneConfig {
   readonly ingressConnectionMaxMs: number;
   readonly ingressRatePerSecond: number;
   readonly ingressRateBurst: number;
+  readonly ingressRatePerSlot: number;
   readonly shutdownGraceMs: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
@@ -272,15 +273,22 @@ export const SETTINGS = [
     key: 'ingressRatePerSecond',
     env: 'QL_INGRESS_RATE_PER_SECOND',
     default: '50',
-    doc: 'sustained ingress requests per second per worker before 429',
+    doc: 'the least sustained rate of one worker: ingress requests per second, all its routes together, before 429 with `Retry-After` (the worker’s slots may raise it, `QL_INGRESS_RATE_PER_SLOT`)',
     parse: int(1, 100_000),
   },
   {
     key: 'ingressRateBurst',
     env: 'QL_INGRESS_RATE_BURST',
     default: '100',
-    doc: 'ingress burst per worker before 429',
+    doc: 'the least burst of one worker: requests it may send at once after a quiet spell, all its routes together',
     parse: int(1, 100_000),
+  },
+  {
+    key: 'ingressRatePerSlot',
+    env: 'QL_INGRESS_RATE_PER_SLOT',
+    default: '250',
+    doc: 'requests per second a worker gets for each of its slots (`maxConcurrentRuns`, as its session says), with a burst of twice that, when more than the two settings above; 0: the same flat limit for every worker',
+    parse: int(0, 100_000),
   },
   {
     key: 'shutdownGraceMs',

@@ -26,6 +26,14 @@ export class IngressErrorDto implements IngressError {
     description: 'why a fence refused the call (409 only)',
   })
   readonly reason?: string;
+
+  @ApiProperty({
+    type: 'integer',
+    minimum: 1,
+    required: false,
+    description: 'seconds to wait before the next call of this worker, as `Retry-After` says (429 only)',
+  })
+  readonly retryAfterSeconds?: number;
 }
 
 export class ProblemDto implements Problem {
@@ -76,7 +84,11 @@ const INGRESS_ANSWERS: readonly [number, readonly IngressErrorCode[], string][] 
   ],
   [404, ['worker_route_not_found'], 'another method than POST, a query string, an unknown path or action'],
   [413, ['worker_request_too_large'], 'over the route’s byte limit'],
-  [429, ['worker_rate_limited'], 'over the per-worker rate'],
+  [
+    429,
+    ['worker_rate_limited'],
+    'over the worker’s rate, all its routes together; `Retry-After` and `retryAfterSeconds` say when to call again',
+  ],
   [
     503,
     ['worker_ingress_unavailable'],
@@ -97,12 +109,12 @@ export function IngressErrorResponses(fences: readonly IngressErrorCode[]) {
         status,
         description: `${codes.map((c) => `\`${c}\``).join(' | ')}: ${description}`,
         content: { 'application/json': { schema: withCode(codes) } },
-        ...(status === 503
+        ...(status === 503 || status === 429
           ? {
               headers: {
                 'Retry-After': {
                   description: 'seconds to wait before retrying',
-                  schema: { type: 'integer' },
+                  schema: { type: 'integer', minimum: 1 },
                 },
               },
             }

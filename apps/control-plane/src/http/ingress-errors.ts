@@ -9,6 +9,8 @@ export class IngressRefusal extends Error {
     readonly status: number,
     readonly code: IngressErrorCode,
     message: string,
+    /** A 429's `Retry-After` (whole seconds), also in the body. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -21,8 +23,10 @@ export interface RenderedError {
 
 /** One mapping from anything thrown on the ingress path to `{code, message, reason?}` (R-WIRE-3). */
 export function renderIngressError(error: unknown): RenderedError {
-  if (error instanceof IngressRefusal)
-    return { status: error.status, body: { code: error.code, message: error.message } };
+  if (error instanceof IngressRefusal) {
+    const { status, code, message, retryAfterSeconds } = error;
+    return { status, body: { code, message, ...(retryAfterSeconds ? { retryAfterSeconds } : {}) } };
+  }
   if (error instanceof DomainError) return renderDomainError(error);
   switch (fastifyErrorCode(error)) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

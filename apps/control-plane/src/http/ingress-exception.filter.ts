@@ -27,7 +27,8 @@ export class IngressExceptionFilter implements ExceptionFilter {
       this.logger.error({ msg: 'ingress request failed', error: String(error) });
     }
     const reply = http.getResponse<FastifyReply>();
-    if (status === 503) void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+    const retryAfter = body.retryAfterSeconds ?? (status === 503 ? RETRY_AFTER_SECONDS : undefined);
+    if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
     void reply.status(status).type('application/json').send(body);
   }
 }

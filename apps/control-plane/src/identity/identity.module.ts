@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ApiKeyGuard } from './api-key.guard';
+import { IngressRateLimit } from './ingress-rate-limit';
 import { MtlsPrincipalGuard } from './mtls-principal.guard';
 import { PrincipalStanding } from './principal-standing';
 import { RevocationCache } from './revocation-cache';
@@ -7,10 +8,11 @@ import { RevocationCache } from './revocation-cache';
 /**
  * Who is calling: the worker principal from the verified client certificate (mTLS guard, with the
  * certificate revocation cache and the per-worker rate limit), and admin callers by API key and role.
- * Both guards decide before any other repository call.
+ * Both guards decide before any other repository call. `IngressRateLimit` is provided here once, so
+ * the guard instances of every ingress module share its buckets (the registry sizes them).
  */
 @Module({
-  providers: [MtlsPrincipalGuard, PrincipalStanding, RevocationCache, ApiKeyGuard],
-  exports: [MtlsPrincipalGuard, PrincipalStanding, RevocationCache, ApiKeyGuard],
+  providers: [MtlsPrincipalGuard, PrincipalStanding, RevocationCache, ApiKeyGuard, IngressRateLimit],
+  exports: [MtlsPrincipalGuard, PrincipalStanding, RevocationCache, ApiKeyGuard, IngressRateLimit],
 })
 export class IdentityModule {}

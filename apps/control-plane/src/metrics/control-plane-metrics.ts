@@ -23,6 +23,12 @@ export class ControlPlaneMetrics {
     labelNames: ['area', 'reason'] as const,
     registers: [this.registry],
   });
+  private readonly rateLimitedCalls = new Counter({
+    name: 'ql_ingress_rate_limited_total',
+    help: 'Worker ingress calls refused 429 by the per-worker rate limit, by ingress action',
+    labelNames: ['action'] as const,
+    registers: [this.registry],
+  });
   private readonly claims = new Counter({
     name: 'ql_claims_total',
     help: 'Pulls answered, by outcome (offered, replayed, idle) and idle reason',
@@ -117,6 +123,11 @@ export class ControlPlaneMetrics {
   fencedRefusal(code: string, reason: string | undefined): void {
     const area = /^worker_(\w+)_fenced$/.exec(code)?.[1] ?? 'unknown';
     this.fenced.inc({ area, reason: reason ?? 'none' });
+  }
+
+  /** `action` is an ingress action name (or `unknown`): bounded, never a worker id. */
+  rateLimited(action: string): void {
+    this.rateLimitedCalls.inc({ action });
   }
 
   claim(outcome: 'offered' | 'replayed' | 'idle', reason = 'none'): void {

@@ -14,6 +14,7 @@ import {
 import { HeartbeatResponse, MAX_HEARTBEAT_CANCELS, RegisterResponse, SessionResponse } from '@ql/contracts';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
+import { IngressRateLimit } from '../identity/ingress-rate-limit';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { RegisterDto } from './dto/register.dto';
@@ -33,6 +34,7 @@ export class RegistryService {
     @Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
     private readonly metrics: ControlPlaneMetrics,
+    private readonly rateLimit: IngressRateLimit,
   ) {
     this.heartbeats = new HeartbeatBatcher(sessions, {
       windowMs: config.heartbeatBatchWindowMs,
@@ -53,6 +55,8 @@ export class RegistryService {
       snapshot,
       leaseMs: this.config.sessionLeaseMs,
     });
+    // The rate limit sizes this worker's bucket from its slots (ADR 0042), from answers, not reads.
+    this.rateLimit.learnSlots(principal.workerId, result.session.maxConcurrentRuns);
     if (result.outcome !== 'replayed') {
       const { workerId, sessionId: session, generation, version } = result.session;
       // Ids and counters only: never labels or certificate material (R-OPS-2).
@@ -80,6 +84,7 @@ export class RegistryService {
       recoveryRequired: request.recoveryRequired ?? 0,
     });
     this.metrics.heartbeatAccepted();
+    this.rateLimit.learnSlots(principal.workerId, session.maxConcurrentRuns);
     // The cancel intents came with the write; a replay (nothing written) reads them on the live-lease
     // index by (worker, session), only after the fence passed.
     return {

@@ -17,6 +17,7 @@ import {
 } from '@ql/contracts';
 import { isUuidV7, isWorkerId } from '@ql/domain';
 import { monotonicNow } from '../host/monotonic';
+import { parseRetryAfter } from './retry-after';
 import { ServerClock } from './server-clock';
 import {
   IngressOrigin,
@@ -128,6 +129,8 @@ export class IngressCallError extends Error {
     readonly code: string,
     message: string,
     readonly reason?: string,
+    /** The answer's `Retry-After` (a 429, a 503): how long the control plane asked the worker to wait. */
+    readonly retryAfterMs?: number,
   ) {
     super(`${action}: ${message}`);
   }
@@ -412,7 +415,8 @@ export class WorkerIngressHttpsClient {
         code: IngressClientErrorCode | string,
         message: string,
         reason?: string,
-      ) => finish(new IngressCallError(action, status, code, message, reason));
+        retryAfterMs?: number,
+      ) => finish(new IngressCallError(action, status, code, message, reason, retryAfterMs));
       const finish = (error: IngressCallError | null, value?: unknown) => {
         if (settled) return;
         settled = true;
@@ -514,7 +518,7 @@ export class WorkerIngressHttpsClient {
     sentAtMs: number,
     cap: number,
     parse: IngressCallOptions['parse'],
-    fail: (status: number, code: string, message: string, reason?: string) => void,
+    fail: (status: number, code: string, message: string, reason?: string, retryAfterMs?: number) => void,
     succeed: (value: unknown) => void,
     readToEnd: () => void,
   ): void {
@@ -588,6 +592,7 @@ export class WorkerIngressHttpsClient {
             e.code,
             typeof e.message === 'string' ? e.message : e.code,
             typeof e.reason === 'string' ? e.reason : undefined,
+            parseRetryAfter(res.headers['retry-after']),
           );
         }
         return fail(status, 'unexpected_status', `unexpected status ${status}`);

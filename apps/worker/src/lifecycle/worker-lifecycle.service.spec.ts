@@ -338,6 +338,25 @@ describe('WorkerLifecycleService', () => {
     ]);
   });
 
+  it("a 429 on register waits its Retry-After when longer than the pause, and is the rate-limit burst's warning, not a register failure (ADR 0042)", async () => {
+    let refused = false;
+    ingress.reply.register = (call) => {
+      if (refused) return ingress.accept(call);
+      refused = true;
+      throw new IngressCallError('register', 429, 'worker_rate_limited', 'too many', undefined, 2_000);
+    };
+    const started = service.start();
+    await tick(0);
+    await tick(2_000 - 1);
+    expect(ingress.calls).toHaveLength(1); // the backoff alone would have sent it after 500 ms
+    await tick(1);
+    await started;
+    expect(ingress.calls.filter((c) => c.action === 'register')).toHaveLength(2);
+    expect(logged().filter((l) => l.level === 'warn')).toEqual([
+      expect.objectContaining({ msg: expect.stringMatching(/^control plane rate-limits this worker/) }),
+    ]);
+  });
+
   it('a stop while register waits to be sent again ends the start: cancelled, nothing more sent', async () => {
     ingress.reply.register = () => {
       throw new IngressCallError('register', 0, 'transport_error', 'connect ECONNREFUSED', 'ECONNREFUSED');

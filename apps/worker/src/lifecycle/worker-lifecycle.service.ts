@@ -24,10 +24,13 @@ import {
   LeaseCallOptions,
   LeaseChannel,
   describeError,
+  isRateLimited,
   isRetryable,
   isSessionFenced,
   pause,
+  retryAfterOf,
 } from '../runs/lease-channel';
+import { RateLimitLog } from '../logging/rate-limit-log';
 import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerRuns } from '../runs/run-supervisor';
 import {
@@ -119,6 +122,8 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   private heartbeats = false;
   /** `heartbeat failed`, then summaries with growing spacing, then `heartbeat recovered` (issue 16). */
   private readonly heartbeatFailures: RepeatedFailureLog;
+  /** One warning per burst of 429s across every call of the worker (ADR 0042). */
+  private readonly rateLimits: RateLimitLog;
   /** Session calls carry an expected version, so they run strictly one after another. */
   private chain: Promise<unknown> = Promise.resolve();
   /** Aborts whatever call is in flight: on fence, stop budget or module destroy. */
@@ -139,6 +144,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   ) {
     this.fencedSignal = new Promise((resolve) => (this.announceFenced = resolve));
     this.heartbeatFailures = new RepeatedFailureLog(log, 'heartbeat');
+    this.rateLimits = new RateLimitLog(log);
   }
 
   get currentState(): WorkerState {
@@ -209,21 +215,25 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   /**
    * Register, sent again while no answer comes — the control plane starting, unreachable, slow or
    * busy (no answer, 429, 5xx) — with the same session id, which the control plane answers as a replay
-   * if an earlier try committed; a pause of 0.5 s doubling up to 10 s between tries, logged once per
-   * outage. A refusal (any other answer) or missing credentials end the start; `cancelStart()` too.
+   * if an earlier try committed; a pause of 0.5 s doubling up to 10 s between tries (longer if the
+   * answer's `Retry-After` says so), logged once per outage (a 429 is the rate-limit burst's line). A
+   * refusal (any other answer) or missing credentials end the start; `cancelStart()` too.
    */
   private async register(sessionId: string, body: unknown): Promise<IngressResponse<'register'>> {
     const failures = new RepeatedFailureLog(this.log, 'register');
     for (let pauseMs = REGISTER_RETRY_FIRST_MS; ; pauseMs = Math.min(pauseMs * 2, REGISTER_RETRY_MAX_MS)) {
       try {
-        const res = await this.ingress.call('register', sessionId, body, { signal: this.abort.signal });
+        const res = await this.send('register', sessionId, body, { signal: this.abort.signal });
         failures.succeeded({ workerId: this.config.workerId });
         return res;
       } catch (error) {
-        const answerless = isRetryable(error) && (error as IngressCallError).code !== 'credentials_unavailable';
+        const answerless =
+          isRetryable(error) && (error as IngressCallError).code !== 'credentials_unavailable';
         if (!answerless || this.abort.signal.aborted) throw error;
-        failures.failed({ workerId: this.config.workerId, retryInMs: pauseMs, ...describeError(error) });
-        await pause(pauseMs, this.abort.signal);
+        const waitMs = Math.max(pauseMs, retryAfterOf(error) ?? 0);
+        if (!isRateLimited(error))
+          failures.failed({ workerId: this.config.workerId, retryInMs: waitMs, ...describeError(error) });
+        await pause(waitMs, this.abort.signal);
         if (this.abort.signal.aborted) throw new StartCancelled();
       }
     }
@@ -263,7 +273,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     const signal = options.signal ? AbortSignal.any([options.signal, this.abort.signal]) : this.abort.signal;
     const send = async (s: SessionState) => {
       try {
-        const answer = await this.ingress.call(
+        const answer = await this.send(
           action,
           s.sessionId,
           { generation: s.generation, expectedVersion: s.version, ...body() },
@@ -376,7 +386,8 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       if (cancels.length) this.runs?.cancelAttempts(cancels);
     } catch (error) {
       // A fence is handled in sessionCall; anything else is transient until the lease says otherwise.
-      if (!(error instanceof IngressCallError && error.fenced) && this.heartbeats) {
+      // A 429 is the rate-limit burst's line, not one of its own.
+      if (!(error instanceof IngressCallError && error.fenced) && !isRateLimited(error) && this.heartbeats) {
         this.heartbeatFailures.failed({ ...this.logIds(), ...describeError(error) });
       }
     }
@@ -406,7 +417,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   ): Promise<SessionResponse> {
     return this.inChain(action, async (s) => {
       try {
-        const res = await this.ingress.call(
+        const res = await this.send(
           action,
           s.sessionId,
           { generation: s.generation, expectedVersion: s.version, ...extra() },
@@ -433,6 +444,23 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       this.log.info('worker drained by an operator: no new runs, its runs go on', this.logIds());
     else if (status === 'online')
       this.log.info('worker resumed by an operator: taking runs again', this.logIds());
+  }
+
+  /** Every ingress call of the worker goes out here: its outcome feeds the rate-limit burst log. */
+  private async send<A extends IngressAction>(
+    action: A,
+    sessionId: string,
+    body: unknown,
+    options: IngressCallOptions,
+  ): Promise<IngressResponse<A>> {
+    try {
+      const answer = await this.ingress.call(action, sessionId, body, options);
+      this.rateLimits.answered();
+      return answer;
+    } catch (error) {
+      this.rateLimits.failed(action, error);
+      throw error;
+    }
   }
 
   /** The one chain: each call starts after the previous one settled, with the live session then. */

@@ -80,8 +80,25 @@ export function isRetryable(error: unknown): boolean {
 }
 const NO_ANSWER = ['transport_error', 'timeout', 'credentials_unavailable', 'length_mismatch'];
 
+/** 429 `worker_rate_limited`: over this worker's allowance; the burst is logged once (`RateLimitLog`). */
+export function isRateLimited(error: unknown): error is IngressCallError {
+  return error instanceof IngressCallError && error.status === 429;
+}
+
+/**
+ * The longest `Retry-After` the worker honours: a broken or hostile answer must not park a slot for
+ * long (a rate limit asks for about a second, a database outage for 2 s; lease calls stop at the term).
+ */
+export const RETRY_AFTER_CAP_MS = 10_000;
+
+/** What the answer's `Retry-After` asks the worker to wait (capped), or undefined when it said nothing. */
+export function retryAfterOf(error: unknown): number | undefined {
+  if (!(error instanceof IngressCallError) || error.retryAfterMs === undefined) return undefined;
+  return Math.min(error.retryAfterMs, RETRY_AFTER_CAP_MS);
+}
+
 export interface TermOptions {
-  /** Pause before sending a call again that got no answer. */
+  /** Pause before sending a call again that got no answer (an answer's `Retry-After` goes first). */
   readonly retryMs: number;
   readonly signal: AbortSignal;
   readonly now?: () => number;
@@ -89,7 +106,8 @@ export interface TermOptions {
 
 /**
  * One lease call; a call that got no answer is sent again, with the same content, only while the
- * lease term lasts (R-WRK-4). Any other failure is the caller's to judge.
+ * lease term lasts (R-WRK-4), after the answer's `Retry-After` when it had one (ADR 0042). Any other
+ * failure is the caller's to judge.
  */
 export async function callInTerm<A extends LeaseAction>(
   channel: LeaseChannel,
@@ -103,9 +121,9 @@ export async function callInTerm<A extends LeaseAction>(
     try {
       return await channel.leaseCall(action, () => ({ ...leaseFence(lease), ...extra }), options);
     } catch (error) {
-      if (!isRetryable(error) || options.signal.aborted || now() + options.retryMs >= lease.termEndMs)
-        throw error;
-      await pause(options.retryMs, options.signal);
+      const waitMs = retryAfterOf(error) ?? options.retryMs;
+      if (!isRetryable(error) || options.signal.aborted || now() + waitMs >= lease.termEndMs) throw error;
+      await pause(waitMs, options.signal);
     }
   }
 }

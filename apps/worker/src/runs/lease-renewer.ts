@@ -8,8 +8,10 @@ import {
   LeaseChannel,
   describeError,
   isLeaseFenced,
+  isRateLimited,
   isSessionFenced,
   leaseFence,
+  retryAfterOf,
 } from './lease-channel';
 import { readRenew } from './lease-answers';
 
@@ -134,11 +136,15 @@ export class LeaseRenewer {
     } catch (error) {
       if (this.signal.aborted || isSessionFenced(error)) return; // the lifecycle ends everything
       if (!isLeaseFenced(error) && this.now() < lease.termEndMs) {
+        // Still due: the next tick tries again, or the first one after the answer's Retry-After.
+        const waitMs = retryAfterOf(error);
+        if (waitMs !== undefined) held.renewAtMs = this.now() + waitMs;
+        if (isRateLimited(error)) return; // the lifecycle logs the rate-limit burst once
         this.log.warn('lease renewal failed; trying again inside its term', {
           offerId: lease.offerId,
           ...describeError(error),
         });
-        return; // still due: the next tick tries again
+        return;
       }
       this.lose(held, isLeaseFenced(error) ? (error.reason ?? error.code) : 'lease_term_ended', error);
     }

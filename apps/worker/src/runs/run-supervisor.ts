@@ -9,7 +9,14 @@ import { WorkerJournal } from '../journal/worker-journal';
 import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerLog } from '../logging/worker-log';
 import { AttemptRunner } from './attempt-runner';
-import { LeaseChannel, describeError, isSessionFenced } from './lease-channel';
+import {
+  LeaseChannel,
+  describeError,
+  isRateLimited,
+  isSessionFenced,
+  pause,
+  retryAfterOf,
+} from './lease-channel';
 import { LeaseRenewer } from './lease-renewer';
 import { OfferPuller } from './offer-puller';
 import { recoverJournal } from './restart-recovery';
@@ -181,13 +188,18 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
           this.config.requestTimeoutMs,
         );
       } catch (error) {
-        if (this.pulling && !isSessionFenced(error)) {
+        // A 429 is the lifecycle's one line per rate-limit burst, not a pull failure of its own.
+        if (this.pulling && !isSessionFenced(error) && !isRateLimited(error)) {
           this.pullFailures.failed({
             replaying: this.puller!.replaying ?? undefined,
             ...describeError(error),
           });
         }
-        return;
+        // The answer said when to come back (429, 503): the next pull goes then, not at the next tick.
+        const waitMs = retryAfterOf(error);
+        if (waitMs === undefined || !this.pulling) return;
+        await pause(waitMs, this.pullAbort.signal);
+        continue;
       }
       this.pullFailures.succeeded();
       if (pulled === null) {
