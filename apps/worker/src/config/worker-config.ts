@@ -269,7 +269,7 @@ export const WORKER_SETTINGS = [
     key: 'journalDir',
     env: 'QL_WORKER_JOURNAL_DIR',
     default: perWorker('journal'),
-    doc: 'folder of the local journal of accepted runs (0700, one 0600 file per run, locked by one worker process)',
+    doc: 'folder of the local journal of accepted runs (0700, one 0600 append-only log, locked by one worker process)',
     parse: path,
   },
   {
