@@ -46,8 +46,10 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
         status: 'succeeded',
         sessions: [online.sessionId],
       });
-      expect(worker.lines.some((l) => l.msg === 'worker resumed by an operator: taking runs again')).toBe(
-        true,
+      // The worker learns the resume from its next heartbeat answer; its pull may take and finish the
+      // run before that answer comes (the claim reads the row itself), so the line is awaited.
+      await worker.until('the resumed line', async () =>
+        worker.lines.find((l) => l.msg === 'worker resumed by an operator: taking runs again'),
       );
       expect(worker.running).toBe(true);
       worker.kill('SIGTERM');
