@@ -5,15 +5,7 @@ import { CompletionCommand, FinalLogChunk, LeaseFenceCommand } from '@ql/domain'
 import { SqlActivationRepository } from '@ql/persistence';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { SUCCEEDED_RUN_EVENTS, newSessionId, snapshot } from '../support/fixtures';
-import {
-  DispatchFixture,
-  DispatchTarget,
-  RUN_LEASE,
-  SESSION_LEASE,
-  expectFence,
-  newToken,
-  offered,
-} from './dispatch.contract';
+import { DispatchFixture, DispatchTarget, RUN_LEASE, SESSION_LEASE, expectFence } from './dispatch.contract';
 
 const LOG_CAP = 100;
 /** What a task can print that a terminal would interpret: stored as written (ADR 0032). */
@@ -41,17 +33,10 @@ export function describeFinalLogsContract(dialect: string, makeTarget: () => Dis
 
     /** A run of a fresh task, claimed by a fresh worker and acknowledged starting (and running). */
     async function held(step: 'starting' | 'running' = 'running') {
-      const t = await f.task({ timeoutMs: 60_000 });
-      const [run] = await f.queue(t.id, 1);
-      const worker = await f.worker(`final-${dialect}-${++n}`);
-      const token = newToken();
-      const offer = offered(await f.pull(worker, f.ids.uuidV7(), token));
-      const fence: LeaseFenceCommand = (({ leaseMs: _leaseMs, ...rest }) => rest)(
-        f.leaseCommand(worker, offer, token),
-      );
-      await acts.starting(fence);
-      if (step === 'running') await acts.running({ ...fence, executorHandle: 'local-process:42' });
-      return { runId: run!.id, attemptId: offer.attempt.id, worker, token, offer, fence };
+      const c = await f.claimedRun(`final-${dialect}-${++n}`, { timeoutMs: 60_000 });
+      await acts.starting(c.fence);
+      if (step === 'running') await acts.running({ ...c.fence, executorHandle: 'local-process:42' });
+      return { ...c, runId: c.run.id, attemptId: c.offer.attempt.id };
     }
 
     type Ending = Pick<CompletionCommand, 'outcome' | 'exitCode' | 'errorSummary'>;
