@@ -1,4 +1,4 @@
-// Size: the enrollment token contract (ADR 0048 §1) on both dialects: create, list, revoke, and every
+// the enrollment token contract (ADR 0048 §1) on both dialects: create, list, revoke, and every
 // outcome of consume, each refusal writing nothing but its audit row, and the races on one token.
 import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';

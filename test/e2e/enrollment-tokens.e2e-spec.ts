@@ -1,8 +1,8 @@
-// Size: the admin API of enrollment tokens (ADR 0048 §1) on both dialects: create, list, revoke, roles,
+// the admin API of enrollment tokens (ADR 0048 §1) on both dialects: create, list, revoke, roles,
 // every refused body leaving the database as it was, consume through the service, and no token in the
 // control plane's log, in process and from a real control-plane process at debug level.
 import { createHash } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
@@ -272,5 +272,70 @@ describe('a real control-plane process at debug level never logs a token (ADR 00
     expect(output).toContain(made.body.id);
     expect(output).not.toContain(token);
     expect(output).not.toContain(digestOf(token));
+  });
+});
+
+describe('npm run enroll-token (the CLI)', () => {
+  let dir: string;
+  let env: Record<string, string>;
+  const cli = async (...args: string[]) => {
+    const p = new EntryPoint(CLI, env, args);
+    const exit = await p.exited;
+    // Its answer is pretty-printed JSON: the log-line reader kept each line as text.
+    const stdout = p
+      .messages()
+      .map((line) => line.replace(/^\(not JSON\) /, ''))
+      .join('\n');
+    return { code: exit.code, stdout, stderr: p.stderr.join('\n') };
+  };
+
+  beforeAll(async () => {
+    dir = tempDir('ql-enroll-cli-');
+    env = { QL_DATABASE_URL: `sqlite:${join(dir, 'ql.sqlite')}` };
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses a database that does not exist (exit 2) and creates none', async () => {
+    const answer = await cli('enroll-token', 'create', '--worker', 'router-1');
+    expect(answer).toMatchObject({ code: 2, stdout: '' });
+    expect(answer.stderr).toContain(`enroll-token: no database at ${join(dir, 'ql.sqlite')}`);
+    expect(existsSync(join(dir, 'ql.sqlite'))).toBe(false);
+  });
+
+  it('create prints the token once; list shows it without the token; revoke; bad arguments exit 2 before any write', async () => {
+    expect((await cli('migrate')).code).toBe(0);
+    const made = await cli('enroll-token', 'create', '--pattern', 'router-*', '--count', '50', '--ttl', '2h');
+    expect(made.code).toBe(0);
+    const created = JSON.parse(made.stdout) as {
+      id: string;
+      token: string;
+      maxWorkers: number;
+      createdBy: string;
+    };
+    expect(created).toMatchObject({
+      maxWorkers: 50,
+      createdBy: 'cli',
+      token: expect.stringMatching(/^qlet_/),
+    });
+    expect(made.stderr).toContain('Store the token now: it is not shown again.');
+    const listed = await cli('enroll-token', 'list');
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toMatchObject({ items: [{ id: created.id, status: 'active' }] });
+    expect(listed.stdout + listed.stderr).not.toContain(created.token);
+    for (const args of [
+      ['create', '--pattern', 'router-*', '--count', '5x'],
+      ['create', '--worker', 'router-1', '--ttl', '8d'],
+      ['create', '--worker', 'router-1', '--colour', 'red'],
+      ['create', '--pattern', '*', '--count', '5'],
+      ['frobnicate'],
+    ]) {
+      const refused = await cli('enroll-token', ...args);
+      expect({ args, code: refused.code, stdout: refused.stdout }).toEqual({ args, code: 2, stdout: '' });
+    }
+    const revoked = await cli('enroll-token', 'revoke', created.id);
+    expect(revoked.code).toBe(0);
+    expect(JSON.parse(revoked.stdout)).toMatchObject({ id: created.id, status: 'revoked' });
+    const again = JSON.parse((await cli('enroll-token', 'list')).stdout) as { items: unknown[] };
+    expect(again.items).toEqual([expect.objectContaining({ id: created.id, status: 'revoked' })]);
   });
 });
