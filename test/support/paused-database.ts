@@ -20,25 +20,31 @@ export function pausedAfter(inner: SqlDatabase, after: RegExp, between: () => Pr
     run: async (sql, params) => pause(sql, await tx.run(sql, params)),
     lock: (key) => tx.lock(key),
   });
-  return withTransaction(inner, (fn) => inner.transaction((tx) => fn(paused(tx))));
+  return overriding(inner, { transaction: (fn) => inner.transaction((tx) => fn(paused(tx))) });
 }
 
 /** `inner`, calling `entered` each time a transaction is asked for (before it begins). */
 export function announcingTransactions(inner: SqlDatabase, entered: () => void): SqlDatabase {
-  return withTransaction(inner, (fn) => {
-    entered();
-    return inner.transaction(fn);
+  return overriding(inner, {
+    transaction: (fn) => {
+      entered();
+      return inner.transaction(fn);
+    },
   });
 }
 
-function withTransaction(inner: SqlDatabase, transaction: SqlDatabase['transaction']): SqlDatabase {
+/** `inner` with some of its statement and transaction calls replaced; everything else passes through. */
+export function overriding(
+  inner: SqlDatabase,
+  replaced: Partial<Pick<SqlDatabase, 'one' | 'many' | 'run' | 'transaction'>>,
+): SqlDatabase {
   return {
     dialect: inner.dialect,
     statements: inner.statements,
-    one: <T>(sql: string, params?: SqlParams) => inner.one<T>(sql, params),
-    many: <T>(sql: string, params?: SqlParams) => inner.many<T>(sql, params),
-    run: (sql, params) => inner.run(sql, params),
-    transaction,
+    one: replaced.one ?? (<T>(sql: string, params?: SqlParams) => inner.one<T>(sql, params)),
+    many: replaced.many ?? (<T>(sql: string, params?: SqlParams) => inner.many<T>(sql, params)),
+    run: replaced.run ?? ((sql, params) => inner.run(sql, params)),
+    transaction: replaced.transaction ?? ((fn) => inner.transaction(fn)),
     ping: () => inner.ping(),
     migrationsApplied: () => inner.migrationsApplied(),
     close: () => inner.close(),
