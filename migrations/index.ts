@@ -9,6 +9,7 @@ import { LeaseSteps1765152000000 as PostgresLeaseSteps } from './postgres/176515
 import { QueueSignals1765238400000 as PostgresQueueSignals } from './postgres/1765238400000-queue-signals';
 import { IndexOnlyPlans1765324800000 as PostgresIndexOnlyPlans } from './postgres/1765324800000-index-only-plans';
 import { WorkerRecoveryRequired1765411200000 as PostgresRecoveryRequired } from './postgres/1765411200000-worker-recovery-required';
+import { EnrollmentTokens1765756800000 as PostgresEnrollmentTokens } from './postgres/1765756800000-enrollment-tokens';
 import { Initial1764547200000 as SqliteInitial } from './sqlite/1764547200000-initial';
 import { RevokedCertificates1764633600000 as SqliteRevoked } from './sqlite/1764633600000-revoked-certificates';
 import { RunsAndLeases1764720000000 as SqliteRuns } from './sqlite/1764720000000-runs-and-leases';
@@ -16,6 +17,7 @@ import { ActivationAndLogs1764806400000 as SqliteActivation } from './sqlite/176
 import { SessionLastCall1764892800000 as SqliteLastCall } from './sqlite/1764892800000-session-last-call';
 import { AdminViews1764979200000 as SqliteAdminViews } from './sqlite/1764979200000-admin-views';
 import { WorkerRecoveryRequired1765411200000 as SqliteRecoveryRequired } from './sqlite/1765411200000-worker-recovery-required';
+import { EnrollmentTokens1765756800000 as SqliteEnrollmentTokens } from './sqlite/1765756800000-enrollment-tokens';
 import { LogStreams1765497600000 as LogStreams } from './log-streams';
 
 /** Migrations per dialect, in order. Listed explicitly so tests and the built app load the same set. */
@@ -28,6 +30,7 @@ export const SQLITE_MIGRATIONS = [
   SqliteAdminViews,
   SqliteRecoveryRequired,
   LogStreams,
+  SqliteEnrollmentTokens,
 ];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
@@ -42,4 +45,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresIndexOnlyPlans,
   PostgresRecoveryRequired,
   LogStreams,
+  PostgresEnrollmentTokens,
 ];

@@ -1,6 +1,7 @@
 import { ClaimResult, LeaseCommand } from '@ql/domain';
 import { SqlDatabase, SqlParams, SqlTransaction } from '@ql/persistence';
 import { snapshotDatabase } from '../support/db-snapshot';
+import { overriding } from '../support/paused-database';
 import { newSessionId, snapshot } from '../support/fixtures';
 import {
   DispatchFixture,
@@ -40,17 +41,7 @@ function pausedAfterLaterPage(inner: SqlDatabase, between: () => Promise<void>):
       return rows;
     },
   });
-  return {
-    dialect: inner.dialect,
-    statements: inner.statements,
-    one: <T>(sql: string, params?: SqlParams) => inner.one<T>(sql, params),
-    many: <T>(sql: string, params?: SqlParams) => inner.many<T>(sql, params),
-    run: (sql, params) => inner.run(sql, params),
-    transaction: (fn) => inner.transaction((tx) => fn(paused(tx))),
-    ping: () => inner.ping(),
-    migrationsApplied: () => inner.migrationsApplied(),
-    close: () => inner.close(),
-  };
+  return overriding(inner, { transaction: (fn) => inner.transaction((tx) => fn(paused(tx))) });
 }
 
 /**
@@ -65,16 +56,12 @@ function pausedAfterClaimMiss(inner: SqlDatabase, between: () => Promise<void>):
     armed = false;
     await between();
   };
-  return {
-    dialect: inner.dialect,
-    statements: inner.statements,
+  return overriding(inner, {
     one: async <T>(sql: string, params?: SqlParams) => {
       const row = await inner.one<T>(sql, params);
       if (/ql_claim\(/.test(sql) && (row as { kind?: string } | undefined)?.kind === 'explain') await pause();
       return row;
     },
-    many: <T>(sql: string, params?: SqlParams) => inner.many<T>(sql, params),
-    run: (sql, params) => inner.run(sql, params),
     transaction: async (fn) => {
       try {
         return await inner.transaction(fn);
@@ -83,10 +70,7 @@ function pausedAfterClaimMiss(inner: SqlDatabase, between: () => Promise<void>):
         throw error;
       }
     },
-    ping: () => inner.ping(),
-    migrationsApplied: () => inner.migrationsApplied(),
-    close: () => inner.close(),
-  };
+  });
 }
 
 type Worker = Awaited<ReturnType<DispatchFixture['worker']>>;

@@ -22,6 +22,7 @@ import {
 
 /** The routes a viewer key may use; every other non-public route must be marked admin. */
 const VIEWER_ROUTES = [
+  'GET /api/v1/enrollment-tokens',
   'GET /api/v1/workers',
   'GET /api/v1/workers/:workerId',
   'GET /api/v1/tasks',
@@ -75,6 +76,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
     const bodies: Record<string, unknown> = {
       'POST /api/v1/api-keys': { name: 'made-by-a-viewer', role: 'admin' },
       'POST /api/v1/certificates/revoke': { fingerprint: 'ab'.repeat(32) },
+      'POST /api/v1/enrollment-tokens': { workerId: 'made-by-a-viewer' },
       'POST /api/v1/tasks': taskBody('made-by-a-viewer'),
       'PUT /api/v1/tasks/:taskId': taskBody('edited-by-a-viewer'),
       'POST /api/v1/tasks/:taskId/runs': {},
@@ -191,6 +193,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
       ).toEqual([
         'GET /api/v1/audit limit',
         'GET /api/v1/certificates/revoked limit',
+        'GET /api/v1/enrollment-tokens limit',
         'GET /api/v1/runs limit',
         'GET /api/v1/runs/:runId/logs after',
         'GET /api/v1/runs/:runId/logs limit',

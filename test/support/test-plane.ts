@@ -3,6 +3,7 @@ import { Agent, request as httpsRequest } from 'node:https';
 import request from 'supertest';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '@ql/domain';
 import { ControlPlane, startControlPlane } from '../../apps/control-plane/src/bootstrap';
 import { loadConfig } from '../../apps/control-plane/src/config/config';
@@ -90,7 +91,7 @@ export async function startTestPlane(
   db: TestDatabase,
   pki: DevPkiPaths,
   env: Record<string, string> = {},
-  options: { seedKeys?: boolean; clock?: Clock } = {},
+  options: { seedKeys?: boolean; clock?: Clock; logger?: LoggerService } = {},
 ): Promise<TestPlane> {
   const config = loadConfig({
     QL_PROFILE: db.dialect === 'sqlite' ? 'standalone' : 'cluster-control',
@@ -109,7 +110,7 @@ export async function startTestPlane(
     QL_CRON_TICK_MS: '0',
     ...env,
   });
-  const plane = await startControlPlane(config, { logger: false, clock: options.clock });
+  const plane = await startControlPlane(config, { logger: options.logger ?? false, clock: options.clock });
   const ca = readFileSync(pki.caCertPath);
   const agents = new Map<string, Agent>();
   const agentFor = (credentials: PemPair | null, maxVersion: RequestOptions['maxVersion']) => {

@@ -5,6 +5,7 @@ import { ActivationModule } from './activation/activation.module';
 import { AdminModule } from './admin/admin.module';
 import { ControlPlaneCore } from './core/core';
 import { CoreModule } from './core/core.module';
+import { EnrollmentAdminModule } from './enrollment/enrollment.module';
 import { HealthModule } from './health/health.module';
 import { AdminExceptionFilter } from './http/admin-errors';
 import { IngressExceptionFilter } from './http/ingress-exception.filter';
@@ -37,6 +38,7 @@ export class AdminAppModule {
         IdentityModule,
         HealthModule,
         AdminModule,
+        EnrollmentAdminModule,
         RunsModule,
         MetricsModule.forListener('admin'),
       ],

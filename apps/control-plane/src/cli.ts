@@ -41,6 +41,19 @@ const COMMANDS: Record<string, Command> = {
       ],
     ],
   },
+  'enroll-token': {
+    usage:
+      'enroll-token create --worker <id> | --pattern <glob> --count <n> [--ttl <duration>]; list [--after <id>] [--limit <n>]; revoke <id>',
+    summary:
+      'make, list or revoke the tokens a new worker machine joins with, in QL_DATABASE_URL (named on stderr); create prints the token once (ADR 0045)',
+    options: [
+      ['--worker <id>', 'create: a token that enrolls this one worker id'],
+      ['--pattern <glob>', "create: worker ids like 'router-*' (one *: one or more characters)"],
+      ['--count <n>', 'with --pattern: how many worker ids it enrolls, each once (1..1000)'],
+      ['--ttl <duration>', 'create: its lifetime, 90s, 30m, 1h (the default) … 7d'],
+      ['--after <id>', 'list: continue after this token id (nextAfter); --limit 1..200, 50 by default'],
+    ],
+  },
   openapi: {
     usage: 'openapi [--out <file>]',
     summary: 'print the OpenAPI document (admin API and worker ingress)',
@@ -129,36 +142,43 @@ async function run(command: string, args: string[]): Promise<number> {
         args,
         options: { name: { type: 'string' }, role: { type: 'string' }, create: { type: 'boolean' } },
       });
-      const sqlitePath = /^sqlite:/.test(config.databaseUrl)
-        ? config.databaseUrl.slice('sqlite:'.length).replace(/^\/\//, '')
-        : undefined;
-      sayDatabase(config, sqlitePath);
-      if (sqlitePath && !existsSync(sqlitePath) && !values.create) {
-        process.stderr.write(
-          `api-key: no database at ${resolve(sqlitePath)}: a key there would not open a control plane that uses ` +
-            "another database. Set QL_DATABASE_URL to the control plane's database (the same as `npm start` " +
-            'or `npm run migrate` used), or pass --create to create a new SQLite database there.\n',
-        );
-        return EXIT.config;
-      }
-      require('reflect-metadata');
-      const { createIdGenerator, systemClock } = require('@ql/contracts') as typeof import('@ql/contracts');
-      const persistence = require('@ql/persistence') as Persistence;
-      const { AdminService } = require('./admin/admin.service') as typeof import('./admin/admin.service');
-      const target = persistence.parseDatabaseUrl(config.databaseUrl);
-      const db = await persistence.openDatabase(target, systemClock, target.dialect === 'sqlite');
-      try {
-        const ids = createIdGenerator();
-        const repos = persistence.createRepositories(db, ids);
+      return withDatabase('api-key', config, values.create === true, async (core) => {
+        const { AdminService } = require('./admin/admin.service') as typeof import('./admin/admin.service');
+        const { repos, ids } = core;
         const service = new AdminService(repos.sessions, repos.apiKeys, repos.audit, ids, repos.revocations);
         const key = await service.createApiKey({ id: 'cli' }, { name: values.name, role: values.role });
         process.stdout.write(
           `${JSON.stringify(key, null, 2)}\nStore the token now: it is not shown again.\n`,
         );
-      } finally {
-        await db.close();
+        return EXIT.ok;
+      });
+    }
+    case 'enroll-token': {
+      const { parseEnrollTokenCommand, runEnrollTokenCommand } =
+        require('./enrollment/enroll-token-command') as typeof import('./enrollment/enroll-token-command');
+      const { ValidationError } = require('@ql/domain') as typeof import('@ql/domain');
+      let parsed;
+      try {
+        parsed = parseEnrollTokenCommand(args);
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        process.stderr.write(`${error.message}\n${commandHelp(command)}\n`);
+        return EXIT.config;
       }
-      return EXIT.ok;
+      const enrollCommand = parsed;
+      return withDatabase(command, config, false, async ({ repos, ids, clock }) => {
+        const { Logger } = require('@nestjs/common') as typeof import('@nestjs/common');
+        Logger.overrideLogger(false); // stdout is the command's answer
+        const { EnrollmentTokensService } =
+          require('./enrollment/enrollment-tokens.service') as typeof import('./enrollment/enrollment-tokens.service');
+        const service = new EnrollmentTokensService(repos.enrollmentTokens, ids, clock);
+        return runEnrollTokenCommand(
+          enrollCommand,
+          service,
+          (text) => process.stdout.write(text),
+          (text) => process.stderr.write(text),
+        );
+      });
     }
     case 'openapi': {
       // Builds both applications' module graphs in preview mode: no database, no listener.
@@ -178,6 +198,50 @@ async function run(command: string, args: string[]): Promise<number> {
     default:
       process.stdout.write(`${configTable()}\n`);
       return EXIT.ok;
+  }
+}
+
+interface CommandDatabase {
+  readonly repos: import('@ql/persistence').Repositories;
+  readonly ids: import('@ql/domain').IdGenerator;
+  readonly clock: import('@ql/domain').Clock;
+}
+
+/**
+ * Opens the control plane's database for a command that writes to it, after naming it on stderr
+ * (ADR 0034). A missing SQLite file is refused (exit 2) unless `create`: a key or token there would
+ * open no control plane that uses another database.
+ */
+async function withDatabase(
+  command: string,
+  config: ControlPlaneConfig,
+  create: boolean,
+  fn: (db: CommandDatabase) => Promise<number>,
+): Promise<number> {
+  const sqlitePath = /^sqlite:/.test(config.databaseUrl)
+    ? config.databaseUrl.slice('sqlite:'.length).replace(/^\/\//, '')
+    : undefined;
+  sayDatabase(config, sqlitePath);
+  if (sqlitePath && !existsSync(sqlitePath) && !create) {
+    const what = command === 'api-key' ? 'a key' : 'a token';
+    process.stderr.write(
+      `${command}: no database at ${resolve(sqlitePath)}: ${what} there would not open a control plane that uses ` +
+        "another database. Set QL_DATABASE_URL to the control plane's database (the same as `npm start` " +
+        'or `npm run migrate` used)' +
+        (command === 'api-key' ? ', or pass --create to create a new SQLite database there.\n' : '.\n'),
+    );
+    return EXIT.config;
+  }
+  require('reflect-metadata');
+  const { createIdGenerator, systemClock } = require('@ql/contracts') as typeof import('@ql/contracts');
+  const persistence = require('@ql/persistence') as Persistence;
+  const target = persistence.parseDatabaseUrl(config.databaseUrl);
+  const db = await persistence.openDatabase(target, systemClock, target.dialect === 'sqlite');
+  try {
+    const ids = createIdGenerator();
+    return await fn({ repos: persistence.createRepositories(db, ids), ids, clock: systemClock });
+  } finally {
+    await db.close();
   }
 }
 

@@ -19,3 +19,4 @@ export * from './cron';
 export * from './cron-zone';
 export * from './stats-ports';
 export * from './heartbeat-batcher';
+export * from './enrollment-tokens';

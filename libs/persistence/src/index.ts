@@ -5,6 +5,7 @@ export * from './worker-session.repository';
 export * from './api-key.repository';
 export * from './audit.repository';
 export * from './certificate-revocation.repository';
+export * from './enrollment-token.repository';
 export * from './open-database';
 export * from './migrations/run-migrations';
 export * from './task.repository';

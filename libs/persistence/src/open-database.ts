@@ -2,6 +2,7 @@ import { Clock, IdGenerator } from '@ql/domain';
 import { SqlApiKeyRepository } from './api-key.repository';
 import { SqlAuditRepository } from './audit.repository';
 import { SqlCertificateRevocationRepository } from './certificate-revocation.repository';
+import { SqlEnrollmentTokenRepository } from './enrollment-token.repository';
 import { PostgresDatabase } from './postgres/postgres-database';
 import { SqlDatabase } from './sql-executor';
 import { QueueSignals } from './queue-signals';
@@ -50,6 +51,7 @@ export interface Repositories {
   readonly apiKeys: SqlApiKeyRepository;
   readonly audit: SqlAuditRepository;
   readonly revocations: SqlCertificateRevocationRepository;
+  readonly enrollmentTokens: SqlEnrollmentTokenRepository;
   readonly tasks: SqlTaskRepository;
   readonly runs: SqlRunRepository;
   readonly leases: SqlLeaseRepository;
@@ -71,6 +73,7 @@ export function createRepositories(
     apiKeys: new SqlApiKeyRepository(db, ids),
     audit: new SqlAuditRepository(db),
     revocations: new SqlCertificateRevocationRepository(db, ids),
+    enrollmentTokens: new SqlEnrollmentTokenRepository(db, ids),
     tasks: new SqlTaskRepository(db, ids),
     runs: new SqlRunRepository(db, ids),
     leases: new SqlLeaseRepository(db, ids, {

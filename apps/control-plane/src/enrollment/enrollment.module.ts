@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { EnrollmentTokensController } from './enrollment-tokens.controller';
+import { EnrollmentTokensService } from './enrollment-tokens.service';
+
+/**
+ * Enrollment tokens' service, for any listener: the admin module below serves it on the admin API,
+ * and the enrollment route of the ingress (ADR 0045 §2) imports this module to consume tokens.
+ */
+@Module({
+  providers: [EnrollmentTokensService],
+  exports: [EnrollmentTokensService],
+})
+export class EnrollmentTokensModule {}
+
+/** Enrollment tokens on the admin listener: create, list, revoke (ADR 0045 §1). */
+@Module({
+  imports: [EnrollmentTokensModule],
+  controllers: [EnrollmentTokensController],
+})
+export class EnrollmentAdminModule {}
