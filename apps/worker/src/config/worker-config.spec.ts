@@ -30,6 +30,7 @@ describe('loadWorkerConfig', () => {
       outputMaxBytes: 1048576,
       runAs: null,
       logLevel: 'info',
+      machineClass: 'auto',
     });
   });
 
