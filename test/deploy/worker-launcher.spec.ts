@@ -60,55 +60,28 @@ describe('bin/ql-worker: the machine class from the memory the worker may use (A
     expect(statSync(LAUNCHER_PATH).mode & 0o111).toBe(0o111);
   });
 
-  it('a 256 MiB cgroup v2 limit on an 8 GiB machine: small', async () => {
-    const h = host()
-      .cgroup(`0::${SERVICE}`)
-      .file(v2(SERVICE), `${mib(256)}\n`)
-      .memTotal(gib(8));
-    expectClass(await runLauncher(h), 'small', {
-      source: 'cgroup v2 memory.max',
-      file: `${h.root}/${v2(SERVICE)}`,
-      limitBytes: mib(256),
-    });
-  });
-
-  it('an 8 GiB cgroup v2 limit on a 16 GiB machine: large', async () => {
-    const h = host()
-      .cgroup(`0::${SERVICE}`)
-      .file(v2(SERVICE), `${gib(8)}\n`)
-      .memTotal(gib(16));
-    expectClass(await runLauncher(h), 'large', {
-      source: 'cgroup v2 memory.max',
-      file: `${h.root}/${v2(SERVICE)}`,
-      limitBytes: gib(8),
-    });
-  });
-
-  it('no cgroup limit ("max") on a 512 MiB router: small, from MemTotal', async () => {
-    const h = host().cgroup(`0::${SERVICE}`).file(v2(SERVICE), 'max\n').memTotal(mib(512));
-    expectClass(await runLauncher(h), 'small', {
-      source: 'MemTotal',
-      file: `${h.root}/proc/meminfo`,
-      limitBytes: mib(512),
-    });
-  });
-
-  it('no cgroup limit on a 4 GiB machine: large; exactly 1 GiB is still small', async () => {
-    const big = host().cgroup(`0::${SERVICE}`).file(v2(SERVICE), 'max\n').memTotal(gib(4));
-    expectClass(await runLauncher(big), 'large', {
-      source: 'MemTotal',
-      file: `${big.root}/proc/meminfo`,
-      limitBytes: gib(4),
-    });
-    const edge = host()
-      .cgroup(`0::${SERVICE}`)
-      .file(v2(SERVICE), `${gib(1)}\n`)
-      .memTotal(gib(4));
-    expectClass(await runLauncher(edge), 'small', {
-      source: 'cgroup v2 memory.max',
-      file: `${edge.root}/${v2(SERVICE)}`,
-      limitBytes: gib(1),
-    });
+  // The unit's own cgroup v2 limit (`max`: none) beside the machine's MemTotal: the least decides.
+  it.each([
+    ['a 256 MiB cgroup v2 limit on an 8 GiB machine: small', mib(256), gib(8), 'small', 'cgroup'],
+    ['an 8 GiB cgroup v2 limit on a 16 GiB machine: large', gib(8), gib(16), 'large', 'cgroup'],
+    ['exactly 1 GiB of cgroup v2 limit on a 4 GiB machine: still small', gib(1), gib(4), 'small', 'cgroup'],
+    [
+      'no cgroup limit ("max") on a 512 MiB router: small, from MemTotal',
+      'max',
+      mib(512),
+      'small',
+      'MemTotal',
+    ],
+    ['no cgroup limit on a 4 GiB machine: large', 'max', gib(4), 'large', 'MemTotal'],
+  ] as const)('%s', async (_name, limit, memTotal, machineClass, from) => {
+    const h = host().cgroup(`0::${SERVICE}`).file(v2(SERVICE), `${limit}\n`).memTotal(memTotal);
+    expectClass(
+      await runLauncher(h),
+      machineClass,
+      from === 'cgroup'
+        ? { source: 'cgroup v2 memory.max', file: `${h.root}/${v2(SERVICE)}`, limitBytes: limit }
+        : { source: 'MemTotal', file: `${h.root}/proc/meminfo`, limitBytes: memTotal },
+    );
   });
 
   it('a limit on a cgroup above its own counts too (a slice): the smallest wins', async () => {
