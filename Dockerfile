@@ -44,7 +44,7 @@ RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /app/node_modules/better-sqlite3/build/Release/better_sqlite3.node ./node_modules/better-sqlite3/build/Release/
 COPY --from=build /app/dist ./dist
 COPY deploy/docker/healthcheck.js ./deploy/docker/
-# The worker's launcher: picks node's V8 flags from the container's memory limit (ADR 0043).
+# The worker's launcher: picks node's V8 flags from the container's memory limit (ADR 0046).
 COPY bin/ql-worker ./bin/
 # The user tasks run as (QL_WORKER_RUN_AS, ADR 0031): no home, no shell, owns nothing in the image.
 # A worker refuses to start if it cannot switch to it (exit 2): it needs the capabilities above; to run

@@ -34,7 +34,7 @@ export const FLAG_SETS: readonly (readonly string[])[] = [
   ['--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=64'],
 ];
 
-/** ` (the small class)` after a flag set bin/ql-worker starts the worker with (ADR 0043), else nothing. */
+/** ` (the small class)` after a flag set bin/ql-worker starts the worker with (ADR 0046), else nothing. */
 function classLabel(flags: readonly string[]): string {
   const machineClass = MACHINE_CLASSES.find((c) => workerNodeFlags(c).join(' ') === flags.join(' '));
   return machineClass ? ` (the ${machineClass} class)` : '';

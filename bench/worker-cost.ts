@@ -291,7 +291,7 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
     started,
     { machine, runs, warmup, rounds, command, samples, syscalls },
     [
-      `# Worker CPU and syscalls per ${command === 'true' ? 'no-op run' : 'run with output'} (ADR 0023, ADR 0043)`,
+      `# Worker CPU and syscalls per ${command === 'true' ? 'no-op run' : 'run with output'} (ADR 0023, ADR 0046)`,
       '',
       `One worker process (one slot, SQLite control plane in its own process, mTLS) drains ${runs} ${what} ` +
         `after ${warmup}; medians of ${rounds} rounds, variants interleaved. Worker CPU = utime + stime of the ` +

@@ -90,7 +90,7 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     for (const { c, workload } of containers) {
       expect({ name: c.name, command: c.command }).toEqual({ name: c.name, command: undefined }); // keeps tini
       if (profile(c) === 'worker') {
-        // A worker starts through the launcher, which picks its V8 flags (ADR 0043; see below).
+        // A worker starts through the launcher, which picks its V8 flags (ADR 0046; see below).
         expect({ name: c.name, args: c.args }).toEqual({ name: c.name, args: [LAUNCHER] });
       } else {
         const [node, ...args] = c.args as string[];
@@ -213,7 +213,7 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     expect(ids.size).toBe(workers.length);
   });
 
-  it("a worker's memory limit decides its V8 flags: the launcher, in a container with that cgroup limit on a large node, picks the class ADR 0043 asks for", async () => {
+  it("a worker's memory limit decides its V8 flags: the launcher, in a container with that cgroup limit on a large node, picks the class ADR 0046 asks for", async () => {
     expect(workers.length).toBeGreaterThan(0);
     const bytes = (quantity: string) => {
       const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(quantity);

@@ -36,7 +36,7 @@ describe('systemd unit for a worker (deploy/systemd)', () => {
     expect(unit.Unit?.StartLimitIntervalSec).toEqual(['0']);
   });
 
-  it('runs the worker through the launcher of its install folder (ADR 0043) with only worker settings, one certificate per instance, and stops within the unit timeout', () => {
+  it('runs the worker through the launcher of its install folder (ADR 0046) with only worker settings, one certificate per instance, and stops within the unit timeout', () => {
     // The launcher picks node's V8 flags and execs node: the unit's main process is node.
     expect(one('ExecStart')).toBe(`${one('WorkingDirectory')}/${LAUNCHER}`);
     expect(existsSync(join(REPO_ROOT, LAUNCHER))).toBe(true);

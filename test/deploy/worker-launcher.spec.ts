@@ -1,5 +1,5 @@
 /**
- * ADR 0043: bin/ql-worker picks the worker's machine class and execs node with that class's V8 flags.
+ * ADR 0046: bin/ql-worker picks the worker's machine class and execs node with that class's V8 flags.
  * Each case runs the real launcher (sh) on a fake host — its /proc/self/cgroup, cgroup limit files and
  * /proc/meminfo under a temp folder — with a fixture entry in place of the worker's main, which prints
  * the flags node received. The flag lists of the sh are held equal to workerNodeFlags() here.
@@ -55,7 +55,7 @@ function expectClass(run: LauncherRun, machineClass: string, why: Record<string,
   });
 }
 
-describe('bin/ql-worker: the machine class from the memory the worker may use (ADR 0043)', () => {
+describe('bin/ql-worker: the machine class from the memory the worker may use (ADR 0046)', () => {
   it('is an executable POSIX sh script', () => {
     expect(statSync(LAUNCHER_PATH).mode & 0o111).toBe(0o111);
   });

@@ -1,5 +1,5 @@
 /**
- * ADR 0014, ADR 0043: every launcher of the worker starts it through bin/ql-worker, which puts the V8
+ * ADR 0014, ADR 0046: every launcher of the worker starts it through bin/ql-worker, which puts the V8
  * flags of the machine class on `node`'s command line, so a worker costs what the benches measured
  * for its class whichever way it is started. The Kubernetes manifest and the systemd unit are checked
  * in their own specs, the quickstart in its e2e test, the launcher itself in worker-launcher.spec.ts.
@@ -20,7 +20,7 @@ const filesUnder = (dir: string): string[] =>
     return statSync(join(REPO_ROOT, path)).isDirectory() ? filesUnder(path) : [path];
   });
 
-describe('the V8 flags of the worker (ADR 0014, ADR 0043) on every launcher', () => {
+describe('the V8 flags of the worker (ADR 0014, ADR 0046) on every launcher', () => {
   it('are V8 flags only, none of them refused on the command line, and this node accepts every class’s without a word on stderr (V8 warns about lite mode and WebAssembly otherwise)', () => {
     const withFlags = MACHINE_CLASSES.filter((c) => workerNodeFlags(c).length > 0);
     expect(withFlags).toContain('small');

@@ -375,7 +375,7 @@ describe('the compose services as real processes (compiled image layout, Postgre
       await p.until(`${name} registered`, async () => p.lines.find((l) => l.msg === 'worker registered'), {
         deadlineMs: START_MS,
       });
-      // Started by the launcher (ADR 0043), which said which class it chose and execed node in its place.
+      // Started by the launcher (ADR 0046), which said which class it chose and execed node in its place.
       expect(p.lines.find((l) => l.msg === 'worker machine class')).toMatchObject({
         workerId: env(name).QL_WORKER_ID,
         machineClass: expect.stringMatching(/^(small|large)$/),

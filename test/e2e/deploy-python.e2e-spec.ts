@@ -76,7 +76,7 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
     command: string[],
     options: { cwd: string; env: Record<string, string> },
   ) {
-    // Both start the worker through its launcher (ADR 0043), which execs node in its place.
+    // Both start the worker through its launcher (ADR 0046), which execs node in its place.
     const [launcher, ...args] = command;
     expect(launcher).toMatch(/(^|\/)bin\/ql-worker$/);
     const worker = new LoggedProcess(launcher!, args, options);

@@ -59,7 +59,7 @@ describe('the quickstart (npm start) with its control plane and worker processes
       QL_DEV_PKI_DIR: join(dir, 'pki'),
       QL_LOG_LEVEL: 'warn',
       QL_WORKER_HEARTBEAT_MS: '200',
-      // Not the small flags a worker started without the launcher would get (ADR 0043).
+      // Not the small flags a worker started without the launcher would get (ADR 0046).
       QL_WORKER_MACHINE_CLASS: 'large',
     };
     first = new EntryPoint(QUICKSTART, env);
@@ -73,7 +73,7 @@ describe('the quickstart (npm start) with its control plane and worker processes
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('starts its worker through bin/ql-worker: node, in the launcher’s place, under the flags of the class QL_WORKER_MACHINE_CLASS names (ADR 0043)', () => {
+  it('starts its worker through bin/ql-worker: node, in the launcher’s place, under the flags of the class QL_WORKER_MACHINE_CLASS names (ADR 0046)', () => {
     expect(first.lines.find((l) => l.msg === 'worker machine class')).toMatchObject({
       machineClass: 'large',
       source: 'QL_WORKER_MACHINE_CLASS',

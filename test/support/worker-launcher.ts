@@ -1,5 +1,5 @@
 /**
- * bin/ql-worker (ADR 0043) run as a real process: on a fake host (its /proc and /sys files written
+ * bin/ql-worker (ADR 0046) run as a real process: on a fake host (its /proc and /sys files written
  * under a temp folder, `QL_WORKER_PROC_ROOT`), with a fixture entry in place of the worker's main that
  * prints what node received, so a test sees the class the launcher chose reach node.
  */

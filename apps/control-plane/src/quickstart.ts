@@ -31,7 +31,7 @@ const file = (path: string) => join(__dirname, `${path}${extname(__filename)}`);
 const entry = (path: string) => [...process.execArgv, file(path)];
 /**
  * The worker starts as on every deployment: through bin/ql-worker, which picks the V8 flags of its
- * machine class and execs node in its place (ADR 0043), so the child's pid is the worker's. It is
+ * machine class and execs node in its place (ADR 0046), so the child's pid is the worker's. It is
  * told this node, the worker's main beside this file, and this process's node options (the sources'
  * loader in tests) as NODE_OPTIONS, since the launcher puts only V8 flags on node's command line.
  */

@@ -14,7 +14,7 @@ import { WorkerModule } from './worker.module';
 import { WORKER_DISABLED_REASON, WORKER_EXIT } from './worker-exit';
 
 /**
- * `npm run start:worker`: the headless worker (QL_PROFILE=worker), started by bin/ql-worker (ADR 0043).
+ * `npm run start:worker`: the headless worker (QL_PROFILE=worker), started by bin/ql-worker (ADR 0046).
  * `… main.js journal list|resolve`: the operator's journal command (journal/journal-command.ts), with
  * the worker's environment.
  */

@@ -43,7 +43,7 @@ export interface WorkerConfig {
   /** The user tasks run as (resolved and checked at start: executor/run-as.ts); null: the worker's own. */
   readonly runAs: RunAsSpec | null;
   readonly logLevel: WorkerLogLevel;
-  /** Read by bin/ql-worker, which picks node's V8 flags from it (ADR 0043); validated here too. */
+  /** Read by bin/ql-worker, which picks node's V8 flags from it (ADR 0046); validated here too. */
   readonly machineClass: MachineClass | 'auto';
 }
 
