@@ -4,7 +4,7 @@
 #   control plane: docker run … qinglong-remote-worker:local
 #   worker:        docker run -u 0:0 --cap-drop ALL --cap-add SETUID --cap-add SETGID --cap-add KILL --cap-add CHOWN \
 #                    --security-opt no-new-privileges -e QL_PROFILE=worker … qinglong-remote-worker:local \
-#                    node --lite-mode --no-expose-wasm dist/apps/worker/src/main.js
+#                    bin/ql-worker
 #   (the worker runs as root with those four capabilities only, and its tasks as qinglong-task: ADR 0031)
 # docker-compose.yml and deploy/kubernetes/ run it; docs/operations.md explains both.
 
@@ -44,6 +44,8 @@ RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /app/node_modules/better-sqlite3/build/Release/better_sqlite3.node ./node_modules/better-sqlite3/build/Release/
 COPY --from=build /app/dist ./dist
 COPY deploy/docker/healthcheck.js ./deploy/docker/
+# The worker's launcher: picks node's V8 flags from the container's memory limit (ADR 0046).
+COPY bin/ql-worker ./bin/
 # The user tasks run as (QL_WORKER_RUN_AS, ADR 0031): no home, no shell, owns nothing in the image.
 # A worker refuses to start if it cannot switch to it (exit 2): it needs the capabilities above; to run
 # tasks as the worker's own user instead, set QL_WORKER_RUN_AS= (empty; docs/operations.md says what a

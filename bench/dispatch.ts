@@ -146,10 +146,11 @@ export class BenchSession {
 }
 
 /** A no-op shell task: its id, and a function that triggers one run and answers its id and creation time. */
-export async function noopTask(plane: PlaneProcess, name: string) {
+/** A shell task (`true` unless another command is given) and a trigger that queues a run of it. */
+export async function noopTask(plane: PlaneProcess, name: string, command = 'true') {
   const task = await plane.admin<{ id: string }>('POST', '/api/v1/tasks', {
     name,
-    command: 'true',
+    command,
     runtime: 'shell',
     timeoutMs: 60_000,
   });

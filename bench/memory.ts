@@ -5,7 +5,7 @@
  * costs. Every figure and its peer come from the same run.
  */
 import { performance } from 'node:perf_hooks';
-import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
+import { MACHINE_CLASSES, WORKER_NODE_FLAGS, workerNodeFlags } from '../apps/worker/src/node-flags';
 import { CONTROL_PLANE_NODE_FLAGS } from '../apps/control-plane/src/node-flags';
 import { BenchSession } from './dispatch';
 import { median } from './lib/measure';
@@ -33,6 +33,12 @@ export const FLAG_SETS: readonly (readonly string[])[] = [
   ['--lite-mode', '--max-semi-space-size=1', '--optimize-for-size'],
   ['--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=64'],
 ];
+
+/** ` (the small class)` after a flag set bin/ql-worker starts the worker with (ADR 0046), else nothing. */
+function classLabel(flags: readonly string[]): string {
+  const machineClass = MACHINE_CLASSES.find((c) => workerNodeFlags(c).join(' ') === flags.join(' '));
+  return machineClass ? ` (the ${machineClass} class)` : '';
+}
 
 /** A process that does nothing and stays alive: the floor any Node process pays. */
 const BARE_NODE = ['-e', 'setInterval(() => {}, 1 << 30)'];
@@ -135,7 +141,7 @@ async function workerMemory(idleSeconds: number, log: (l: string) => void) {
       return {
         idleCpuMs: p.worker.cpuMs() - cpuAtStart[i]!,
         registeredMs: registeredMs[i]!,
-        flags: (p.flags.join(' ') || '(none)') + (p.flags === WORKER_NODE_FLAGS ? ' (the launchers’)' : ''),
+        flags: (p.flags.join(' ') || '(none)') + classLabel(p.flags),
         workerMiB,
         bareSameFlagsMiB: p.bare.rssMiB(),
         ratio: workerMiB / bareNodeMiB,

@@ -24,7 +24,7 @@ import {
   createPlaneDatabase,
   startPlaneProcess,
 } from './lib/plane';
-import { BenchProcess, pollUntil, spawnNode } from './lib/processes';
+import { BenchProcess, peakRssMiB, pollUntil, rssMiB, spawnNode } from './lib/processes';
 import { ownCpuMs, readProcStat, ticksToMs } from './lib/proc-cpu';
 import { Align, machineInfo, markdownTable, textTable } from './lib/report';
 import { writeResults } from './lib/results';
@@ -48,6 +48,9 @@ export interface CostSample {
   readonly cpuMsPerRun: number;
   readonly childrenCpuMsPerRun: number;
   readonly seconds: number;
+  /** The worker's resident set right after the drain, and the largest it had (VmRSS, VmHWM), MiB. */
+  readonly rssMiB: number;
+  readonly peakRssMiB: number;
 }
 
 export interface SyscallSample {
@@ -137,6 +140,8 @@ async function drainOnce(
       cpuMsPerRun: (after.self - before.self) / runs,
       childrenCpuMsPerRun: (after.children - before.children) / runs,
       seconds: (performance.now() - t0) / 1000,
+      rssMiB: rssMiB(worker.pid),
+      peakRssMiB: peakRssMiB(worker.pid),
     };
   } finally {
     await worker.stop();
@@ -158,6 +163,8 @@ const c=spawn('/bin/sh',['-c','true'],{detached:true,stdio:['ignore','pipe','pip
     cpuMsPerRun: (usage.user + usage.system) / 1000 / runs,
     childrenCpuMsPerRun: Number.NaN,
     seconds: (performance.now() - started) / 1000,
+    rssMiB: Number.NaN,
+    peakRssMiB: Number.NaN,
   };
 }
 
@@ -170,6 +177,8 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
   const warmup = Math.floor(envNumber('QL_BENCH_COST_WARMUP', 10, 1));
   const rounds = Math.floor(envNumber('QL_BENCH_COST_ROUNDS', 3, 1));
   const baseline = process.env.QL_BENCH_COST_BASELINE;
+  // `true` (a no-op) unless a command with output is asked for: its upload is the worker's JavaScript.
+  const command = process.env.QL_BENCH_COST_COMMAND || 'true';
   // Both machine classes' flags (apps/worker/src/node-flags.ts): the same build, interleaved.
   const variants: Variant[] = MACHINE_CLASSES.map((c) => ({
     name: `this build, ${c}-machine flags`,
@@ -184,7 +193,7 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
     });
   const strace = spawnSync('strace', ['-V'], { encoding: 'utf8' }).status === 0;
   console.log(
-    `worker-cost bench: ${runs} no-op runs per drain (after ${warmup}), ${rounds} rounds, ` +
+    `worker-cost bench: ${runs} runs of \`${command}\` per drain (after ${warmup}), ${rounds} rounds, ` +
       `variants ${variants.map((v) => v.name).join(', ')}; strace ${strace ? 'yes' : 'no'}; ` +
       `node ${machine.node}, ${machine.cpuCount} CPUs, load ${machine.loadAvgAtStart}`,
   );
@@ -200,7 +209,7 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
   try {
     let n = 0;
     const queue: Queue = async () => {
-      const { trigger } = await noopTask(plane, `cost ${n++}`);
+      const { trigger } = await noopTask(plane, `cost ${n++}`, command);
       const ids: string[] = [];
       for (let i = 0; i < warmup + runs; i++) ids.push((await trigger()).runId);
       return { first: ids[0]!, warm: ids[warmup - 1]!, last: ids.at(-1)! };
@@ -211,7 +220,8 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
       for (const v of order) {
         const s = (await drainOnce(plane, pki, v, queue, runs, false)) as CostSample;
         console.log(
-          `worker-cost: ${v.name} round ${round + 1}: ${s.cpuMsPerRun.toFixed(2)} ms/run, children ${s.childrenCpuMsPerRun.toFixed(2)}`,
+          `worker-cost: ${v.name} round ${round + 1}: ${s.cpuMsPerRun.toFixed(2)} ms/run, children ${s.childrenCpuMsPerRun.toFixed(2)}, ` +
+            `RSS ${s.rssMiB.toFixed(1)} MiB (peak ${s.peakRssMiB.toFixed(1)})`,
         );
         samples.push(s);
       }
@@ -238,9 +248,11 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
     'vs baseline',
     'children CPU ms/run',
     'vs baseline',
+    'worker RSS after drain MiB',
+    'worker peak RSS MiB',
     'samples',
   ];
-  const cpuAlign: Align[] = ['left', 'right', 'right', 'right', 'right', 'left'];
+  const cpuAlign: Align[] = ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'left'];
   const fmt = (x: number) => (Number.isNaN(x) ? '–' : x.toFixed(2));
   const cpuRows = names.map((name) => {
     const cpu = med(name, (s) => s.cpuMsPerRun);
@@ -251,6 +263,8 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
       fmt(cpu / base),
       fmt(children),
       fmt(children / baseChildren),
+      fmt(med(name, (s) => s.rssMiB)),
+      fmt(med(name, (s) => s.peakRssMiB)),
       samples
         .filter((s) => s.variant === name)
         .map((s) => s.cpuMsPerRun.toFixed(1))
@@ -270,24 +284,32 @@ export async function workerCostMain(resultsDir: string): Promise<void> {
   const callAlign: Align[] = callHeader.map((_, i) => (i ? 'right' : 'left'));
   console.log(textTable(cpuHeader, cpuRows, cpuAlign));
   if (callRows.length) console.log(textTable(callHeader, callRows, callAlign));
-  writeResults(resultsDir, 'worker-cost', started, { machine, runs, warmup, rounds, samples, syscalls }, [
-    '# Worker CPU and syscalls per no-op run (ADR 0023)',
-    '',
-    `One worker process (one slot, SQLite control plane in its own process, mTLS) drains ${runs} no-op runs ` +
-      `after ${warmup}; medians of ${rounds} rounds, variants interleaved. Worker CPU = utime + stime of the ` +
-      `worker, children = cutime + cstime (the no-op commands and the reaper), from /proc. The floor is a ` +
-      `bare node spawning \`sh -c true\` detached and awaiting it. Node ${machine.node}, ` +
-      `${machine.cpuCount} CPUs, load ${machine.loadAvgAtStart} at start.`,
-    '',
-    markdownTable(cpuHeader, cpuRows, cpuAlign),
-    '',
-    ...(callRows.length
-      ? [
-          `Syscalls per run of the worker's threads (\`strace -c\`, one traced drain per variant, children not traced):`,
-          '',
-          markdownTable(callHeader, callRows, callAlign),
-          '',
-        ]
-      : ['strace was not available: no syscall counts.', '']),
-  ]);
+  const what = command === 'true' ? 'no-op runs' : `runs of \`${command}\``;
+  writeResults(
+    resultsDir,
+    'worker-cost',
+    started,
+    { machine, runs, warmup, rounds, command, samples, syscalls },
+    [
+      `# Worker CPU and syscalls per ${command === 'true' ? 'no-op run' : 'run with output'} (ADR 0023, ADR 0046)`,
+      '',
+      `One worker process (one slot, SQLite control plane in its own process, mTLS) drains ${runs} ${what} ` +
+        `after ${warmup}; medians of ${rounds} rounds, variants interleaved. Worker CPU = utime + stime of the ` +
+        `worker, children = cutime + cstime (the runs' commands and the reaper), from /proc; RSS = the worker's ` +
+        `VmRSS right after the drain and its VmHWM (peak since start), medians. The floor is a ` +
+        `bare node spawning \`sh -c true\` detached and awaiting it. Node ${machine.node}, ` +
+        `${machine.cpuCount} CPUs, load ${machine.loadAvgAtStart} at start.`,
+      '',
+      markdownTable(cpuHeader, cpuRows, cpuAlign),
+      '',
+      ...(callRows.length
+        ? [
+            `Syscalls per run of the worker's threads (\`strace -c\`, one traced drain per variant, children not traced):`,
+            '',
+            markdownTable(callHeader, callRows, callAlign),
+            '',
+          ]
+        : ['strace was not available: no syscall counts.', '']),
+    ],
+  );
 }

@@ -6,9 +6,18 @@ import { ownCpuMs, readProcStat } from './proc-cpu';
 
 /** Resident set size of a live process in MiB, from /proc (what `ps` and the kernel's OOM killer see). */
 export function rssMiB(pid: number): number {
+  return statusMiB(pid, 'VmRSS');
+}
+
+/** The largest resident set a live process has had so far, in MiB (`VmHWM` of /proc/<pid>/status). */
+export function peakRssMiB(pid: number): number {
+  return statusMiB(pid, 'VmHWM');
+}
+
+function statusMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
-  if (kib === undefined) throw new Error(`no VmRSS for pid ${pid}`);
+  const kib = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1];
+  if (kib === undefined) throw new Error(`no ${field} for pid ${pid}`);
   return Number(kib) / 1024;
 }
 

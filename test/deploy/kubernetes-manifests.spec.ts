@@ -13,8 +13,9 @@ import { SETTINGS, loadConfig } from '../../apps/control-plane/src/config/config
 import { HealthController } from '../../apps/control-plane/src/health/health.controller';
 import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
 import { CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
-import { WORKER_NODE_FLAGS } from '../../apps/worker/src/node-flags';
+import { MachineClass, workerNodeFlags } from '../../apps/worker/src/node-flags';
 import { REPO_ROOT } from '../support/docker-emulation';
+import { FakeHost, LAUNCHER, gib, removeFixtureEntry, runLauncher } from '../support/worker-launcher';
 
 const DIR = join(REPO_ROOT, 'deploy', 'kubernetes');
 
@@ -88,15 +89,21 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
   it('every container runs an entry point of the build through the image ENTRYPOINT, with only known settings', () => {
     for (const { c, workload } of containers) {
       expect({ name: c.name, command: c.command }).toEqual({ name: c.name, command: undefined }); // keeps tini
-      const [node, ...args] = c.args as string[];
-      expect(node).toBe('node');
-      // A worker runs under the V8 flags of ADR 0014, exactly; the control plane under those of ADR 0020
-      // (the migrate Job is a one-shot CLI command: none).
-      const flags =
-        profile(c) === 'worker' ? WORKER_NODE_FLAGS : workload.kind === 'Job' ? [] : CONTROL_PLANE_NODE_FLAGS;
-      expect({ name: c.name, flags: args.slice(0, flags.length) }).toEqual({ name: c.name, flags });
-      const script = args[flags.length];
-      expect(existsSync(join(REPO_ROOT, script!.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);
+      if (profile(c) === 'worker') {
+        // A worker starts through the launcher, which picks its V8 flags (ADR 0046; see below).
+        expect({ name: c.name, args: c.args }).toEqual({ name: c.name, args: [LAUNCHER] });
+      } else {
+        const [node, ...args] = c.args as string[];
+        expect(node).toBe('node');
+        // The control plane runs under the V8 flags of ADR 0020 (the migrate Job is a one-shot CLI
+        // command: none).
+        const flags = workload.kind === 'Job' ? [] : CONTROL_PLANE_NODE_FLAGS;
+        expect({ name: c.name, flags: args.slice(0, flags.length) }).toEqual({ name: c.name, flags });
+        const script = args[flags.length];
+        expect(existsSync(join(REPO_ROOT, script!.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(
+          true,
+        );
+      }
       const env = containerEnv(c);
       const known =
         profile(c) === 'worker'
@@ -204,6 +211,45 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
       expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(config.stopBudgetMs);
     }
     expect(ids.size).toBe(workers.length);
+  });
+
+  it("a worker's memory limit decides its V8 flags: the launcher, in a container with that cgroup limit on a large node, picks the class ADR 0046 asks for", async () => {
+    expect(workers.length).toBeGreaterThan(0);
+    const bytes = (quantity: string) => {
+      const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(quantity);
+      if (!m) throw new Error(`memory quantity ${quantity}: this test reads Ki, Mi, Gi only`);
+      return Number(m[1]) * { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 }[m[2] ?? '']!;
+    };
+    try {
+      for (const { c } of workers) {
+        const limit = bytes(c.resources.limits.memory);
+        // A container has its own cgroup namespace: its cgroup is the root of its /sys/fs/cgroup.
+        const host = new FakeHost()
+          .cgroup('0::/')
+          .file('sys/fs/cgroup/memory.max', `${limit}\n`)
+          .memTotal(gib(64));
+        const env = containerEnv(c);
+        const run = await runLauncher(
+          host,
+          env.QL_WORKER_MACHINE_CLASS ? { QL_WORKER_MACHINE_CLASS: env.QL_WORKER_MACHINE_CLASS } : {},
+        );
+        host.remove();
+        const expected = (env.QL_WORKER_MACHINE_CLASS ??
+          (limit <= gib(1) ? 'small' : 'large')) as MachineClass;
+        expect({ name: c.name, limit, class: run.classLine?.machineClass, flags: run.saw?.execArgv }).toEqual(
+          {
+            name: c.name,
+            limit,
+            class: expected,
+            flags: [...workerNodeFlags(expected)],
+          },
+        );
+      }
+      // The shipped worker-1: 256Mi, so small (--lite-mode), as ADR 0014 measured for a router.
+      expect(workers.map(({ c }) => c.resources.limits.memory)).toEqual(['256Mi']);
+    } finally {
+      removeFixtureEntry();
+    }
   });
 
   it('every pod runs as non-root (a worker: its tasks, test/deploy/task-user.spec.ts) without privilege escalation, with resource requests and limits', () => {

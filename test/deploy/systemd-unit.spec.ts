@@ -6,10 +6,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
-import { WORKER_NODE_FLAGS } from '../../apps/worker/src/node-flags';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { REPO_ROOT } from '../support/docker-emulation';
 import { parseUnit } from '../support/systemd-unit';
+import { LAUNCHER } from '../support/worker-launcher';
 
 const UNIT_FILE = join(REPO_ROOT, 'deploy', 'systemd', 'qinglong-worker@.service');
 const text = readFileSync(UNIT_FILE, 'utf8');
@@ -36,11 +36,10 @@ describe('systemd unit for a worker (deploy/systemd)', () => {
     expect(unit.Unit?.StartLimitIntervalSec).toEqual(['0']);
   });
 
-  it('runs the built worker entry point with only worker settings, one certificate per instance, and stops within the unit timeout', () => {
-    const [node, ...args] = one('ExecStart').split(/\s+/);
-    expect(node).toMatch(/^\/.*\/node$/);
-    expect(args).toEqual([...WORKER_NODE_FLAGS, 'dist/apps/worker/src/main.js']);
-    expect(existsSync(join(REPO_ROOT, 'apps/worker/src/main.ts'))).toBe(true);
+  it('runs the worker through the launcher of its install folder (ADR 0046) with only worker settings, one certificate per instance, and stops within the unit timeout', () => {
+    // The launcher picks node's V8 flags and execs node: the unit's main process is node.
+    expect(one('ExecStart')).toBe(`${one('WorkingDirectory')}/${LAUNCHER}`);
+    expect(existsSync(join(REPO_ROOT, LAUNCHER))).toBe(true);
     const env = Object.fromEntries(
       service
         .Environment!.map((e) => e.split('=') as [string, string])
@@ -88,6 +87,9 @@ describe('systemd unit for a worker (deploy/systemd)', () => {
       const there = path === outDir || existsSync(join(REPO_ROOT, path));
       expect({ path, exists: there }).toEqual({ path, exists: true });
     }
+    // The launcher ExecStart runs is copied too.
+    expect(one('ExecStart')).toBe(`${workingDirectory}/${LAUNCHER}`);
+    expect(copied).toContain(LAUNCHER.split('/')[0]);
     // Every file the commands read from the install folder is in what was copied, in this repository.
     const used = [...block.matchAll(new RegExp(`${workingDirectory}/(\\S+)`, 'g'))].map((m) => m[1]!);
     expect(used).toContain('deploy/systemd/qinglong-worker@.service');

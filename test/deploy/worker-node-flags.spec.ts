@@ -1,47 +1,71 @@
 /**
- * ADR 0014: every launcher of the worker puts the same V8 flags on `node`'s command line, so an idle
- * worker costs what the bench measured whichever way it is started. The Kubernetes manifest and the
- * systemd unit are checked in their own specs, the quickstart in its e2e test.
+ * ADR 0014, ADR 0046: every launcher of the worker starts it through bin/ql-worker, which puts the V8
+ * flags of the machine class on `node`'s command line, so a worker costs what the benches measured
+ * for its class whichever way it is started. The Kubernetes manifest and the systemd unit are checked
+ * in their own specs, the quickstart in its e2e test, the launcher itself in worker-launcher.spec.ts.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { WORKER_NODE_FLAGS } from '../../apps/worker/src/node-flags';
-import { REPO_ROOT } from '../support/docker-emulation';
+import { MACHINE_CLASSES, workerNodeFlags } from '../../apps/worker/src/node-flags';
+import { REPO_ROOT, instructions, parseDockerfile } from '../support/docker-emulation';
 import { expectQuietNodeFlags } from '../support/node-flags';
+import { LAUNCHER } from '../support/worker-launcher';
 
-const WORKER_MAIN = 'dist/apps/worker/src/main.js';
+const WORKER_MAIN = 'apps/worker/src/main.js';
 const read = (file: string) => readFileSync(join(REPO_ROOT, file), 'utf8');
-
-describe('the V8 flags of the worker (ADR 0014) on every launcher', () => {
-  it('are V8 flags only, none of them refused on the command line, and this node accepts them without a word on stderr (V8 warns about lite mode and WebAssembly otherwise)', () => {
-    expectQuietNodeFlags(WORKER_NODE_FLAGS);
+const filesUnder = (dir: string): string[] =>
+  readdirSync(join(REPO_ROOT, dir)).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(join(REPO_ROOT, path)).isDirectory() ? filesUnder(path) : [path];
   });
 
-  it('npm run start:worker runs node with them', () => {
+describe('the V8 flags of the worker (ADR 0014, ADR 0046) on every launcher', () => {
+  it('are V8 flags only, none of them refused on the command line, and this node accepts every class’s without a word on stderr (V8 warns about lite mode and WebAssembly otherwise)', () => {
+    const withFlags = MACHINE_CLASSES.filter((c) => workerNodeFlags(c).length > 0);
+    expect(withFlags).toContain('small');
+    for (const machineClass of withFlags) expectQuietNodeFlags(workerNodeFlags(machineClass));
+  });
+
+  it('npm run start:worker runs the launcher', () => {
     const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
     const command = scripts['start:worker']!.split('&&').pop()!.trim().split(/\s+/);
-    expect(command.slice(command.indexOf('node'))).toEqual(['node', ...WORKER_NODE_FLAGS, WORKER_MAIN]);
+    expect(command).toEqual(['QL_PROFILE=worker', LAUNCHER]);
   });
 
-  it('every docker-compose worker service runs node with them', () => {
+  it('every docker-compose worker service runs the launcher', () => {
     const compose = parse(read('docker-compose.yml'), { merge: true }) as {
-      services: Record<string, { command?: string[] }>;
+      services: Record<string, { command?: string[]; environment?: Record<string, string> }>;
     };
-    const workers = Object.entries(compose.services).filter(([, s]) => s.command?.includes(WORKER_MAIN));
+    const workers = Object.entries(compose.services).filter(
+      ([, s]) => s.environment?.QL_PROFILE === 'worker',
+    );
     expect(workers.map(([name]) => name)).toEqual(['worker-1', 'worker-2']);
-    for (const [name, s] of workers) {
-      expect({ name, command: s.command }).toEqual({
-        name,
-        command: ['node', ...WORKER_NODE_FLAGS, WORKER_MAIN],
-      });
-    }
+    for (const [name, s] of workers)
+      expect({ name, command: s.command }).toEqual({ name, command: [LAUNCHER] });
   });
 
-  it("the Dockerfile's worker command shows them", () => {
-    const line = read('Dockerfile')
+  it('the image holds the launcher in its WORKDIR, and the Dockerfile’s worker command shows it', () => {
+    const stages = parseDockerfile(read('Dockerfile'));
+    const runtime = stages[stages.length - 1]!;
+    expect(instructions(runtime, 'WORKDIR')).toEqual(['/app']);
+    expect(instructions(runtime, 'COPY')).toContain(`${LAUNCHER} ./bin/`);
+    const comment = read('Dockerfile')
       .split('\n')
-      .find((l) => l.includes(WORKER_MAIN));
-    expect(line).toContain(`node ${WORKER_NODE_FLAGS.join(' ')} ${WORKER_MAIN}`);
+      .filter((l) => l.startsWith('#') && l.includes(LAUNCHER));
+    expect(comment).toEqual([expect.stringMatching(new RegExp(`^#\\s+${LAUNCHER}$`))]);
+  });
+
+  it('no deployment file starts the worker’s main.js but the launcher (a launcher that bypasses it fails here)', () => {
+    const files = [
+      'package.json',
+      'Dockerfile',
+      'docker-compose.yml',
+      ...filesUnder('deploy'),
+      ...filesUnder('scripts'),
+    ];
+    const naming = files.filter((file) => read(file).includes(WORKER_MAIN));
+    expect(naming).toEqual([]);
+    expect(read(LAUNCHER)).toContain(`dist/${WORKER_MAIN}`);
   });
 });

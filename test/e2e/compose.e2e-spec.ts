@@ -28,6 +28,7 @@ import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
 import { LoggedProcess } from '../support/child-process';
+import { LAUNCHER } from '../support/worker-launcher';
 import { TestPostgresDatabase, createPostgresDatabase } from '../support/databases';
 import {
   REPO_ROOT,
@@ -291,11 +292,12 @@ describe('the compose services as real processes (compiled image layout, Postgre
     return result;
   }
 
+  /** A service's command in the image's WORKDIR: `node …`, or a worker's launcher (the image's copy). */
   function start(name: string): LoggedProcess {
     const [command, ...args] =
       compose.services[name]!.command ?? execForm(instructions(finalStage, 'CMD').pop()!);
-    expect(command).toBe('node');
-    const p = new LoggedProcess(process.execPath, args, {
+    expect(['node', LAUNCHER]).toContain(command);
+    const p = new LoggedProcess(command === 'node' ? process.execPath : join(image.root, command!), args, {
       cwd: image.root,
       env: { ...localEnv(name), PATH: image.path },
     });
@@ -372,6 +374,11 @@ describe('the compose services as real processes (compiled image layout, Postgre
     for (const { name, p } of running) {
       await p.until(`${name} registered`, async () => p.lines.find((l) => l.msg === 'worker registered'), {
         deadlineMs: START_MS,
+      });
+      // Started by the launcher (ADR 0046), which said which class it chose and execed node in its place.
+      expect(p.lines.find((l) => l.msg === 'worker machine class')).toMatchObject({
+        workerId: env(name).QL_WORKER_ID,
+        machineClass: expect.stringMatching(/^(small|large)$/),
       });
       await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250, deadlineMs: SETTLE_MS });
     }

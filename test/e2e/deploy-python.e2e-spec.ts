@@ -8,10 +8,10 @@
  *   in a folder standing for its mountPath, the `state` volume a 0711 folder; the control plane's
  *   Service URL becomes a test control plane's ingress. Capabilities, seccomp and the read-only root
  *   are not applied.
- * - systemd: the install of docs/operations.md is replayed: dist/ (from the replayed build), deploy/,
- *   package.json and package-lock.json copied into a folder standing for WorkingDirectory, the
- *   production packages linked; ExecStart runs there with the unit's Environment= lines (`%i` the
- *   instance) and the EnvironmentFile's URL; /etc/qinglong and the StateDirectory become temp folders.
+ * - systemd: the install of docs/operations.md is replayed: bin/, dist/ (from the replayed build),
+ *   deploy/, package.json and package-lock.json copied into a folder standing for WorkingDirectory, the
+ *   production packages linked; ExecStart (the launcher, under that folder) runs there with the unit's
+ *   Environment= lines (`%i` the instance), the EnvironmentFile's URL and systemd's default PATH; /etc/qinglong and the StateDirectory become temp folders.
  *   The host's `sh` and `python3` are used, as the docs require of the host. `qinglong-task` is not a
  *   user on this machine: its numeric stand-in is the image's 10001:10001. Capabilities, KillMode and
  *   restarts are not applied (test/deploy/systemd-unit.spec.ts reads them).
@@ -28,7 +28,7 @@ import {
   symlinkSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { LoggedProcess } from '../support/child-process';
@@ -76,9 +76,10 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
     command: string[],
     options: { cwd: string; env: Record<string, string> },
   ) {
-    const [node, ...args] = command;
-    expect(node).toMatch(/(^|\/)node$/);
-    const worker = new LoggedProcess(process.execPath, args, options);
+    // Both start the worker through its launcher (ADR 0046), which execs node in its place.
+    const [launcher, ...args] = command;
+    expect(launcher).toMatch(/(^|\/)bin\/ql-worker$/);
+    const worker = new LoggedProcess(launcher!, args, options);
     processes.push(worker);
     const transcript = () =>
       [...worker.lines.map((l) => JSON.stringify(l)), ...worker.stderr].slice(-30).join('\n');
@@ -90,6 +91,7 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
           deadlineMs: WAIT_DEADLINE_MS,
         },
       );
+      expect(worker.lines.find((l) => l.msg === 'worker machine class')).toMatchObject({ workerId });
       const runId = await h.trigger(await h.createTask({ runtime: 'python', command: PYTHON }));
       const run = await h.untilRunEnds(runId);
       expect({
@@ -147,7 +149,7 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
     const instance = 'router-7';
     const opt = folder('opt-qinglong-remote-worker');
     mkdirSync(opt, { recursive: true });
-    // What docs/operations.md copies ("copy dist/, deploy/, … into /opt/…"): dist/ from the build.
+    // What docs/operations.md copies ("copy bin/, dist/, … into /opt/…"): dist/ from the build.
     const doc = read('docs', 'operations.md');
     const install = doc.slice(doc.indexOf('Installing it on a machine'));
     const copied = /copy ([^]*?) into \/opt\//.exec(install.replace(/\n#\s*/g, ' '))![1]!.split(/,? and |, /);
@@ -180,6 +182,11 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
     expect(env.QL_WORKER_RUN_AS).toBe('qinglong-task');
     env.QL_WORKER_RUN_AS = '10001:10001';
     expect(service.WorkingDirectory).toEqual(['/opt/qinglong-remote-worker']);
-    await runPython(instance, service.ExecStart![0]!.split(/\s+/), { cwd: opt, env });
+    // systemd's default PATH for services, with the node of this test first (the host's node).
+    env.PATH = `${dirname(process.execPath)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin`;
+    const execStart = service
+      .ExecStart![0]!.split(/\s+/)
+      .map((word) => remap(word, service.WorkingDirectory![0]!, opt));
+    await runPython(instance, execStart, { cwd: opt, env });
   }, 180_000);
 });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ingressPath } from '@ql/contracts';
 import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
-import { WORKER_NODE_FLAGS } from '../../apps/worker/src/node-flags';
+import { WORKER_NODE_FLAGS, workerNodeFlags } from '../../apps/worker/src/node-flags';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { LogLine } from '../support/child-process';
 import {
@@ -59,6 +59,8 @@ describe('the quickstart (npm start) with its control plane and worker processes
       QL_DEV_PKI_DIR: join(dir, 'pki'),
       QL_LOG_LEVEL: 'warn',
       QL_WORKER_HEARTBEAT_MS: '200',
+      // Not the small flags a worker started without the launcher would get (ADR 0046).
+      QL_WORKER_MACHINE_CLASS: 'large',
     };
     first = new EntryPoint(QUICKSTART, env);
     await first.until('worker-1 registered', async () => registrations(first)[0], { deadlineMs: 60_000 });
@@ -71,11 +73,17 @@ describe('the quickstart (npm start) with its control plane and worker processes
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('runs its worker under the V8 flags of ADR 0014', () => {
+  it('starts its worker through bin/ql-worker: node, in the launcher’s place, under the flags of the class QL_WORKER_MACHINE_CLASS names (ADR 0046)', () => {
+    expect(first.lines.find((l) => l.msg === 'worker machine class')).toMatchObject({
+      machineClass: 'large',
+      source: 'QL_WORKER_MACHINE_CLASS',
+    });
+    expect(workerNodeFlags('large')).not.toEqual(WORKER_NODE_FLAGS);
     const pid = Number(quickstartLine(first, 'worker-1 started')[0]?.pid);
-    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    expect(argv.slice(1, 1 + WORKER_NODE_FLAGS.length)).toEqual([...WORKER_NODE_FLAGS]);
-    expect(argv.filter(Boolean).pop()).toMatch(/apps\/worker\/src\/main\.[jt]s$/);
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    expect(argv[0]).toBe(process.execPath);
+    expect(argv.slice(1, -1)).toEqual([...workerNodeFlags('large')]);
+    expect(argv.at(-1)).toMatch(/apps\/worker\/src\/main\.[jt]s$/);
   });
 
   it('runs its control plane under the V8 flags of ADR 0020 and the environment of ADR 0024', () => {

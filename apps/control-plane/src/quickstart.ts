@@ -1,7 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { checkEntryArgs, guardStdio, writeErr, writeOut } from '@ql/contracts';
 import { extname, join } from 'node:path';
-import { WORKER_NODE_FLAGS } from '../../worker/src/node-flags';
 import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from './node-flags';
 import { WORKER_EXIT } from '../../worker/src/worker-exit';
 import type { MigratedMessage, ReadyMessage } from './main';
@@ -28,7 +27,26 @@ if (usage !== undefined) process.exit(usage);
 guardStdio();
 
 // Children run the way this process runs (`node dist/…/quickstart.js`, or the sources in tests).
-const entry = (path: string) => [...process.execArgv, join(__dirname, `${path}${extname(__filename)}`)];
+const file = (path: string) => join(__dirname, `${path}${extname(__filename)}`);
+const entry = (path: string) => [...process.execArgv, file(path)];
+/**
+ * The worker starts as on every deployment: through bin/ql-worker, which picks the V8 flags of its
+ * machine class and execs node in its place (ADR 0046), so the child's pid is the worker's. It is
+ * told this node, the worker's main beside this file, and this process's node options (the sources'
+ * loader in tests) as NODE_OPTIONS, since the launcher puts only V8 flags on node's command line.
+ */
+const fromSources = extname(__filename) === '.ts';
+const workerLauncher = join(
+  __dirname,
+  ...(fromSources ? ['..', '..', '..'] : ['..', '..', '..', '..']),
+  'bin',
+  'ql-worker',
+);
+const workerMain = file('../../worker/src/main');
+const quoted = (arg: string) => `"${arg.replace(/[\\"]/g, '\\$&')}"`;
+const workerNodeOptions = [...process.execArgv.map(quoted), process.env.NODE_OPTIONS ?? '']
+  .filter(Boolean)
+  .join(' ');
 const workerId = process.env.QL_WORKER_ID ?? 'worker-1';
 const backoff = new RestartBackoff();
 let worker: ChildProcess | undefined;
@@ -58,11 +76,14 @@ function startWorker(from: ReadyMessage): void {
   if (stopping) return;
   const startedAt = Date.now();
   const pki = `${from.devPkiDir}/workers/${workerId}`;
-  const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ...entry('../../worker/src/main')], {
+  const child = spawn(workerLauncher, [], {
     stdio: 'inherit',
     detached: true,
     env: {
       ...process.env,
+      QL_WORKER_NODE: process.execPath,
+      QL_WORKER_ENTRY: workerMain,
+      ...(workerNodeOptions ? { NODE_OPTIONS: workerNodeOptions } : {}),
       QL_PROFILE: 'worker',
       QL_WORKER_CONTROL_PLANE_URL:
         process.env.QL_WORKER_CONTROL_PLANE_URL ?? `https://127.0.0.1:${new URL(from.ingressUrl).port}`,
@@ -73,6 +94,11 @@ function startWorker(from: ReadyMessage): void {
   });
   worker = child;
   log('info', `${workerId} started`, { pid: child.pid });
+  // The launcher missing or not executable: there is nothing to restart.
+  child.on('error', (error) => {
+    worker = undefined;
+    log('error', `${workerId} could not be started: ${error.message}; not restarting it`);
+  });
   child.on('exit', (code, signal) => {
     worker = undefined;
     if (stopping) return;

@@ -14,10 +14,12 @@ import { WorkerModule } from './worker.module';
 import { WORKER_DISABLED_REASON, WORKER_EXIT } from './worker-exit';
 
 /**
- * `npm run start:worker`: the headless worker (QL_PROFILE=worker). `… main.js journal list|resolve`:
- * the operator's journal command (journal/journal-command.ts), with the worker's environment.
+ * `npm run start:worker`: the headless worker (QL_PROFILE=worker), started by bin/ql-worker (ADR 0046).
+ * `… main.js journal list|resolve`: the operator's journal command (journal/journal-command.ts), with
+ * the worker's environment.
  */
-const USAGE = `usage: npm run start:worker   (QL_PROFILE=worker node dist/apps/worker/src/main.js)
+const USAGE = `usage: npm run start:worker   (QL_PROFILE=worker bin/ql-worker: node with the V8 flags of
+                              QL_WORKER_MACHINE_CLASS, then dist/apps/worker/src/main.js)
        node dist/apps/worker/src/main.js --config-docs
        node dist/apps/worker/src/main.js journal list | resolve <offer id> | resolve --all
 Starts the headless worker: it registers with QL_WORKER_CONTROL_PLANE_URL over mTLS, pulls runs and

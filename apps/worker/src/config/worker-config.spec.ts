@@ -31,6 +31,7 @@ describe('loadWorkerConfig', () => {
       logLingerMs: 200,
       runAs: null,
       logLevel: 'info',
+      machineClass: 'auto',
     });
   });
 

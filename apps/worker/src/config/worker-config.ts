@@ -11,6 +11,7 @@ import {
 } from '@ql/contracts';
 import type { CgroupSetting } from '../host/cgroup';
 import { JOURNAL_LIMITS } from '../journal/journal-states';
+import { MACHINE_CLASSES, MachineClass } from '../node-flags';
 
 /**
  * The headless worker's settings: one environment variable each, validated once at start, with a
@@ -44,6 +45,8 @@ export interface WorkerConfig {
   /** The user tasks run as (resolved and checked at start: executor/run-as.ts); null: the worker's own. */
   readonly runAs: RunAsSpec | null;
   readonly logLevel: WorkerLogLevel;
+  /** Read by bin/ql-worker, which picks node's V8 flags from it (ADR 0046); validated here too. */
+  readonly machineClass: MachineClass | 'auto';
 }
 
 /** `QL_WORKER_RUN_AS` as written: a user name (looked up in /etc/passwd at start) or numeric ids. */
@@ -350,6 +353,13 @@ export const WORKER_SETTINGS = [
     default: 'info',
     doc: '`debug`, `info`, `warn` or `error`',
     parse: logLevel,
+  },
+  {
+    key: 'machineClass',
+    env: 'QL_WORKER_MACHINE_CLASS',
+    default: 'auto',
+    doc: "`small`, `large` or `auto`: the V8 flags `bin/ql-worker` starts node with. `small` (`--lite-mode`: less memory, more CPU per run), `large` (V8's defaults). `auto` is small when the least of the worker's cgroup memory limit (v2 `memory.max`, v1 `memory.limit_in_bytes`, its cgroup's and those above it) and the machine's `MemTotal` is at most 1 GiB, large above it; the launcher logs which and why. Another value: the launcher exits 2 and starts nothing",
+    parse: oneOf(['auto', ...MACHINE_CLASSES] as const),
   },
 ] as const satisfies readonly Setting<WorkerConfig>[];
 
