@@ -3,7 +3,7 @@
  * process with its control plane and worker children — supervising its worker, leaving a running
  * instance alone, and stopping everything when the terminal closes.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ingressPath } from '@ql/contracts';
@@ -84,6 +84,18 @@ describe('the quickstart (npm start) with its control plane and worker processes
     expect(argv[0]).toBe(process.execPath);
     expect(argv.slice(1, -1)).toEqual([...workerNodeFlags('large')]);
     expect(argv.at(-1)).toMatch(/apps\/worker\/src\/main\.[jt]s$/);
+  });
+
+  it("keeps its worker's journal and run folders beside its dev PKI folder, so two quickstarts never share a journal", () => {
+    const pid = Number(quickstartLine(first, 'worker-1 started')[0]?.pid);
+    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    expect(environ).toEqual(
+      expect.arrayContaining([
+        `QL_WORKER_JOURNAL_DIR=${join(dir, 'worker', 'worker-1', 'journal')}`,
+        `QL_WORKER_WORK_DIR=${join(dir, 'worker', 'worker-1', 'runs')}`,
+      ]),
+    );
+    expect(existsSync(join(dir, 'worker', 'worker-1', 'journal', 'journal.log'))).toBe(true);
   });
 
   it('runs its control plane under the V8 flags of ADR 0020 and the environment of ADR 0024', () => {

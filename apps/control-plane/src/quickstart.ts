@@ -1,6 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { checkEntryArgs, guardStdio, writeErr, writeOut } from '@ql/contracts';
-import { extname, join } from 'node:path';
+import { dirname, extname, join } from 'node:path';
 import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from './node-flags';
 import { WORKER_EXIT } from '../../worker/src/worker-exit';
 import type { MigratedMessage, ReadyMessage } from './main';
@@ -76,6 +76,9 @@ function startWorker(from: ReadyMessage): void {
   if (stopping) return;
   const startedAt = Date.now();
   const pki = `${from.devPkiDir}/workers/${workerId}`;
+  // Its journal and run folders sit beside the dev PKI (`./var/worker/<id>/…` by default): a quickstart
+  // pointed at another folder keeps all of its state there, and two of them never share a journal.
+  const state = join(dirname(from.devPkiDir), 'worker', workerId);
   const child = spawn(workerLauncher, [], {
     stdio: 'inherit',
     detached: true,
@@ -90,6 +93,8 @@ function startWorker(from: ReadyMessage): void {
       QL_WORKER_TLS_CA: process.env.QL_WORKER_TLS_CA ?? from.tlsCaPath,
       QL_WORKER_TLS_CERT: process.env.QL_WORKER_TLS_CERT ?? `${pki}.crt`,
       QL_WORKER_TLS_KEY: process.env.QL_WORKER_TLS_KEY ?? `${pki}.key`,
+      QL_WORKER_JOURNAL_DIR: process.env.QL_WORKER_JOURNAL_DIR ?? join(state, 'journal'),
+      QL_WORKER_WORK_DIR: process.env.QL_WORKER_WORK_DIR ?? join(state, 'runs'),
     },
   });
   worker = child;
