@@ -5,8 +5,8 @@
 import { CompletionCommand, FinalLogChunk, LeaseFenceCommand, runningDigest, stepDigest } from '@ql/domain';
 import { SqlActivationRepository } from '@ql/persistence';
 import { snapshotDatabase } from '../support/db-snapshot';
-import { SUCCEEDED_RUN_EVENTS, newSessionId, snapshot } from '../support/fixtures';
-import { DispatchFixture, DispatchTarget, RUN_LEASE, SESSION_LEASE, expectFence } from './dispatch.contract';
+import { SUCCEEDED_RUN_EVENTS } from '../support/fixtures';
+import { DispatchFixture, DispatchTarget, RUN_LEASE, expectFence } from './dispatch.contract';
 
 const HANDLE = 'local-process:4242';
 const SUCCEEDED = { outcome: 'succeeded', exitCode: 0, errorSummary: null } as const;
@@ -145,12 +145,7 @@ export function describeFastCompletionContract(dialect: string, makeTarget: () =
       await f.leases.renew({ ...stale.fence, leaseVersion: renewed.lease.version, leaseMs: RUN_LEASE });
       const token = await starting();
       const replaced = await starting();
-      await f.sessions.register({
-        workerId: replaced.worker.workerId,
-        sessionId: newSessionId(),
-        snapshot: snapshot(),
-        leaseMs: SESSION_LEASE,
-      });
+      await f.successor(replaced.fence);
       const before = await snapshotDatabase(f.db);
       await expectFence(complete(stale.fence), 'lease', 'lease_version_mismatch');
       await expectFence(
@@ -210,18 +205,7 @@ export function describeFastCompletionContract(dialect: string, makeTarget: () =
 
       // Restart recovery (ADR 0015): the next session reports the recorded outcome with the handle.
       const old = await starting();
-      const next = await f.sessions.register({
-        workerId: old.worker.workerId,
-        sessionId: newSessionId(),
-        snapshot: snapshot(),
-        leaseMs: SESSION_LEASE,
-      });
-      const successor: LeaseFenceCommand = {
-        ...old.fence,
-        sessionId: next.session.sessionId,
-        fence: { generation: next.session.generation, expectedVersion: next.session.version },
-      };
-      expect(await complete(successor)).toMatchObject({
+      expect(await complete(await f.successor(old.fence))).toMatchObject({
         status: 'applied',
         snapshot: { runStatus: 'succeeded', attemptStatus: 'succeeded', executorHandle: HANDLE },
       });

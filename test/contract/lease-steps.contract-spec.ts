@@ -201,46 +201,14 @@ async function scenarios(s: Steps, clock: { advance(ms: number): void }) {
   keep(await s.fastComplete(fastCancelled.fence, 'succeeded', 0));
   const fastOld = await claimed({});
   keep(await s.starting(fastOld.fence));
-  const fastNext = await s.f.sessions.register({
-    workerId: fastOld.worker.workerId,
-    sessionId: newSessionId(),
-    snapshot: snapshot({ maxConcurrentRuns: 4, availableSlots: 4 }),
-    leaseMs: SESSION_LEASE,
-  });
-  keep(
-    await s.fastComplete(
-      {
-        ...fastOld.fence,
-        sessionId: fastNext.session.sessionId,
-        fence: { generation: fastNext.session.generation, expectedVersion: fastNext.session.version },
-      },
-      'succeeded',
-      0,
-    ),
-  );
+  keep(await s.fastComplete(await s.f.successor(fastOld.fence), 'succeeded', 0));
 
   // Restart recovery (ADR 0015): the worker's next session ends its predecessor's attempt.
   const old = await claimed(policy);
   keep(await s.starting(old.fence));
   keep(await s.running(old.fence));
-  const replaced = await s.f.sessions.register({
-    workerId: old.worker.workerId,
-    sessionId: newSessionId(),
-    snapshot: snapshot({ maxConcurrentRuns: 4, availableSlots: 4 }),
-    leaseMs: SESSION_LEASE,
-  });
-  keep(
-    await s.complete(
-      {
-        ...old.fence,
-        sessionId: replaced.session.sessionId,
-        fence: { generation: replaced.session.generation, expectedVersion: replaced.session.version },
-        tokenDigest: leaseTokenDigest(old.token),
-      },
-      'succeeded',
-      0,
-    ),
-  );
+  const successor = await s.f.successor(old.fence);
+  keep(await s.complete({ ...successor, tokenDigest: leaseTokenDigest(old.token) }, 'succeeded', 0));
   return answers;
 }
 
