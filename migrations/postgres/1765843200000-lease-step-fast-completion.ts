@@ -180,8 +180,8 @@ BEGIN
 END
 $fn$`;
 
-export class LeaseStepFastCompletion1765584000000 implements MigrationInterface {
-  name = 'LeaseStepFastCompletion1765584000000';
+export class LeaseStepFastCompletion1765843200000 implements MigrationInterface {
+  name = 'LeaseStepFastCompletion1765843200000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(LEASE_STEP);
