@@ -2,7 +2,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { LeaseSteps1765152000000 } from './1765152000000-lease-steps';
 
 /**
- * ADR 0049: \`ql_lease_step\` (ADR 0017) also applies a \`completion\` that carries \`executorHandle\` on
+ * ADR 0047: \`ql_lease_step\` (ADR 0017) also applies a \`completion\` that carries \`executorHandle\` on
  * an attempt still \`starting\` — \`running\` with that handle and the completion, in one statement as
  * the repository's transaction writes them: the running slot gets the digest \`running\` would have
  * had (\`runningDigest\`), the attempt and the run move twice (versions, \`callback_seq\`), and
@@ -31,7 +31,7 @@ DECLARE
   ends boolean := p_step IN ('start_failure', 'completion');
   successor boolean;
   applies boolean;
-  -- ADR 0049: a completion that carries the handle stands in for \`running\` too; this is the digest
+  -- ADR 0047: a completion that carries the handle stands in for \`running\` too; this is the digest
   -- that \`running\` has (runningDigest: 'ql-ack:' and the canonical JSON of {executorHandle, step}).
   run_ack text := CASE WHEN p_step = 'completion' AND p_executor_handle IS NOT NULL THEN
     encode(sha256(convert_to('ql-ack:{"executorHandle":' || to_json(p_executor_handle)::text
@@ -137,7 +137,7 @@ BEGIN
     ELSE
       detail := '{"status":' || to_json(end_status)::text || ',"reported":' || to_json(p_outcome)::text
         || ',"exitCode":' || coalesce(p_exit_code::text, 'null') || '}';
-      -- With the handle on a starting attempt, \`running\` too, as its step would have written it (ADR 0049).
+      -- With the handle on a starting attempt, \`running\` too, as its step would have written it (ADR 0047).
       UPDATE attempts SET status = end_status, version = version + acks, updated_at = at, finished_at = at,
           executor_handle = CASE WHEN with_running THEN p_executor_handle ELSE executor_handle END,
           ack_running = CASE WHEN with_running THEN run_ack ELSE ack_running END,

@@ -1,4 +1,4 @@
-// ADR 0049 (issue 17): a worker whose run ended before its `running` report sends only the completion,
+// ADR 0047 (issue 17): a worker whose run ended before its `running` report sends only the completion,
 // with `executorHandle`. The control plane then applies `running` and the completion in one
 // transaction (on PostgreSQL in the one `ql_lease_step` statement), as if both had come: the same
 // rows, events and answers on both dialects, the same replays and refusals.

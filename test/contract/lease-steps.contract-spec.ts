@@ -31,7 +31,7 @@ const SQLITE_STEP_COST = {
   running: { statements: 6, rows: 1 },
   start_failure: { statements: 8, rows: 1 },
   completion: { statements: 8, rows: 1 },
-  // ADR 0049: `running` and the completion in one transaction (the running step's three writes more).
+  // ADR 0047: `running` and the completion in one transaction (the running step's three writes more).
   fast_completion: { statements: 11, rows: 1 },
 };
 
@@ -88,7 +88,7 @@ class Steps {
     const errorSummary = outcome === 'succeeded' ? null : `exit "${exitCode}"`;
     return this.step('completion', () => this.acts.complete({ ...fence, outcome, exitCode, errorSummary }));
   }
-  /** ADR 0049: the completion that stands in for `running` (the worker sent none). */
+  /** ADR 0047: the completion that stands in for `running` (the worker sent none). */
   fastComplete(fence: LeaseFenceCommand, outcome: 'succeeded' | 'failed', exitCode: number, handle = 'pid:7') {
     const errorSummary = outcome === 'succeeded' ? null : `exit "${exitCode}"`;
     return this.step('fast_completion', () =>
@@ -185,7 +185,7 @@ async function scenarios(s: Steps, clock: { advance(ms: number): void }) {
   keep(await s.running({ ...cancelled.fence, leaseVersion: 1 }));
   keep(await s.complete({ ...cancelled.fence, leaseVersion: 1 }, 'failed', 1));
 
-  // ADR 0049: runs that ended before their `running` report: the completion stands in for it.
+  // ADR 0047: runs that ended before their `running` report: the completion stands in for it.
   const fast = await claimed({});
   keep(await s.starting(fast.fence));
   clock.advance(20);

@@ -346,7 +346,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       expect(await snapshot()).toEqual(unchanged);
     });
 
-    it('completion with executorHandle while starting (ADR 0049): running and the completion applied together; the run shows running then finished', async () => {
+    it('completion with executorHandle while starting (ADR 0047): running and the completion applied together; the run shows running then finished', async () => {
       const h = await holdNewRun();
       const version = activation(await send('starting', fenceOf(h))).snapshot.leaseVersion;
       const finalLogs = [{ seq: 0, stream: 'stdout', text: 'hello\n' }];

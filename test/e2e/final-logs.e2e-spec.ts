@@ -1,6 +1,6 @@
 // ADR 0044 (issue 17 item 3): a real worker process over mTLS sends the output still queued when its
 // run ended on the completion instead of `logs` calls of their own; output past what one completion
-// carries goes as `logs` calls first. ADR 0049: a run that ended before its `running` report sends
+// carries goes as `logs` calls first. ADR 0047: a run that ended before its `running` report sends
 // none; the completion stands in for it. The calls are counted by the control plane's own /metrics.
 import { SUCCEEDED_RUN_EVENTS } from '../support/fixtures';
 import { prometheusSamples } from '../support/prometheus-text';
@@ -93,7 +93,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('the last output rides on the com
       logsCalls: log.items.length - final,
       completion: 1,
     });
-    // More output than the completion carries: `running` went as before (ADR 0049).
+    // More output than the completion carries: `running` went as before (ADR 0047).
     expect(calls.running).toBe(1);
   });
 });

@@ -33,7 +33,7 @@ export interface FakeLease {
   readonly logs: { seq: number; stream: unknown; text: string }[];
   completion?: Record<string, unknown>;
   startFailure?: string;
-  /** The handle `running` or a completion standing in for it carried (ADR 0049). */
+  /** The handle `running` or a completion standing in for it carried (ADR 0047). */
   executorHandle?: string;
 }
 
@@ -283,7 +283,7 @@ export class FakeControlPlane implements WorkerIngress {
         l.state = 'ended';
         return this.step(l, 'failed');
       case 'completion':
-        // With the handle, a starting attempt too: the completion stands in for `running` (ADR 0049).
+        // With the handle, a starting attempt too: the completion stands in for `running` (ADR 0047).
         if (l.attempt === 'starting' && typeof b.executorHandle === 'string') {
           l.executorHandle = b.executorHandle;
           l.callbacks++;

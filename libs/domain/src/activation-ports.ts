@@ -17,7 +17,7 @@ export interface CompletionCommand extends LeaseFenceCommand {
   readonly exitCode: number | null;
   readonly errorSummary: string | null;
   /**
-   * The handle `running` would have carried (ADR 0049): a completion that has it is accepted while
+   * The handle `running` would have carried (ADR 0047): a completion that has it is accepted while
    * the attempt is still `starting` too, and then applies `running` and itself in one transaction.
    */
   readonly executorHandle?: string;
@@ -112,7 +112,7 @@ export interface ActivationRepository {
   startFailure(command: StartFailureCommand): Promise<ActivationResult>;
   /**
    * Ends a running attempt: lease completed, attempt, run and two events; the slot comes back. With
-   * `executorHandle`, a starting attempt too, `running` applied first (ADR 0049).
+   * `executorHandle`, a starting attempt too, `running` applied first (ADR 0047).
    */
   complete(command: CompletionCommand): Promise<ActivationResult>;
   /** Idempotent per (attempt, seq); while the attempt is starting or running. */

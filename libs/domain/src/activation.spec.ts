@@ -148,7 +148,7 @@ describe('decideAcknowledgement (R-ACT-1..2, R-CMP-1)', () => {
   });
 });
 
-describe('decideAcknowledgement: a completion that carries executorHandle (ADR 0049)', () => {
+describe('decideAcknowledgement: a completion that carries executorHandle (ADR 0047)', () => {
   const R = 'running-of-the-handle';
   it.each<[string, AcknowledgementState, ReturnType<typeof decideAcknowledgement>]>([
     [

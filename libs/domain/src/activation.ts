@@ -37,7 +37,7 @@ export type StepPayload =
       readonly exitCode: number | null;
       readonly errorSummary: string | null;
       /**
-       * The handle `running` would have carried, when the worker sends no `running` (ADR 0049): the
+       * The handle `running` would have carried, when the worker sends no `running` (ADR 0047): the
        * attempt may then still be `starting`, and both steps are applied. Absent: the digest it always had.
        */
       readonly executorHandle?: string;
@@ -85,7 +85,7 @@ export function stepDigest(payload: StepPayload): string {
 }
 
 /**
- * ADR 0049: the digest the running slot records for a completion that carries `executorHandle` —
+ * ADR 0047: the digest the running slot records for a completion that carries `executorHandle` —
  * the one `running` with that handle has, so a later `running` is answered as if it had come.
  * (`ql_lease_step` computes the same on PostgreSQL: keep them in step.)
  */
@@ -108,7 +108,7 @@ export interface AcknowledgementState {
 }
 
 export type AcknowledgementDecision =
-  /** `withRunning`: a completion that stands in for `running` too (ADR 0049); that step goes first. */
+  /** `withRunning`: a completion that stands in for `running` too (ADR 0047); that step goes first. */
   | { readonly kind: 'apply'; readonly withRunning?: true }
   | { readonly kind: 'replay'; readonly status: Exclude<AcknowledgementStatus, 'applied'> }
   /** The control plane ended the attempt first (sweeper, deadline): one `late_callback_ignored` event. */
@@ -134,7 +134,7 @@ const REQUIRED: Record<ActivationStep, { status: AttemptStatus; reason: FenceRea
  * is refused, an attempt the control plane ended takes the step as a late callback, and otherwise the
  * step needs a live lease and the attempt in the state before it (`running` needs `starting`).
  *
- * `running` (ADR 0049): for a completion that carries `executorHandle`, `runningDigest` of it. Such
+ * `running` (ADR 0047): for a completion that carries `executorHandle`, `runningDigest` of it. Such
  * a completion is also the `running` step with that handle, by the same rules: on a `starting`
  * attempt both are applied, running first; once that same `running` is recorded it is a completion
  * like any other; another recorded handle is `acknowledgement_mismatch`.

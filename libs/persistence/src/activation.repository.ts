@@ -194,7 +194,7 @@ export class SqlActivationRepository implements ActivationRepository {
       const successor = ends && output.length === 0 ? 'successor_allowed' : 'holder_only';
       const held = await this.hold(tx, command, successor);
       const { lease, run, attempt, now } = held;
-      // A completion with the handle stands in for `running` too (ADR 0049).
+      // A completion with the handle stands in for `running` too (ADR 0047).
       const handle = payload.step === 'completion' ? (payload.executorHandle ?? null) : null;
       const running = handle === null ? null : runningDigest(handle);
       const decision = decideAcknowledgement(
@@ -220,7 +220,7 @@ export class SqlActivationRepository implements ActivationRepository {
           // The output first, each chunk as the `logs` route stores it; a refused one rolls all back.
           for (const chunk of output)
             await this.logs.appendHeld(tx, held, { ...chunk, leaseVersion: command.leaseVersion });
-          // `running` first, as if it had come: its slot, its events, then the completion's (ADR 0049).
+          // `running` first, as if it had come: its slot, its events, then the completion's (ADR 0047).
           const ready = decision.withRunning ? await this.run(tx, held, handle!, running!) : held;
           return this.apply(tx, ready, payload, digest);
         }

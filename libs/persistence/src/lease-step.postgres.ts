@@ -47,7 +47,7 @@ export async function applyLeaseStep<A>(
     ...leaseParams(command),
     step: payload.step,
     ack: digest,
-    // `running`'s, or the one a completion carries when it stands in for `running` too (ADR 0049).
+    // `running`'s, or the one a completion carries when it stands in for `running` too (ADR 0047).
     executorHandle: 'executorHandle' in payload ? (payload.executorHandle ?? null) : null,
     errorCode: payload.step === 'start_failure' ? payload.errorCode : null,
     outcome: payload.step === 'completion' ? payload.outcome : null,

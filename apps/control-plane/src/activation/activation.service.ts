@@ -69,7 +69,7 @@ export class ActivationService {
     const result = await this.activation.complete({
       ...leaseFenceCommand(p, sessionId, fence),
       ...ending,
-      // ADR 0049: the worker sent no `running`; this completion stands in for it.
+      // ADR 0047: the worker sent no `running`; this completion stands in for it.
       ...(executorHandle === undefined ? {} : { executorHandle: readExecutorHandle(executorHandle) }),
       finalLogs: readFinalLogs(finalLogs),
     });

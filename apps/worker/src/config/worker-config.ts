@@ -41,7 +41,7 @@ export interface WorkerConfig {
   readonly outputMaxBytes: number;
   /** How long a chunk of output may wait to ride on the completion before it goes as a `logs` call (ADR 0044). */
   readonly logLingerMs: number;
-  /** How long after a spawn the `running` report waits for the process to end (ADR 0049); 0: it goes at once. */
+  /** How long after a spawn the `running` report waits for the process to end (ADR 0047); 0: it goes at once. */
   readonly runningReportDelayMs: number;
   /** The user tasks run as (resolved and checked at start: executor/run-as.ts); null: the worker's own. */
   readonly runAs: RunAsSpec | null;

@@ -108,7 +108,7 @@ describe('a power cut after any step of a run (ADR 0043, R-WRK-2)', () => {
     ]);
   });
 
-  it('a run that ended before its running report (ADR 0049): the outcome on `started` is durable, and a lost completion_acknowledged is reported again', async () => {
+  it('a run that ended before its running report (ADR 0047): the outcome on `started` is durable, and a lost completion_acknowledged is reported again', async () => {
     const seen = await cutAfterEachStep([...before, exit, done]);
     expect(seen).toEqual([
       { step: 'accept', recovered: null, outcome: false, action: 'none' },

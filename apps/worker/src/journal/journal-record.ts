@@ -23,7 +23,7 @@ export interface RecordedProcess {
 
 /**
  * The `executorHandle` the worker reports for a launched process (R-ACT-1): its process group. The
- * restart scan rebuilds it from the journal when it reports a completion in `running`'s stead (ADR 0049).
+ * restart scan rebuilds it from the journal when it reports a completion in `running`'s stead (ADR 0047).
  */
 export function executorHandleOf(process: RecordedProcess): string {
   return `local-process:${process.pgid}`;

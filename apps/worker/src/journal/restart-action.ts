@@ -19,7 +19,7 @@ export type RestartAction =
       readonly kind: 'report_completion';
       readonly killGroup: RecordedProcess | null;
       readonly outcome: RecordedOutcome;
-      /** Set when `running` was never reported: the completion carries its handle (ADR 0049). */
+      /** Set when `running` was never reported: the completion carries its handle (ADR 0047). */
       readonly executorHandle: string | null;
     }
   /** A spawn may or may not have happened: never re-spawn; the record becomes recovery_required. */
@@ -41,7 +41,7 @@ export function restartAction(record: JournalRecord): RestartAction {
       return { kind: 'mark_recovery_required', reason: 'launch_interrupted' };
     case 'started':
       // The process ended before its `running` report and the outcome is recorded: the completion
-      // that stood in for `running` is reported, with its handle (ADR 0049).
+      // that stood in for `running` is reported, with its handle (ADR 0047).
       if (record.outcome !== null && record.process !== null)
         return {
           kind: 'report_completion',

@@ -183,7 +183,7 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
   });
 });
 
-describe('a run that ended before its running report (ADR 0049)', () => {
+describe('a run that ended before its running report (ADR 0047)', () => {
   it('goes from started to completion_acknowledged once its outcome is recorded, never without it', async () => {
     const journal = await opened();
     const early = await driveTo(journal, 'started');
@@ -351,7 +351,7 @@ describe('restart scan (R-WRK-1, R-WRK-2)', () => {
     ],
     ['launching', false, { kind: 'mark_recovery_required', reason: 'launch_interrupted' }, true],
     ['started', false, { kind: 'report_start_failure', killGroup: proc, errorCode: WORKER_RESTARTED }, false],
-    // Ended before its `running` report: the completion that stood in for it, with its handle (ADR 0049).
+    // Ended before its `running` report: the completion that stood in for it, with its handle (ADR 0047).
     [
       'started',
       true,

@@ -27,7 +27,7 @@ export function completionSummary(ended: ProcessOutcome, timeoutMs: number): str
 /**
  * Finishes the record of an attempt whose lease is gone (refused, or ended by the control plane):
  * before `running_acknowledged` it is `start_failed`, after it — or once the outcome of a run that
- * ended before its `running` report is recorded (ADR 0049) — `completion_acknowledged` with the
+ * ended before its `running` report is recorded (ADR 0047) — `completion_acknowledged` with the
  * process's end (or `failed`) and the error code `lease_lost`. The control plane already decided the
  * attempt; finishing the record drops the token and lets retention prune it.
  */

@@ -36,7 +36,7 @@ export interface AttemptDeps {
   readonly killGraceMs: number;
   /** How long output may wait to ride on the completion before it goes as a `logs` call (ADR 0044). */
   readonly logLingerMs?: number;
-  /** How long after the spawn `running` waits for the process to end (ADR 0049); absent or 0: not at all. */
+  /** How long after the spawn `running` waits for the process to end (ADR 0047); absent or 0: not at all. */
   readonly runningReportDelayMs?: number;
   /** The attempt's work folder, once the journal records it finished (ADR 0038); absent: kept. */
   readonly folders?: Pick<WorkFolders, 'settle'>;
@@ -61,7 +61,7 @@ class LeaseLost extends Error {
  * R-CMP-1): starting → launch → started → running → output as logs → exit → completion, each step
  * journaled after the control plane acknowledged it. A run that ends within the running report's
  * delay, its output fitting on the completion, skips `running`: the completion carries its handle
- * (ADR 0049). Cancel (renew or heartbeat answer) kills the
+ * (ADR 0047). Cancel (renew or heartbeat answer) kills the
  * exact process group and the run is reported `cancelled`; a lost lease kills it and reports nothing.
  */
 export class AttemptRunner {
@@ -241,7 +241,7 @@ export class AttemptRunner {
     await journal.transition(offerId, 'started', { process: local.process });
     log.info('attempt started', { ...this.ids, pid: local.pid, runtime: spec.runtime });
     const executorHandle = executorHandleOf(local.process);
-    // ADR 0049: ended already, all its output fitting on the completion: that one call says both.
+    // ADR 0047: ended already, all its output fitting on the completion: that one call says both.
     const early = await this.endedWithin(local);
     if (early) {
       this.checkLease(); // lost meanwhile: its process was killed, and nothing is reported
@@ -258,7 +258,7 @@ export class AttemptRunner {
 
   /**
    * The process ended: its outcome journaled, then the completion (with `finalLogs` when output
-   * rides on it, and `executorHandle` when it stands in for `running`, ADR 0049), then its record.
+   * rides on it, and `executorHandle` when it stands in for `running`, ADR 0047), then its record.
    */
   private async complete(
     ended: ProcessOutcome,
@@ -292,7 +292,7 @@ export class AttemptRunner {
   }
 
   /**
-   * ADR 0049: the process's end if it comes within `runningReportDelayMs` of the spawn, else null.
+   * ADR 0047: the process's end if it comes within `runningReportDelayMs` of the spawn, else null.
    * A cancel, the deadline or a lost lease meanwhile kill it as at any other time (their end may then
    * come within the wait, and is reported as it would have been after `running`).
    */

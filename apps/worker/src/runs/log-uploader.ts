@@ -96,7 +96,7 @@ export class LogUploader {
   }
 
   /**
-   * Before `start()`, once the process ended (ADR 0049): when everything queued fits on the
+   * Before `start()`, once the process ended (ADR 0047): when everything queued fits on the
    * completion, all of it rides there (seq 0 …) and nothing is sent from here; otherwise null, and
    * the upload goes on as usual.
    */

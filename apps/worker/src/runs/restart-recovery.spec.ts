@@ -88,7 +88,7 @@ type Expect = {
 
 describe('restart: each journal state found at start leads to what R-WRK-2 prescribes, before the first pull', () => {
   it.each<[JournalState, { alive?: boolean; exited?: boolean }, Expect]>([
-    // ADR 0049: ended before its `running` report, the outcome recorded: the completion that stood
+    // ADR 0047: ended before its `running` report, the outcome recorded: the completion that stood
     // in for `running`, with the handle of the recorded process.
     [
       'started',
@@ -231,7 +231,7 @@ describe('restart: each journal state found at start leads to what R-WRK-2 presc
     await h.until('a pull', () => plane.of('offers').length > 0);
   });
 
-  it('a refused completion of a record that skipped running (ADR 0049) finishes it as a lost lease, with its outcome', async () => {
+  it('a refused completion of a record that skipped running (ADR 0047) finishes it as a lost lease, with its outcome', async () => {
     const plane = new FakeControlPlane(); // knows nothing of the old lease
     h = new WorkerHarness(plane, { QL_WORKER_JOURNAL_DIR: join(scratch, 'journal') });
     const { record } = await crashedWith(h.config.journalDir, 'started', { exited: true });

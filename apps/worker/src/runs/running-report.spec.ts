@@ -1,4 +1,4 @@
-// ADR 0049 (issue 17): after the spawn the `running` report waits up to QL_WORKER_RUNNING_REPORT_DELAY_MS
+// ADR 0047 (issue 17): after the spawn the `running` report waits up to QL_WORKER_RUNNING_REPORT_DELAY_MS
 // for the process to end. Ended, and its output fitting on the completion: only the completion goes,
 // carrying the handle. Otherwise `running` goes as before; a cancel, the deadline or a lost lease in
 // the wait are handled as at any other time.
@@ -34,7 +34,7 @@ const startedRun = () =>
     return record?.state === 'started' && { lease: lease!, pgid: record.process!.pgid };
   });
 
-describe('the running report waits for a short run to end (ADR 0049)', () => {
+describe('the running report waits for a short run to end (ADR 0047)', () => {
   it('a run that ends within the wait sends only the completion, with the handle of its process and its output', async () => {
     await start(LONG_WAIT);
     plane.enqueue({ command: 'echo one; echo two >&2' });

@@ -84,7 +84,7 @@ export class CompletionDto extends LeaseFenceDto {
   @TextField(HANDLE, {
     presence: 'optional',
     description:
-      'the handle `running` would have carried, from a worker that sent no `running` (its process ended first, ADR 0049): then the attempt may still be `starting`, and `running` and the completion are applied together, as if both had come; absent, the attempt must be `running`',
+      'the handle `running` would have carried, from a worker that sent no `running` (its process ended first, ADR 0047): then the attempt may still be `starting`, and `running` and the completion are applied together, as if both had come; absent, the attempt must be `running`',
   })
   executorHandle?: string;
 
