@@ -1,4 +1,4 @@
-// Size: one set of scenarios and refusals, run on both dialects and compared row for row (ADRs 0017, 0049);
+// Size: one set of scenarios and refusals, run on both dialects and compared row for row (ADRs 0017, 0047);
 // split, what one comparison proves would need two.
 // ADR 0017: renew, starting, running, start failure and completion cost one statement on PostgreSQL
 // when applied (`ql_lease_step`), and what that function writes is what the explaining path (the

@@ -158,7 +158,7 @@ export class SqlActivationRepository implements ActivationRepository {
   }
   complete(command: CompletionCommand): Promise<ActivationResult> {
     const { outcome, exitCode, errorSummary, executorHandle, finalLogs } = command;
-    // The handle and the chunks are part of the payload (ADRs 0049, 0044): only the identical body replays.
+    // The handle and the chunks are part of the payload (ADRs 0047, 0044): only the identical body replays.
     const handle = executorHandle === undefined ? {} : { executorHandle };
     const output = finalLogs?.length ? { finalLogs } : {};
     const payload = { step: 'completion', outcome, exitCode, errorSummary, ...handle, ...output } as const;
