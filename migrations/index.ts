@@ -10,6 +10,7 @@ import { QueueSignals1765238400000 as PostgresQueueSignals } from './postgres/17
 import { IndexOnlyPlans1765324800000 as PostgresIndexOnlyPlans } from './postgres/1765324800000-index-only-plans';
 import { WorkerRecoveryRequired1765411200000 as PostgresRecoveryRequired } from './postgres/1765411200000-worker-recovery-required';
 import { EnrollmentTokens1765756800000 as PostgresEnrollmentTokens } from './postgres/1765756800000-enrollment-tokens';
+import { LeaseStepFastCompletion1765843200000 as PostgresFastCompletion } from './postgres/1765843200000-lease-step-fast-completion';
 import { Initial1764547200000 as SqliteInitial } from './sqlite/1764547200000-initial';
 import { RevokedCertificates1764633600000 as SqliteRevoked } from './sqlite/1764633600000-revoked-certificates';
 import { RunsAndLeases1764720000000 as SqliteRuns } from './sqlite/1764720000000-runs-and-leases';
@@ -46,4 +47,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresRecoveryRequired,
   LogStreams,
   PostgresEnrollmentTokens,
+  PostgresFastCompletion,
 ];

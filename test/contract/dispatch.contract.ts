@@ -130,6 +130,24 @@ export class DispatchFixture {
     };
   }
 
+  /**
+   * A new session of the fence's worker (the old one is replaced) and the same lease fence under it:
+   * what a restarted worker sends for its predecessor's attempt (ADR 0015).
+   */
+  async successor(fence: LeaseFenceCommand): Promise<LeaseFenceCommand> {
+    const { session } = await this.sessions.register({
+      workerId: fence.workerId,
+      sessionId: newSessionId(),
+      snapshot: snapshot(),
+      leaseMs: SESSION_LEASE,
+    });
+    return {
+      ...fence,
+      sessionId: session.sessionId,
+      fence: { generation: session.generation, expectedVersion: session.version },
+    };
+  }
+
   /** A queued run of a fresh task claimed by a fresh worker: its run, worker, token, offer and lease fence. */
   async claimedRun(workerId: string, task: Record<string, unknown> = {}) {
     const [run] = await this.queue((await this.task(task)).id, 1);

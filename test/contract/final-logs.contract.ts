@@ -4,8 +4,8 @@
 import { CompletionCommand, FinalLogChunk, LeaseFenceCommand } from '@ql/domain';
 import { SqlActivationRepository } from '@ql/persistence';
 import { snapshotDatabase } from '../support/db-snapshot';
-import { SUCCEEDED_RUN_EVENTS, newSessionId, snapshot } from '../support/fixtures';
-import { DispatchFixture, DispatchTarget, RUN_LEASE, SESSION_LEASE, expectFence } from './dispatch.contract';
+import { SUCCEEDED_RUN_EVENTS } from '../support/fixtures';
+import { DispatchFixture, DispatchTarget, RUN_LEASE, expectFence } from './dispatch.contract';
 
 const LOG_CAP = 100;
 /** What a task can print that a terminal would interpret: stored as written (ADR 0032). */
@@ -179,17 +179,7 @@ export function describeFinalLogsContract(dialect: string, makeTarget: () => Dis
       const starting = await held('starting');
       // Replaced: a new session of the same worker, and the successor reporting with chunks.
       const replaced = await held();
-      const next = await f.sessions.register({
-        workerId: replaced.worker.workerId,
-        sessionId: newSessionId(),
-        snapshot: snapshot(),
-        leaseMs: SESSION_LEASE,
-      });
-      const successor: LeaseFenceCommand = {
-        ...replaced.fence,
-        sessionId: next.session.sessionId,
-        fence: { generation: next.session.generation, expectedVersion: next.session.version },
-      };
+      const successor = await f.successor(replaced.fence);
       const before = await snapshotDatabase(f.db);
       await expectFence(complete(stale.fence, chunks), 'lease', 'lease_version_mismatch');
       await expectFence(complete(starting.fence, chunks), 'lease', 'attempt_not_running');

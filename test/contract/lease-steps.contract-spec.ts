@@ -1,3 +1,5 @@
+// Size: one set of scenarios and refusals, run on both dialects and compared row for row (ADRs 0017, 0047);
+// split, what one comparison proves would need two.
 // ADR 0017: renew, starting, running, start failure and completion cost one statement on PostgreSQL
 // when applied (`ql_lease_step`), and what that function writes is what the explaining path (the
 // transaction SQLite still runs) writes: the same scenarios on both dialects leave the same rows.
@@ -29,6 +31,8 @@ const SQLITE_STEP_COST = {
   running: { statements: 6, rows: 1 },
   start_failure: { statements: 8, rows: 1 },
   completion: { statements: 8, rows: 1 },
+  // ADR 0047: `running` and the completion in one transaction (the running step's three writes more).
+  fast_completion: { statements: 11, rows: 1 },
 };
 
 /** A dialect's fixture, activation repository and the statements each step cost. */
@@ -83,6 +87,13 @@ class Steps {
   complete(fence: LeaseFenceCommand, outcome: 'succeeded' | 'failed' | 'timed_out', exitCode: number | null) {
     const errorSummary = outcome === 'succeeded' ? null : `exit "${exitCode}"`;
     return this.step('completion', () => this.acts.complete({ ...fence, outcome, exitCode, errorSummary }));
+  }
+  /** ADR 0047: the completion that stands in for `running` (the worker sent none). */
+  fastComplete(fence: LeaseFenceCommand, outcome: 'succeeded' | 'failed', exitCode: number, handle = 'pid:7') {
+    const errorSummary = outcome === 'succeeded' ? null : `exit "${exitCode}"`;
+    return this.step('fast_completion', () =>
+      this.acts.complete({ ...fence, outcome, exitCode, errorSummary, executorHandle: handle }),
+    );
   }
 
   /** Every row the steps wrote, ids replaced by their order of appearance, so two databases compare. */
@@ -174,28 +185,30 @@ async function scenarios(s: Steps, clock: { advance(ms: number): void }) {
   keep(await s.running({ ...cancelled.fence, leaseVersion: 1 }));
   keep(await s.complete({ ...cancelled.fence, leaseVersion: 1 }, 'failed', 1));
 
+  // ADR 0047: runs that ended before their `running` report: the completion stands in for it.
+  const fast = await claimed({});
+  keep(await s.starting(fast.fence));
+  clock.advance(20);
+  keep(await s.fastComplete(fast.fence, 'succeeded', 0));
+  // The step it stood in for: a replay (the explaining path, so not counted among applied steps).
+  keep(await s.acts.running({ ...fast.fence, executorHandle: 'pid:7' }));
+  const fastRetried = await claimed(policy);
+  keep(await s.starting(fastRetried.fence));
+  keep(await s.fastComplete(fastRetried.fence, 'failed', 2, 'pid:8'));
+  const fastCancelled = await claimed({});
+  keep(await s.starting(fastCancelled.fence));
+  await s.f.runs.requestCancel(fastCancelled.run.id, { ...audit, target: fastCancelled.run.id });
+  keep(await s.fastComplete(fastCancelled.fence, 'succeeded', 0));
+  const fastOld = await claimed({});
+  keep(await s.starting(fastOld.fence));
+  keep(await s.fastComplete(await s.f.successor(fastOld.fence), 'succeeded', 0));
+
   // Restart recovery (ADR 0015): the worker's next session ends its predecessor's attempt.
   const old = await claimed(policy);
   keep(await s.starting(old.fence));
   keep(await s.running(old.fence));
-  const replaced = await s.f.sessions.register({
-    workerId: old.worker.workerId,
-    sessionId: newSessionId(),
-    snapshot: snapshot({ maxConcurrentRuns: 4, availableSlots: 4 }),
-    leaseMs: SESSION_LEASE,
-  });
-  keep(
-    await s.complete(
-      {
-        ...old.fence,
-        sessionId: replaced.session.sessionId,
-        fence: { generation: replaced.session.generation, expectedVersion: replaced.session.version },
-        tokenDigest: leaseTokenDigest(old.token),
-      },
-      'succeeded',
-      0,
-    ),
-  );
+  const successor = await s.f.successor(old.fence);
+  keep(await s.complete({ ...successor, tokenDigest: leaseTokenDigest(old.token) }, 'succeeded', 0));
   return answers;
 }
 
@@ -247,6 +260,23 @@ const REFUSALS: Record<string, Refused> = {
     await s.starting(c.fence);
     return s.complete(c.fence, 'succeeded', 0);
   },
+  'completion with a handle before starting': (s, c) => s.fastComplete(c.fence, 'succeeded', 0),
+  'completion with a handle after running with another': async (s, c) => {
+    await s.starting(c.fence);
+    await s.running(c.fence, 'pid:1');
+    return s.fastComplete(c.fence, 'succeeded', 0, 'pid:2');
+  },
+  'completion with a handle on a stale lease version': async (s, c) => {
+    await s.starting(c.fence);
+    await s.renew(c.fence);
+    await s.renew({ ...c.fence, leaseVersion: 1 });
+    return s.fastComplete(c.fence, 'succeeded', 0);
+  },
+  'running with another handle after a completion with one': async (s, c) => {
+    await s.starting(c.fence);
+    await s.fastComplete(c.fence, 'succeeded', 0, 'pid:1');
+    return s.running(c.fence, 'pid:2');
+  },
   'running again with another handle': async (s, c) => {
     await s.starting(c.fence);
     await s.running(c.fence, 'pid:1');
@@ -264,7 +294,7 @@ const REFUSALS: Record<string, Refused> = {
   },
 };
 
-const STEP_CALLS = new Set(['starting', 'running', 'startFailure', 'complete', 'renew']);
+const STEP_CALLS = new Set(['starting', 'running', 'startFailure', 'complete', 'fastComplete', 'renew']);
 
 /** The refusal's area and reason, and whether the refused call wrote anything. */
 async function refusal(s: Steps, refuse: Refused, clock: { advance(ms: number): void }) {
@@ -315,7 +345,14 @@ describe('lease steps in one statement on PostgreSQL (ADR 0017)', () => {
     expect(answers.postgres).toEqual(answers.sqlite);
     expect(await steps.postgres!.rows()).toEqual(await steps.sqlite!.rows());
     const pg = steps.postgres!.costs;
-    expect(Object.keys(pg).sort()).toEqual(['completion', 'renew', 'running', 'start_failure', 'starting']);
+    expect(Object.keys(pg).sort()).toEqual([
+      'completion',
+      'fast_completion',
+      'renew',
+      'running',
+      'start_failure',
+      'starting',
+    ]);
     for (const [step, costs] of Object.entries(pg)) expect({ step, costs }).toEqual({ step, costs: costs.map(() => 1) });
     // SQLite: renew is one statement too; the other steps keep a transaction, lean (ADR 0025).
     const sqlite = steps.sqlite!;

@@ -346,6 +346,47 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       expect(await snapshot()).toEqual(unchanged);
     });
 
+    it('completion with executorHandle while starting (ADR 0047): running and the completion applied together; the run shows running then finished', async () => {
+      const h = await holdNewRun();
+      const version = activation(await send('starting', fenceOf(h))).snapshot.leaseVersion;
+      const finalLogs = [{ seq: 0, stream: 'stdout', text: 'hello\n' }];
+      const completion = { ...fenceOf(h, version), outcome: 'succeeded', exitCode: 0, finalLogs };
+      const unchanged = await snapshot();
+      // Without the handle it is refused as before; a handle the `running` route would refuse is a 400.
+      fenced(await send('completion', completion), 'attempt_not_running');
+      const bad = await send('completion', { ...completion, executorHandle: 'pid 1' });
+      expect({ status: bad.status, body: bad.body }).toEqual({
+        status: 400,
+        body: { code: 'invalid_worker_request', message: 'executorHandle: invalid_format' },
+      });
+      expect(await snapshot()).toEqual(unchanged);
+      const fast = { ...completion, executorHandle: 'local-process:4242' };
+      const done = activation(await send('completion', fast));
+      expect(done).toMatchObject({
+        status: 'applied',
+        snapshot: {
+          runStatus: 'succeeded',
+          attemptStatus: 'succeeded',
+          callbackSequence: 3,
+          executorHandle: 'local-process:4242',
+        },
+      });
+      const detail = (await t.admin('GET', `/api/v1/runs/${h.offer.run.runId}`)).body as {
+        status: string;
+        attempts: { status: string; exitCode: number }[];
+        events: { type: string }[];
+      };
+      expect(detail).toMatchObject({ status: 'succeeded', attempts: [{ status: 'succeeded', exitCode: 0 }] });
+      expect(detail.events.map((e) => e.type)).toEqual(SUCCEEDED_RUN_EVENTS);
+      expect(await logView(h.offer.run.runId)).toEqual([[0, 'stdout', 'hello\n']]);
+      // A lost answer's replay, and the `running` it stood in for, answer already_terminal; nothing written.
+      const ended = await snapshot();
+      expect(activation(await send('completion', fast))).toEqual({ ...done, status: 'already_terminal' });
+      const running = await send('running', { ...fenceOf(h, version), executorHandle: 'local-process:4242' });
+      expect(activation(running)).toEqual({ ...done, status: 'already_terminal' });
+      expect(await snapshot()).toEqual(ended);
+    });
+
     it('completion: refused with its finalLogs (stale lease version, seq gap, wrong session version), it stores none of them and the attempt is unchanged', async () => {
       const { h, version } = await runningRun();
       const renewed = await send('renew', fenceOf(h, version));

@@ -1,6 +1,8 @@
 // ADR 0044 (issue 17 item 3): a real worker process over mTLS sends the output still queued when its
 // run ended on the completion instead of `logs` calls of their own; output past what one completion
-// carries goes as `logs` calls first. The calls are counted by the control plane's own /metrics.
+// carries goes as `logs` calls first. ADR 0047: a run that ended before its `running` report sends
+// none; the completion stands in for it. The calls are counted by the control plane's own /metrics.
+import { SUCCEEDED_RUN_EVENTS } from '../support/fixtures';
 import { prometheusSamples } from '../support/prometheus-text';
 import { RemoteRunHarness, RunWorker } from '../support/remote-run-harness';
 import type { Dialect } from '../support/test-plane';
@@ -17,8 +19,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])('the last output rides on the com
 
   beforeAll(async () => {
     h = await RemoteRunHarness.start(dialect, ['worker-a']);
-    // Output waits up to 30 s for its run's end: whatever a short run prints is still queued then.
-    worker = h.startWorker('worker-a', { env: { QL_WORKER_LOG_LINGER_MS: '30000' } });
+    // Output waits up to 30 s for its run's end, `running` up to 5 s: a short run is over by then
+    // however loaded the machine, and whatever it printed is still queued.
+    worker = h.startWorker('worker-a', {
+      env: { QL_WORKER_LOG_LINGER_MS: '30000', QL_WORKER_RUNNING_REPORT_DELAY_MS: '5000' },
+    });
     await h.untilOnline(worker);
   });
   afterAll(async () => {
@@ -28,7 +33,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('the last output rides on the com
   /** Answered ingress calls so far, by action. */
   const answered = async () => {
     const samples = prometheusSamples((await h.t.admin('GET', '/metrics')).raw);
-    return { logs: samples.get(route('logs')) ?? 0, completion: samples.get(route('completion')) ?? 0 };
+    const count = (action: string) => samples.get(route(action)) ?? 0;
+    return { running: count('running'), logs: count('logs'), completion: count('completion') };
   };
 
   /** Runs a shell command to its end; the ingress calls it made, its log and the worker's `attempt completed` line. */
@@ -40,14 +46,20 @@ describe.each<Dialect>(['sqlite', 'postgres'])('the last output rides on the com
       worker.lines.find((l) => l.msg === 'attempt completed' && l.runId === runId),
     );
     const after = await answered();
-    const calls = { logs: after.logs - before.logs, completion: after.completion - before.completion };
+    const calls = {
+      running: after.running - before.running,
+      logs: after.logs - before.logs,
+      completion: after.completion - before.completion,
+    };
     return { ended, finished, calls, log: await h.logs(runId), runId };
   }
 
-  it('a run printing two short lines makes no logs call; the run log shows both, in order, with their streams', async () => {
+  it('a run printing two short lines makes no logs call and no running call; the run shows running then finished, its log both lines', async () => {
     const { ended, finished, calls, log } = await run('echo "line one"; echo "line two" >&2');
     expect(ended.status).toBe('succeeded');
-    expect(calls).toEqual({ logs: 0, completion: 1 });
+    expect(calls).toEqual({ running: 0, logs: 0, completion: 1 });
+    expect(ended.events.map((e) => e.type)).toEqual(SUCCEEDED_RUN_EVENTS);
+    expect(finished.runningReported).toBe(false);
     expect(log.items.map((i) => [i.seq, i.stream, i.text])).toEqual([
       [0, 'stdout', 'line one\n'],
       [1, 'stderr', 'line two\n'],
@@ -81,5 +93,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('the last output rides on the com
       logsCalls: log.items.length - final,
       completion: 1,
     });
+    // More output than the completion carries: `running` went as before (ADR 0047).
+    expect(calls.running).toBe(1);
   });
 });

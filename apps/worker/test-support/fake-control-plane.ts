@@ -33,6 +33,8 @@ export interface FakeLease {
   readonly logs: { seq: number; stream: unknown; text: string }[];
   completion?: Record<string, unknown>;
   startFailure?: string;
+  /** The handle `running` or a completion standing in for it carried (ADR 0047). */
+  executorHandle?: string;
 }
 
 const ids = createIdGenerator();
@@ -274,12 +276,18 @@ export class FakeControlPlane implements WorkerIngress {
         return this.step(l, 'starting');
       case 'running':
         if (l.attempt !== 'starting') throw fenced('lease', 'attempt_not_starting');
+        l.executorHandle = b.executorHandle as string;
         return this.step(l, 'running');
       case 'start-failure':
         l.startFailure = b.errorCode as string;
         l.state = 'ended';
         return this.step(l, 'failed');
       case 'completion':
+        // With the handle, a starting attempt too: the completion stands in for `running` (ADR 0047).
+        if (l.attempt === 'starting' && typeof b.executorHandle === 'string') {
+          l.executorHandle = b.executorHandle;
+          l.callbacks++;
+        } else if (l.attempt !== 'running') throw fenced('lease', 'attempt_not_running');
         // Its last output first, as the logs route would take it (ADR 0044); a gap refuses it all.
         this.appendLogs(l, (b.finalLogs as Record<string, unknown>[] | undefined) ?? []);
         l.completion = { outcome: b.outcome, exitCode: b.exitCode, errorSummary: b.errorSummary };

@@ -17,6 +17,11 @@ export interface CompletionCommand extends LeaseFenceCommand {
   readonly exitCode: number | null;
   readonly errorSummary: string | null;
   /**
+   * The handle `running` would have carried (ADR 0047): a completion that has it is accepted while
+   * the attempt is still `starting` too, and then applies `running` and itself in one transaction.
+   */
+  readonly executorHandle?: string;
+  /**
    * The attempt's last output (ADR 0044): stored as `logs` chunks would be, in the completion's
    * transaction and before its state change; absent or empty: none.
    */
@@ -105,7 +110,10 @@ export interface ActivationRepository {
   running(command: RunningCommand): Promise<ActivationResult>;
   /** Ends a starting attempt; the lease ends, the slot comes back, the run retries or finishes. */
   startFailure(command: StartFailureCommand): Promise<ActivationResult>;
-  /** Ends a running attempt: lease completed, attempt, run and two events; the slot comes back. */
+  /**
+   * Ends a running attempt: lease completed, attempt, run and two events; the slot comes back. With
+   * `executorHandle`, a starting attempt too, `running` applied first (ADR 0047).
+   */
   complete(command: CompletionCommand): Promise<ActivationResult>;
   /** Idempotent per (attempt, seq); while the attempt is starting or running. */
   appendLog(command: LogChunkCommand): Promise<StoredLogChunk>;

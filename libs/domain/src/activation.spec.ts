@@ -9,6 +9,7 @@ import {
   readErrorCode,
   readExecutorHandle,
   retrySchedule,
+  runningDigest,
   startFailureStatus,
   stepDigest,
 } from './activation';
@@ -144,6 +145,72 @@ describe('decideAcknowledgement (R-ACT-1..2, R-CMP-1)', () => {
     ],
   ])('%s', (_name, step, input, expected) => {
     expect(decideAcknowledgement(step, D, input)).toEqual(expected);
+  });
+});
+
+describe('decideAcknowledgement: a completion that carries executorHandle (ADR 0047)', () => {
+  const R = 'running-of-the-handle';
+  it.each<[string, AcknowledgementState, ReturnType<typeof decideAcknowledgement>]>([
+    [
+      'on a starting attempt: running and completion',
+      state('starting', { starting: 'x' }),
+      { kind: 'apply', withRunning: true },
+    ],
+    [
+      'once that same running is recorded: a completion',
+      state('running', { starting: 'x', running: R }),
+      { kind: 'apply' },
+    ],
+    [
+      'after a running with another handle',
+      state('running', { starting: 'x', running: 'y' }),
+      { kind: 'refuse', reason: 'acknowledgement_mismatch' },
+    ],
+    [
+      'on a claimed attempt (as running)',
+      state('claimed'),
+      { kind: 'refuse', reason: 'attempt_not_starting' },
+    ],
+    [
+      'replayed once applied',
+      state('succeeded', { starting: 'x', running: R, final: D }),
+      { kind: 'replay', status: 'already_terminal' },
+    ],
+    [
+      'another completion once applied',
+      state('succeeded', { starting: 'x', running: R, final: 'other' }),
+      { kind: 'refuse', reason: 'acknowledgement_mismatch' },
+    ],
+    [
+      'on a stale lease',
+      state('starting', { starting: 'x' }, 'lease_version_mismatch'),
+      { kind: 'refuse', reason: 'lease_version_mismatch' },
+    ],
+    [
+      'after the sweeper ended it',
+      state('timed_out', { starting: 'x' }, 'lease_not_active'),
+      { kind: 'late' },
+    ],
+  ])('%s', (_name, input, expected) => {
+    expect(decideAcknowledgement('completion', D, input, R)).toEqual(expected);
+  });
+
+  it('a later running with that handle is the replay of the step the completion stood in for', () => {
+    const done = state('succeeded', { starting: 'x', running: runningDigest('pid:7'), final: D });
+    expect(decideAcknowledgement('running', runningDigest('pid:7'), done)).toEqual({
+      kind: 'replay',
+      status: 'already_terminal',
+    });
+    expect(decideAcknowledgement('running', runningDigest('pid:8'), done)).toEqual({
+      kind: 'refuse',
+      reason: 'acknowledgement_mismatch',
+    });
+  });
+
+  it('without the handle the digest is the one it always had', () => {
+    const ending = { step: 'completion', outcome: 'succeeded', exitCode: 0, errorSummary: null } as const;
+    expect(stepDigest({ ...ending, executorHandle: undefined })).toBe(stepDigest(ending));
+    expect(stepDigest({ ...ending, executorHandle: 'pid:7' })).not.toBe(stepDigest(ending));
   });
 });
 

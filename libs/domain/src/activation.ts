@@ -37,6 +37,11 @@ export type StepPayload =
       readonly exitCode: number | null;
       readonly errorSummary: string | null;
       /**
+       * The handle `running` would have carried, when the worker sends no `running` (ADR 0047): the
+       * attempt may then still be `starting`, and both steps are applied. Absent: the digest it always had.
+       */
+      readonly executorHandle?: string;
+      /**
        * The attempt's last output (ADR 0044), stored in the completion's transaction; absent when
        * there is none, so a completion without it has the digest it always had.
        */
@@ -79,6 +84,15 @@ export function stepDigest(payload: StepPayload): string {
   return sha256Hex(`ql-ack:${canonicalJson(payload)}`);
 }
 
+/**
+ * ADR 0047: the digest the running slot records for a completion that carries `executorHandle` —
+ * the one `running` with that handle has, so a later `running` is answered as if it had come.
+ * (`ql_lease_step` computes the same on PostgreSQL: keep them in step.)
+ */
+export function runningDigest(executorHandle: string): string {
+  return stepDigest({ step: 'running', executorHandle });
+}
+
 /** The digest slot a step records into; `start_failure` and `completion` share the one final slot. */
 export type StepSlot = 'starting' | 'running' | 'final';
 export function stepSlot(step: ActivationStep): StepSlot {
@@ -94,7 +108,8 @@ export interface AcknowledgementState {
 }
 
 export type AcknowledgementDecision =
-  | { readonly kind: 'apply' }
+  /** `withRunning`: a completion that stands in for `running` too (ADR 0047); that step goes first. */
+  | { readonly kind: 'apply'; readonly withRunning?: true }
   | { readonly kind: 'replay'; readonly status: Exclude<AcknowledgementStatus, 'applied'> }
   /** The control plane ended the attempt first (sweeper, deadline): one `late_callback_ignored` event. */
   | { readonly kind: 'late' }
@@ -118,11 +133,17 @@ const REQUIRED: Record<ActivationStep, { status: AttemptStatus; reason: FenceRea
  * already passed: an identical step is a replay (nothing written), another payload for a recorded step
  * is refused, an attempt the control plane ended takes the step as a late callback, and otherwise the
  * step needs a live lease and the attempt in the state before it (`running` needs `starting`).
+ *
+ * `running` (ADR 0047): for a completion that carries `executorHandle`, `runningDigest` of it. Such
+ * a completion is also the `running` step with that handle, by the same rules: on a `starting`
+ * attempt both are applied, running first; once that same `running` is recorded it is a completion
+ * like any other; another recorded handle is `acknowledgement_mismatch`.
  */
 export function decideAcknowledgement(
   step: ActivationStep,
   digest: string,
   state: AcknowledgementState,
+  running: string | null = null,
 ): AcknowledgementDecision {
   const recorded = state.recorded[stepSlot(step)];
   if (recorded === digest) return { kind: 'replay', status: alreadyStatus(state.attemptStatus) };
@@ -132,6 +153,12 @@ export function decideAcknowledgement(
     return state.recorded.final !== null ? { kind: 'refuse', reason: 'attempt_finished' } : { kind: 'late' };
   }
   if (state.leaseFault) return { kind: 'refuse', reason: state.leaseFault };
+  if (step === 'completion' && running !== null && state.recorded.running !== running) {
+    if (state.recorded.running !== null) return { kind: 'refuse', reason: 'acknowledgement_mismatch' };
+    if (state.attemptStatus !== REQUIRED.running.status)
+      return { kind: 'refuse', reason: REQUIRED.running.reason };
+    return { kind: 'apply', withRunning: true };
+  }
   const required = REQUIRED[step];
   if (state.attemptStatus !== required.status) return { kind: 'refuse', reason: required.reason };
   return { kind: 'apply' };

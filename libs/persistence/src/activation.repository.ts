@@ -22,6 +22,7 @@ import {
   decideRunAfterAttempt,
   deadlinePassed,
   retrySchedule,
+  runningDigest,
   startFailureStatus,
   stepDigest,
 } from '@ql/domain';
@@ -156,10 +157,12 @@ export class SqlActivationRepository implements ActivationRepository {
     return this.acknowledge(command, { step: 'start_failure', errorCode: command.errorCode });
   }
   complete(command: CompletionCommand): Promise<ActivationResult> {
-    const { outcome, exitCode, errorSummary, finalLogs } = command;
-    // The chunks are part of the payload (ADR 0044): only the identical body replays.
+    const { outcome, exitCode, errorSummary, executorHandle, finalLogs } = command;
+    // The handle and the chunks are part of the payload (ADRs 0047, 0044): only the identical body replays.
+    const handle = executorHandle === undefined ? {} : { executorHandle };
     const output = finalLogs?.length ? { finalLogs } : {};
-    return this.acknowledge(command, { step: 'completion', outcome, exitCode, errorSummary, ...output });
+    const payload = { step: 'completion', outcome, exitCode, errorSummary, ...handle, ...output } as const;
+    return this.acknowledge(command, payload);
   }
 
   appendLog: ActivationRepository['appendLog'] = (command) => this.logs.append(command);
@@ -191,11 +194,19 @@ export class SqlActivationRepository implements ActivationRepository {
       const successor = ends && output.length === 0 ? 'successor_allowed' : 'holder_only';
       const held = await this.hold(tx, command, successor);
       const { lease, run, attempt, now } = held;
-      const decision = decideAcknowledgement(payload.step, digest, {
-        attemptStatus: attempt.status,
-        recorded: attempt.recorded,
-        leaseFault: leaseTermViolation(lease, reportedVersion(lease, command), now),
-      });
+      // A completion with the handle stands in for `running` too (ADR 0047).
+      const handle = payload.step === 'completion' ? (payload.executorHandle ?? null) : null;
+      const running = handle === null ? null : runningDigest(handle);
+      const decision = decideAcknowledgement(
+        payload.step,
+        digest,
+        {
+          attemptStatus: attempt.status,
+          recorded: attempt.recorded,
+          leaseFault: leaseTermViolation(lease, reportedVersion(lease, command), now),
+        },
+        running,
+      );
       switch (decision.kind) {
         case 'refuse':
           throw new FencedError('lease', decision.reason);
@@ -205,11 +216,14 @@ export class SqlActivationRepository implements ActivationRepository {
           // The attempt ended first: its output is not stored, as a `logs` call now would be refused.
           await this.late(tx, run, attempt, payload.step);
           return answer('already_terminal', lease, run, attempt);
-        case 'apply':
+        case 'apply': {
           // The output first, each chunk as the `logs` route stores it; a refused one rolls all back.
           for (const chunk of output)
             await this.logs.appendHeld(tx, held, { ...chunk, leaseVersion: command.leaseVersion });
-          return this.apply(tx, held, payload, digest);
+          // `running` first, as if it had come: its slot, its events, then the completion's (ADR 0047).
+          const ready = decision.withRunning ? await this.run(tx, held, handle!, running!) : held;
+          return this.apply(tx, ready, payload, digest);
+        }
       }
     });
   }
@@ -297,19 +311,8 @@ export class SqlActivationRepository implements ActivationRepository {
         return answer('applied', lease, toRun(runRow), moved);
       }
       case 'running': {
-        const moved = await this.moveAttempt(tx, held, 'running', {
-          executorHandle: payload.executorHandle,
-          ackRunning: digest,
-        });
-        const runRow = await mustMove(
-          tx,
-          run,
-          'running',
-          [event('attempt.running'), { type: 'run.running' }],
-          {},
-          knownRun,
-        );
-        return answer('applied', lease, toRun(runRow), moved);
+        const ran = await this.run(tx, held, payload.executorHandle, digest);
+        return answer('applied', lease, ran.run, ran.attempt);
       }
       case 'start_failure': {
         const status = startFailureStatus({
@@ -328,6 +331,28 @@ export class SqlActivationRepository implements ActivationRepository {
         });
       }
     }
+  }
+
+  /** starting → running, attempt and run (`attempt.running`, `run.running`); the rows as they now are. */
+  private async run(tx: SqlExecutor, held: Held, executorHandle: string, digest: string): Promise<Held> {
+    const { run, attempt, now, known } = held;
+    const set = { executorHandle, ackRunning: digest, callback: true };
+    const knownAttempt = known && { row: known.attempt, now };
+    const row = await transitionAttempt<ActivationRow>(
+      tx,
+      attempt,
+      'running',
+      set,
+      ACTIVATION_COLUMNS,
+      knownAttempt,
+    );
+    const events: EventInput[] = [
+      { type: 'attempt.running', attemptId: attempt.id },
+      { type: 'run.running' },
+    ];
+    const runRow = await mustMove(tx, run, 'running', events, {}, known && { row: known.run, now });
+    const moved = { run: toRun(runRow), attempt: toActivation(row) };
+    return { ...held, ...moved, ...(known ? { known: { run: runRow, attempt: row } } : {}) };
   }
 
   /**

@@ -47,7 +47,8 @@ export async function applyLeaseStep<A>(
     ...leaseParams(command),
     step: payload.step,
     ack: digest,
-    executorHandle: payload.step === 'running' ? payload.executorHandle : null,
+    // `running`'s, or the one a completion carries when it stands in for `running` too (ADR 0047).
+    executorHandle: 'executorHandle' in payload ? (payload.executorHandle ?? null) : null,
     errorCode: payload.step === 'start_failure' ? payload.errorCode : null,
     outcome: payload.step === 'completion' ? payload.outcome : null,
     exitCode: payload.step === 'completion' ? payload.exitCode : null,

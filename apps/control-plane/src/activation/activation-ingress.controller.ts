@@ -61,7 +61,7 @@ export class ActivationIngressController {
   @HttpCode(200)
   @IngressOperation(
     'completion',
-    'The running attempt ended: the lease completes, the run finishes or retries; an exact replay changes nothing',
+    'The running attempt ended (with `executorHandle`: a starting one too, `running` applied first): the lease completes, the run finishes or retries; an exact replay changes nothing',
     ACTIVATION,
     FENCES,
   )

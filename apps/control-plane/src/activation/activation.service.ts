@@ -64,11 +64,13 @@ export class ActivationService {
     sessionId: string,
     body: CompletionDto,
   ): Promise<RunActivationResponse> {
-    const { outcome, exitCode, errorSummary, finalLogs, ...fence } = body;
+    const { outcome, exitCode, errorSummary, executorHandle, finalLogs, ...fence } = body;
     const { step: _step, ...ending } = readCompletion({ outcome, exitCode, errorSummary });
     const result = await this.activation.complete({
       ...leaseFenceCommand(p, sessionId, fence),
       ...ending,
+      // ADR 0047: the worker sent no `running`; this completion stands in for it.
+      ...(executorHandle === undefined ? {} : { executorHandle: readExecutorHandle(executorHandle) }),
       finalLogs: readFinalLogs(finalLogs),
     });
     const response = this.project(result);

@@ -29,6 +29,7 @@ describe('loadWorkerConfig', () => {
       cgroup: 'auto',
       outputMaxBytes: 1048576,
       logLingerMs: 200,
+      runningReportDelayMs: 20,
       runAs: null,
       logLevel: 'info',
       machineClass: 'auto',

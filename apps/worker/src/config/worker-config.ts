@@ -1,3 +1,4 @@
+// Size: the worker's one table of settings (env name, default, doc, parser) and their cross-checks: one place to read them all
 import { CAPABILITY_LIMITS, LABEL_KEY_PATTERN, MAX_CONCURRENT_RUNS, isWorkerId } from '@ql/domain';
 import {
   ConfigError,
@@ -42,6 +43,8 @@ export interface WorkerConfig {
   readonly outputMaxBytes: number;
   /** How long a chunk of output may wait to ride on the completion before it goes as a `logs` call (ADR 0044). */
   readonly logLingerMs: number;
+  /** How long after a spawn the `running` report waits for the process to end (ADR 0047); 0: it goes at once. */
+  readonly runningReportDelayMs: number;
   /** The user tasks run as (resolved and checked at start: executor/run-as.ts); null: the worker's own. */
   readonly runAs: RunAsSpec | null;
   readonly logLevel: WorkerLogLevel;
@@ -339,6 +342,13 @@ export const WORKER_SETTINGS = [
     default: '200',
     doc: "how long a run's output may wait before it is uploaded (0..60000): what is still waiting when the run ends rides on its completion instead of a `logs` call of its own, up to one logs body; 0 uploads at once. The run log and its tail show output this much later",
     parse: int(0, 60_000),
+  },
+  {
+    key: 'runningReportDelayMs',
+    env: 'QL_WORKER_RUNNING_REPORT_DELAY_MS',
+    default: '20',
+    doc: "how long after a run's spawn its `running` report waits for the process to end (0..5000): a run that ended by then and whose output fits on one completion sends only the completion, which carries the `running` report's handle (one ingress call fewer); 0 reports `running` at once. A longer run is shown `running` this much later",
+    parse: int(0, 5000),
   },
   {
     key: 'runAs',

@@ -47,38 +47,45 @@ async function afterPowerCut(dir: string, offerId: string, n: number): Promise<J
   }
 }
 
+type Step = readonly [string, (journal: WorkerJournal, id: string) => Promise<JournalRecord>];
+const before: Step[] = [
+  ['starting_acknowledged', (j, id) => j.transition(id, 'starting_acknowledged')],
+  ['launching', (j, id) => j.transition(id, 'launching')],
+  ['started', (j, id) => j.transition(id, 'started', { process: DRIVEN_PROCESS })],
+];
+const exit: Step = ['exit', (j, id) => j.update(id, { exit: { code: 0, signal: null }, outcome: SUCCEEDED })];
+const done: Step = ['completion_acknowledged', (j, id) => j.transition(id, 'completion_acknowledged')];
+
+/** The attempt runner's steps after the accept, in its order; after each one the power goes. */
+async function cutAfterEachStep(steps: readonly Step[]) {
+  const dir = join(root, 'journal');
+  const journal = new WorkerJournal({ dir, ...LIMITS });
+  await journal.open();
+  const offer = newOffer();
+  const id = offer.offerId;
+  const all: Step[] = [['accept', (j) => j.accept(offer)], ...steps];
+  const passed: JournalState[] = [];
+  const seen: { step: string; recovered: JournalState | null; outcome: boolean; action: string }[] = [];
+  for (const [n, [step, run]] of all.entries()) {
+    passed.push((await run(journal, id)).state);
+    const recovered = await afterPowerCut(dir, id, n);
+    seen.push({
+      step,
+      recovered: recovered?.state ?? null,
+      outcome: recovered?.outcome != null,
+      action: recovered ? restartAction(recovered).kind : 'none',
+    });
+    // Only a suffix is ever lost: what is left is a state this run passed through.
+    if (recovered) expect(passed).toContain(recovered.state);
+  }
+  await journal.close();
+  return seen;
+}
+
 describe('a power cut after any step of a run (ADR 0043, R-WRK-2)', () => {
   it('never loses launching, started or the outcome; loses at most lazy steps, as a crash just before them would', async () => {
-    const dir = join(root, 'journal');
-    const journal = new WorkerJournal({ dir, ...LIMITS });
-    await journal.open();
-    const offer = newOffer();
-    const id = offer.offerId;
-    // The attempt runner's steps, in its order; after each one the power goes.
-    const steps: [string, () => Promise<JournalRecord>][] = [
-      ['accept', () => journal.accept(offer)],
-      ['starting_acknowledged', () => journal.transition(id, 'starting_acknowledged')],
-      ['launching', () => journal.transition(id, 'launching')],
-      ['started', () => journal.transition(id, 'started', { process: DRIVEN_PROCESS })],
-      ['running_acknowledged', () => journal.transition(id, 'running_acknowledged')],
-      ['exit', () => journal.update(id, { exit: { code: 0, signal: null }, outcome: SUCCEEDED })],
-      ['completion_acknowledged', () => journal.transition(id, 'completion_acknowledged')],
-    ];
-    const passed: JournalState[] = [];
-    const seen: { step: string; recovered: JournalState | null; outcome: boolean; action: string }[] = [];
-    for (const [n, [step, run]] of steps.entries()) {
-      passed.push((await run()).state);
-      const recovered = await afterPowerCut(dir, id, n);
-      seen.push({
-        step,
-        recovered: recovered?.state ?? null,
-        outcome: recovered?.outcome != null,
-        action: recovered ? restartAction(recovered).kind : 'none',
-      });
-      // Only a suffix is ever lost: what is left is a state this run passed through.
-      if (recovered) expect(passed).toContain(recovered.state);
-    }
-    await journal.close();
+    const running: Step = ['running_acknowledged', (j, id) => j.transition(id, 'running_acknowledged')];
+    const seen = await cutAfterEachStep([...before, running, exit, done]);
     expect(seen).toEqual([
       // Lost with the power: no process was spawned yet; the lease ends on the control plane.
       { step: 'accept', recovered: null, outcome: false, action: 'none' },
@@ -98,6 +105,20 @@ describe('a power cut after any step of a run (ADR 0043, R-WRK-2)', () => {
         outcome: true,
         action: 'report_completion',
       },
+    ]);
+  });
+
+  it('a run that ended before its running report (ADR 0047): the outcome on `started` is durable, and a lost completion_acknowledged is reported again', async () => {
+    const seen = await cutAfterEachStep([...before, exit, done]);
+    expect(seen).toEqual([
+      { step: 'accept', recovered: null, outcome: false, action: 'none' },
+      { step: 'starting_acknowledged', recovered: null, outcome: false, action: 'none' },
+      { step: 'launching', recovered: 'launching', outcome: false, action: 'mark_recovery_required' },
+      { step: 'started', recovered: 'started', outcome: false, action: 'report_start_failure' },
+      // The outcome, synced: the completion that stood in for `running` is reported (with its handle).
+      { step: 'exit', recovered: 'started', outcome: true, action: 'report_completion' },
+      // Lost: that completion is sent again and replayed or refused; either way the record is finished.
+      { step: 'completion_acknowledged', recovered: 'started', outcome: true, action: 'report_completion' },
     ]);
   });
 

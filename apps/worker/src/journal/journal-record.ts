@@ -21,6 +21,14 @@ export interface RecordedProcess {
   readonly bootId: string | null;
 }
 
+/**
+ * The `executorHandle` the worker reports for a launched process (R-ACT-1): its process group. The
+ * restart scan rebuilds it from the journal when it reports a completion in `running`'s stead (ADR 0047).
+ */
+export function executorHandleOf(process: RecordedProcess): string {
+  return `local-process:${process.pgid}`;
+}
+
 export interface RecordedExit {
   readonly code: number | null;
   readonly signal: string | null;

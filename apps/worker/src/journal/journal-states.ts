@@ -25,7 +25,8 @@ export const JOURNAL_TRANSITIONS: Readonly<Record<JournalState, readonly Journal
   accepted: ['starting_acknowledged', 'start_failed', 'recovery_required'],
   starting_acknowledged: ['launching', 'start_failed', 'recovery_required'],
   launching: ['started', 'start_failed', 'recovery_required'],
-  started: ['running_acknowledged', 'start_failed', 'recovery_required'],
+  // A run that ended before its `running` report: the completion stood in for it (ADR 0047).
+  started: ['running_acknowledged', 'completion_acknowledged', 'start_failed', 'recovery_required'],
   running_acknowledged: ['completion_acknowledged', 'recovery_required'],
   completion_acknowledged: [],
   start_failed: [],

@@ -1,4 +1,4 @@
-import type { JournalRecord, RecordedOutcome, RecordedProcess } from './journal-record';
+import { JournalRecord, RecordedOutcome, RecordedProcess, executorHandleOf } from './journal-record';
 
 /** The error code the worker reports for an attempt its own restart cut short. */
 export const WORKER_RESTARTED = 'worker_restarted';
@@ -19,6 +19,8 @@ export type RestartAction =
       readonly kind: 'report_completion';
       readonly killGroup: RecordedProcess | null;
       readonly outcome: RecordedOutcome;
+      /** Set when `running` was never reported: the completion carries its handle (ADR 0047). */
+      readonly executorHandle: string | null;
     }
   /** A spawn may or may not have happened: never re-spawn; the record becomes recovery_required. */
   | { readonly kind: 'mark_recovery_required'; readonly reason: string }
@@ -38,12 +40,22 @@ export function restartAction(record: JournalRecord): RestartAction {
     case 'launching':
       return { kind: 'mark_recovery_required', reason: 'launch_interrupted' };
     case 'started':
+      // The process ended before its `running` report and the outcome is recorded: the completion
+      // that stood in for `running` is reported, with its handle (ADR 0047).
+      if (record.outcome !== null && record.process !== null)
+        return {
+          kind: 'report_completion',
+          killGroup: null,
+          outcome: record.outcome,
+          executorHandle: executorHandleOf(record.process),
+        };
       return { kind: 'report_start_failure', killGroup: leftover, errorCode: WORKER_RESTARTED };
     case 'running_acknowledged':
       return {
         kind: 'report_completion',
         killGroup: record.outcome === null ? leftover : null,
         outcome: record.outcome ?? { status: 'failed', exitCode: null, errorCode: WORKER_RESTARTED },
+        executorHandle: null,
       };
     case 'recovery_required':
       return { kind: 'stop_pulling', reason: record.recoveryReason ?? 'unknown' };

@@ -183,6 +183,22 @@ describe('WorkerJournal storage (R-WRK-2)', () => {
   });
 });
 
+describe('a run that ended before its running report (ADR 0047)', () => {
+  it('goes from started to completion_acknowledged once its outcome is recorded, never without it', async () => {
+    const journal = await opened();
+    const early = await driveTo(journal, 'started');
+    await expect(journal.transition(early.offerId, 'completion_acknowledged')).rejects.toThrow(/outcome/);
+    expect(await journal.get(early.offerId)).toMatchObject({ state: 'started' });
+    const ended = await driveTo(journal, 'started', true);
+    expect(await journal.transition(ended.offerId, 'completion_acknowledged')).toMatchObject({
+      state: 'completion_acknowledged',
+      leaseToken: null,
+      outcome,
+    });
+    await journal.close();
+  });
+});
+
 describe('WorkerJournal memory copy (ADR 0023)', () => {
   it('steps and reads start from what it last wrote, never from the folder again', async () => {
     const journal = await opened();
@@ -335,9 +351,25 @@ describe('restart scan (R-WRK-1, R-WRK-2)', () => {
     ],
     ['launching', false, { kind: 'mark_recovery_required', reason: 'launch_interrupted' }, true],
     ['started', false, { kind: 'report_start_failure', killGroup: proc, errorCode: WORKER_RESTARTED }, false],
-    ['started', true, { kind: 'report_start_failure', killGroup: null, errorCode: WORKER_RESTARTED }, false],
-    ['running_acknowledged', false, { kind: 'report_completion', killGroup: proc, outcome: failed }, false],
-    ['running_acknowledged', true, { kind: 'report_completion', killGroup: null, outcome }, false],
+    // Ended before its `running` report: the completion that stood in for it, with its handle (ADR 0047).
+    [
+      'started',
+      true,
+      { kind: 'report_completion', killGroup: null, outcome, executorHandle: `local-process:${proc.pgid}` },
+      false,
+    ],
+    [
+      'running_acknowledged',
+      false,
+      { kind: 'report_completion', killGroup: proc, outcome: failed, executorHandle: null },
+      false,
+    ],
+    [
+      'running_acknowledged',
+      true,
+      { kind: 'report_completion', killGroup: null, outcome, executorHandle: null },
+      false,
+    ],
     ['completion_acknowledged', false, { kind: 'prune' }, false],
     ['start_failed', false, { kind: 'prune' }, false],
     ['recovery_required', false, { kind: 'stop_pulling', reason: 'launch_interrupted' }, true],

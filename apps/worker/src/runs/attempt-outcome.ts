@@ -26,7 +26,8 @@ export function completionSummary(ended: ProcessOutcome, timeoutMs: number): str
 
 /**
  * Finishes the record of an attempt whose lease is gone (refused, or ended by the control plane):
- * before `running_acknowledged` it is `start_failed`, after it `completion_acknowledged` with the
+ * before `running_acknowledged` it is `start_failed`, after it — or once the outcome of a run that
+ * ended before its `running` report is recorded (ADR 0047) — `completion_acknowledged` with the
  * process's end (or `failed`) and the error code `lease_lost`. The control plane already decided the
  * attempt; finishing the record drops the token and lets retention prune it.
  */
@@ -39,7 +40,9 @@ export async function finishLostRecord(
   if (record === null || record.state === 'completion_acknowledged' || record.state === 'start_failed')
     return record;
   if (record.state === 'recovery_required') return record; // only an operator clears it
-  if (record.state !== 'running_acknowledged') return journal.transition(offerId, 'start_failed');
+  const ran =
+    record.state === 'running_acknowledged' || (record.state === 'started' && record.outcome !== null);
+  if (!ran) return journal.transition(offerId, 'start_failed');
   const outcome: RecordedOutcome = {
     status: record.outcome?.status ?? ended?.status ?? 'failed',
     exitCode: record.outcome?.exitCode ?? ended?.exitCode ?? null,

@@ -4,6 +4,7 @@ import {
   RunActivationResponse,
   parseActivationResponse,
 } from '@ql/contracts';
+import type { FinalLogChunk } from '@ql/domain';
 import { readRelease } from './lease-answers';
 import {
   LocalProcessExecutor,
@@ -12,7 +13,7 @@ import {
   StartFailedError,
 } from '../executor/local-process.executor';
 import type { WorkFolders } from '../executor/work-folders';
-import type { RecordedOutcome } from '../journal/journal-record';
+import { RecordedOutcome, executorHandleOf } from '../journal/journal-record';
 import type { WorkerJournal } from '../journal/worker-journal';
 import type { WorkerLog } from '../logging/worker-log';
 import { HeldLease, LeaseChannel, callInTerm, describeError, isLeaseFenced } from './lease-channel';
@@ -35,6 +36,8 @@ export interface AttemptDeps {
   readonly killGraceMs: number;
   /** How long output may wait to ride on the completion before it goes as a `logs` call (ADR 0044). */
   readonly logLingerMs?: number;
+  /** How long after the spawn `running` waits for the process to end (ADR 0047); absent or 0: not at all. */
+  readonly runningReportDelayMs?: number;
   /** The attempt's work folder, once the journal records it finished (ADR 0038); absent: kept. */
   readonly folders?: Pick<WorkFolders, 'settle'>;
 }
@@ -56,7 +59,9 @@ class LeaseLost extends Error {
 /**
  * One accepted offer, from the journal's `accepted` to `completion_acknowledged` (R-WRK-2, R-ACT-1,
  * R-CMP-1): starting → launch → started → running → output as logs → exit → completion, each step
- * journaled after the control plane acknowledged it. Cancel (renew or heartbeat answer) kills the
+ * journaled after the control plane acknowledged it. A run that ends within the running report's
+ * delay, its output fitting on the completion, skips `running`: the completion carries its handle
+ * (ADR 0047). Cancel (renew or heartbeat answer) kills the
  * exact process group and the run is reported `cancelled`; a lost lease kills it and reports nothing.
  */
 export class AttemptRunner {
@@ -235,21 +240,43 @@ export class AttemptRunner {
     this.enforce(); // the group exists now: arm the reaper's switch
     await journal.transition(offerId, 'started', { process: local.process });
     log.info('attempt started', { ...this.ids, pid: local.pid, runtime: spec.runtime });
-    const running = await this.activation('running', { executorHandle: `local-process:${local.pgid}` });
+    const executorHandle = executorHandleOf(local.process);
+    // ADR 0047: ended already, all its output fitting on the completion: that one call says both.
+    const early = await this.endedWithin(local);
+    if (early) {
+      this.checkLease(); // lost meanwhile: its process was killed, and nothing is reported
+      const all = this.uploader.takeAll();
+      if (all) return this.complete(early, async () => all, executorHandle);
+    }
+    const running = await this.activation('running', { executorHandle });
     if (running.status === 'already_terminal') throw new LeaseLost('attempt_ended');
     await journal.transition(offerId, 'running_acknowledged');
     this.uploader.start();
-    const ended = await local.done;
+    // What is still queued rides on the completion, up to the bound; earlier chunks go as `logs` first.
+    return this.complete(await local.done, () => this.uploader.finish());
+  }
+
+  /**
+   * The process ended: its outcome journaled, then the completion (with `finalLogs` when output
+   * rides on it, and `executorHandle` when it stands in for `running`, ADR 0047), then its record.
+   */
+  private async complete(
+    ended: ProcessOutcome,
+    lastOutput: () => Promise<FinalLogChunk[]>,
+    executorHandle?: string,
+  ): Promise<void> {
+    const { journal, log } = this.deps;
+    const offerId = this.lease.offerId;
     const outcome = recordedOutcome(ended);
     await journal.update(offerId, { exit: { code: ended.exitCode, signal: ended.signal }, outcome });
     this.checkLease();
-    // What is still queued rides on the completion, up to the bound; earlier chunks go as `logs` first.
-    const finalLogs = await this.uploader.finish();
+    const finalLogs = await lastOutput();
     this.checkLease();
     await this.activation('completion', {
       outcome: outcome.status,
       exitCode: outcome.exitCode,
-      errorSummary: completionSummary(ended, spec.timeoutMs),
+      errorSummary: completionSummary(ended, this.offer.execution.spec.timeoutMs),
+      ...(executorHandle === undefined ? {} : { executorHandle }),
       ...(finalLogs.length > 0 ? { finalLogs } : {}),
     });
     await journal.transition(offerId, 'completion_acknowledged');
@@ -259,8 +286,29 @@ export class AttemptRunner {
       exitCode: outcome.exitCode,
       logChunks: this.uploader.uploaded + finalLogs.length,
       finalLogChunks: finalLogs.length,
+      runningReported: executorHandle === undefined,
       ...ended.usage, // cpuUsec, memoryPeakBytes: from the attempt's cgroup (ADR 0030)
     });
+  }
+
+  /**
+   * ADR 0047: the process's end if it comes within `runningReportDelayMs` of the spawn, else null.
+   * A cancel, the deadline or a lost lease meanwhile kill it as at any other time (their end may then
+   * come within the wait, and is reported as it would have been after `running`).
+   */
+  private async endedWithin(local: LocalRun): Promise<ProcessOutcome | null> {
+    const delayMs = this.deps.runningReportDelayMs ?? 0;
+    if (delayMs <= 0) return null;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<null>((resolve) => {
+      timer = setTimeout(resolve, delayMs, null);
+      timer.unref();
+    });
+    try {
+      return await Promise.race([local.done.catch(() => null), waited]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async startFailure(errorCode: string, cause?: unknown): Promise<void> {

@@ -45,10 +45,16 @@ describe('RunSupervisor: the last output rides on the completion (ADR 0044)', ()
   let plane: FakeControlPlane;
   afterEach(() => h?.dispose());
 
-  /** Runs `command` to its completion; its lease, the lease calls in order and the completion's body. */
+  /**
+   * Runs `command` to its completion; its lease, the lease calls in order and the completion's body.
+   * `running` goes at once, whenever the run ends (a run's end before it: running-report.spec.ts).
+   */
   async function run(command: string, lingerMs: number) {
     plane = new FakeControlPlane();
-    h = new WorkerHarness(plane, { QL_WORKER_LOG_LINGER_MS: String(lingerMs) });
+    h = new WorkerHarness(plane, {
+      QL_WORKER_LOG_LINGER_MS: String(lingerMs),
+      QL_WORKER_RUNNING_REPORT_DELAY_MS: '0',
+    });
     await h.lifecycle.start();
     plane.enqueue({ command });
     await h.until('the completion acknowledged', () => h.messages().includes('attempt completed'));

@@ -95,6 +95,17 @@ export class LogUploader {
     return final.map(({ stream, text }, i) => ({ seq: this.seq + i, stream, text }));
   }
 
+  /**
+   * Before `start()`, once the process ended (ADR 0047): when everything queued fits on the
+   * completion, all of it rides there (seq 0 …) and nothing is sent from here; otherwise null, and
+   * the upload goes on as usual.
+   */
+  takeAll(): FinalLogChunk[] | null {
+    if (this.started || this.stopped || finalTailStart(this.queue, this.seq) > 0) return null;
+    this.stopped = true;
+    return this.queue.splice(0).map(({ stream, text }, i) => ({ seq: this.seq + i, stream, text }));
+  }
+
   /** No more sends (the lease is gone, or the worker stops). */
   stop(): void {
     this.stopped = true;

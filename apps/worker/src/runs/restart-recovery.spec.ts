@@ -88,6 +88,23 @@ type Expect = {
 
 describe('restart: each journal state found at start leads to what R-WRK-2 prescribes, before the first pull', () => {
   it.each<[JournalState, { alive?: boolean; exited?: boolean }, Expect]>([
+    // ADR 0047: ended before its `running` report, the outcome recorded: the completion that stood
+    // in for `running`, with the handle of the recorded process.
+    [
+      'started',
+      { exited: true },
+      {
+        call: 'completion',
+        body: {
+          outcome: 'succeeded',
+          exitCode: 0,
+          errorSummary: null,
+          executorHandle: 'local-process:999999',
+        },
+        after: 'completion_acknowledged',
+        pulls: true,
+      },
+    ],
     ['accepted', {}, { call: 'release', after: 'start_failed', pulls: true }],
     [
       'starting_acknowledged',
@@ -212,6 +229,19 @@ describe('restart: each journal state found at start leads to what R-WRK-2 presc
       outcome: { status: 'failed', errorCode: 'lease_lost' },
     });
     await h.until('a pull', () => plane.of('offers').length > 0);
+  });
+
+  it('a refused completion of a record that skipped running (ADR 0047) finishes it as a lost lease, with its outcome', async () => {
+    const plane = new FakeControlPlane(); // knows nothing of the old lease
+    h = new WorkerHarness(plane, { QL_WORKER_JOURNAL_DIR: join(scratch, 'journal') });
+    const { record } = await crashedWith(h.config.journalDir, 'started', { exited: true });
+    await h.lifecycle.start();
+    expect(plane.of('completion').map((c) => c.body.executorHandle)).toEqual(['local-process:999999']);
+    expect(await h.journal.get(record.offerId)).toMatchObject({
+      state: 'completion_acknowledged',
+      leaseToken: null,
+      outcome: { status: 'succeeded', errorCode: 'lease_lost' },
+    });
   });
 
   it('a journal held by a live worker process makes start() fail before any session is registered', async () => {

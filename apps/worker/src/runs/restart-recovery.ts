@@ -177,6 +177,7 @@ function restartCall(
           errorSummary: action.outcome.errorCode
             ? `reported after a worker restart (${action.outcome.errorCode})`
             : null,
+          ...(action.executorHandle === null ? {} : { executorHandle: action.executorHandle }),
         },
         parseActivationResponse,
       ];

@@ -30,7 +30,7 @@ const record = (offerId: string) => h.journal.get(offerId);
 
 describe('RunSupervisor: pull, activation, output, completion (R-WRK-2..3, R-ACT-1, R-CMP-1..2)', () => {
   it('runs a pulled shell task: starting, running, its output as logs from seq 0, completion succeeded; the journal ends finished without the token', async () => {
-    await start();
+    await start({ QL_WORKER_RUNNING_REPORT_DELAY_MS: '0' }); // `running` at once (ADR 0047: running-report.spec.ts)
     plane.enqueue({ command: 'echo hello; echo oops >&2', env: { GREETING: 'hi' } });
     await completed();
     const [lease] = plane.leaseList;

@@ -226,6 +226,7 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
           retryMs: this.retryMs,
           killGraceMs: this.config.killGraceMs,
           logLingerMs: this.config.logLingerMs,
+          runningReportDelayMs: this.config.runningReportDelayMs,
           folders: this.folders,
         },
         pulled.offer,

@@ -14,12 +14,11 @@ import { LeaseFenceDto } from '../../leases/dto/pull.dto';
 /** `starting` body (R-ACT-1): the lease fence alone, so it is the renew/release body. */
 export class StartingDto extends LeaseFenceDto {}
 
+const HANDLE = { max: ACTIVATION_LIMITS.executorHandle, pattern: EXECUTOR_HANDLE_PATTERN };
+
 /** `running` body (R-ACT-1): the fence and the handle the worker runs the attempt under. */
 export class RunningDto extends LeaseFenceDto {
-  @TextField(
-    { max: ACTIVATION_LIMITS.executorHandle, pattern: EXECUTOR_HANDLE_PATTERN },
-    { description: 'the worker-side handle of the started process (shown to admins)' },
-  )
+  @TextField(HANDLE, { description: 'the worker-side handle of the started process (shown to admins)' })
   executorHandle!: string;
 }
 
@@ -81,6 +80,13 @@ export class CompletionDto extends LeaseFenceDto {
     { presence: 'nullable', description: `at most ${ACTIVATION_LIMITS.errorSummaryBytes} bytes of UTF-8` },
   )
   errorSummary?: string | null;
+
+  @TextField(HANDLE, {
+    presence: 'optional',
+    description:
+      'the handle `running` would have carried, from a worker that sent no `running` (its process ended first, ADR 0047): then the attempt may still be `starting`, and `running` and the completion are applied together, as if both had come; absent, the attempt must be `running`',
+  })
+  executorHandle?: string;
 
   @NestedField(() => FinalLogChunkDto, {
     maxItems: RUN_LOG_LIMITS.finalChunks,

@@ -1,0 +1,4 @@
+import { postgresDispatchTarget } from '../support/dispatch-targets';
+import { describeFastCompletionContract } from './fast-completion.contract';
+
+describeFastCompletionContract('postgres', postgresDispatchTarget);
