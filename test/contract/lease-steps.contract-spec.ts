@@ -384,6 +384,9 @@ describe('lease steps in one statement on PostgreSQL (ADR 0017)', () => {
     const other = await targets.postgres.openSecond();
     let step: Promise<unknown> | undefined;
     await other.transaction(async (tx) => {
+      // Only the step's backend may detect the deadlock (after the server's 1 s): were this one the
+      // victim on a loaded machine, its retry would call the step a second time (already_starting).
+      await tx.run("SET LOCAL deadlock_timeout = '60s'", {});
       await tx.one('SELECT id FROM runs WHERE id = :id {forUpdate}', { id: c.run.id });
       step = s.starting(c.fence); // takes the lease, then waits for the run row
       // Bounded poll: the server has no event for "a backend started waiting on a lock" (the
