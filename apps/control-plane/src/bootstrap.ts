@@ -18,6 +18,7 @@ import {
 import { boundConnectionLifetime } from './http/connection-lifetime';
 import { JsonLogger } from './http/json-logger';
 import { ensureDevPki } from './pki';
+import { WorkerIssuer } from './enrollment/worker-issuer';
 
 export interface ControlPlane {
   readonly core: ControlPlaneCore;
@@ -58,8 +59,9 @@ export async function startControlPlane(
     cert: readFileSync(config.tlsCertPath),
     key: readFileSync(config.tlsKeyPath),
   };
+  const workerIssuer = WorkerIssuer.load(config);
   const logger = options.logger === undefined ? new JsonLogger(LEVELS[config.logLevel]) : options.logger;
-  const core = await openCore(config, options.clock);
+  const core = await openCore(config, options.clock, workerIssuer);
   try {
     const admin = await NestFactory.create<NestFastifyApplication>(
       AdminAppModule.forCore(core),
