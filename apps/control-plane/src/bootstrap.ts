@@ -14,6 +14,7 @@ import {
   configureAdminEdge,
   configureIngressEdge,
   edgeServerOptions,
+  requireTrustedClientCertificate,
 } from './http/edge';
 import { boundConnectionLifetime } from './http/connection-lifetime';
 import { JsonLogger } from './http/json-logger';
@@ -69,13 +70,17 @@ export async function startControlPlane(
       { logger, abortOnError: false, bodyParser: false },
     );
     configureAdminEdge(admin.getHttpAdapter().getInstance(), ADMIN_MAX_BODY);
+    // A handshake without a trusted certificate is let through for the enrollment route only: the
+    // gate, the first hook, refuses everything else on such a connection (ADR 0045 §2).
+    const ingressAdapter = new FastifyAdapter({
+      https: { ...tls, requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.3' },
+      bodyLimit: INGRESS_MAX_BODY,
+      ...edgeServerOptions(INGRESS_EDGE),
+    });
+    requireTrustedClientCertificate(ingressAdapter.getInstance());
     const ingress = await NestFactory.create<NestFastifyApplication>(
       IngressAppModule.forCore(core),
-      new FastifyAdapter({
-        https: { ...tls, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' },
-        bodyLimit: INGRESS_MAX_BODY,
-        ...edgeServerOptions(INGRESS_EDGE),
-      }),
+      ingressAdapter,
       { logger, abortOnError: false, bodyParser: false },
     );
     configureIngressEdge(ingress.getHttpAdapter().getInstance(), INGRESS_MAX_BODY);
