@@ -69,6 +69,13 @@ export const INGRESS_ERROR_CODES = [
   'worker_request_too_large',
   'worker_rate_limited',
   'worker_ingress_unavailable',
+  // Joining and rotation (ADR 0045 §2, §3, §4).
+  'enrollment_disabled',
+  'csr_refused',
+  'enrollment_token_invalid',
+  'enrollment_token_wrong_worker',
+  'enrollment_token_exhausted',
+  'enrollment_token_used',
 ] as const;
 export type IngressErrorCode = (typeof INGRESS_ERROR_CODES)[number];
 
@@ -78,6 +85,17 @@ export interface IngressError {
   readonly reason?: string;
   /** 429 only: the seconds the worker waits before its next call, as the `Retry-After` header says. */
   readonly retryAfterSeconds?: number;
+}
+
+/** The answer of enrollment and rotation (ADR 0045 §2, §3): PEM, the certificate then its chain. */
+export interface IssuedCertificateResponse {
+  readonly workerId: string;
+  readonly certificatePem: string;
+  /** The issuer and the certificates above it that the ingress does not need from the worker's trust. */
+  readonly chainPem: string;
+  readonly fingerprint: string;
+  readonly serial: string;
+  readonly notAfter: string;
 }
 
 /** The session projection every session call answers with. */

@@ -71,5 +71,7 @@ export interface WorkerCertificateRepository {
    * revocation list the identity guard reads): returns the fingerprints revoked by this call.
    */
   revokeWorker(workerId: string, reason: string | null, audit: AuditEntry): Promise<string[]>;
+  /** A refusal decided before any of the above (a CSR, a disabled worker): its audit row alone. */
+  auditRefusal(audit: AuditEntry): Promise<void>;
 }
 export const WORKER_CERTIFICATE_REPOSITORY = Symbol('WorkerCertificateRepository');

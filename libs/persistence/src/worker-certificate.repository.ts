@@ -118,6 +118,10 @@ export class SqlWorkerCertificateRepository implements WorkerCertificateReposito
     });
   }
 
+  async auditRefusal(audit: AuditEntry): Promise<void> {
+    await appendAudit(this.db, this.ids, audit);
+  }
+
   async revokeWorker(workerId: string, reason: string | null, audit: AuditEntry): Promise<string[]> {
     return this.db.transaction(async (tx) => {
       await tx.lock(`worker:${workerId}`);

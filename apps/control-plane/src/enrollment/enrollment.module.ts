@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { EnrollmentTokensController } from './enrollment-tokens.controller';
 import { EnrollmentTokensService } from './enrollment-tokens.service';
+import { EnrollmentIngressController } from './enrollment-ingress.controller';
+import { WorkerEnrollmentService } from './worker-enrollment.service';
 
 /**
  * Enrollment tokens' service, for any listener: the admin module below serves it on the admin API,
@@ -18,3 +20,12 @@ export class EnrollmentTokensModule {}
   controllers: [EnrollmentTokensController],
 })
 export class EnrollmentAdminModule {}
+
+/** Joining on the ingress listener (ADR 0045 §2): `POST /api/v3/worker-ingress/enroll`. */
+@Module({
+  imports: [EnrollmentTokensModule],
+  controllers: [EnrollmentIngressController],
+  providers: [WorkerEnrollmentService],
+  exports: [WorkerEnrollmentService],
+})
+export class EnrollmentIngressModule {}

@@ -12,11 +12,16 @@ export type WorkerIssuerSettings = Pick<
 export class WorkerIssuerError extends ConfigError {}
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
-const SIGNING_KEYS: Record<string, (key: KeyObject) => boolean> = {
+const STRONG_KEYS: Record<string, (key: KeyObject) => boolean> = {
   ec: (key) => ['prime256v1', 'secp384r1'].includes(key.asymmetricKeyDetails?.namedCurve ?? ''),
   ed25519: () => true,
   rsa: (key) => (key.asymmetricKeyDetails?.modulusLength ?? 0) >= 2048,
 };
+
+/** EC P-256/P-384, Ed25519 or RSA ≥ 2048: the keys an issuer signs with and a CSR may hold (ADR 0045 §2). */
+export function strongKey(key: KeyObject): boolean {
+  return STRONG_KEYS[key.asymmetricKeyType ?? '']?.(key) ?? false;
+}
 
 /**
  * The CA that signs the certificates of enrolled workers (ADR 0045 §5): its certificate (a CA, not
@@ -58,7 +63,7 @@ export class WorkerIssuer {
       throw new WorkerIssuerError(
         `${keySource.name} does not belong to the QL_WORKER_ISSUER_CERT certificate`,
       );
-    if (!SIGNING_KEYS[key.asymmetricKeyType ?? '']?.(key))
+    if (!strongKey(key))
       throw new WorkerIssuerError(
         `${keySource.name}: the issuer's key must be EC P-256/P-384, Ed25519 or RSA ≥ 2048`,
       );

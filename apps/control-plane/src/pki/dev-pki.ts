@@ -22,7 +22,7 @@ let loaded: typeof X509 | undefined;
  * @peculiar/x509 is loaded when a certificate is made, not when this module is: a start on a PKI that
  * already exists (every start after the first) does without it (ADR 0020).
  */
-function loadX509(): typeof X509 {
+export function loadX509(): typeof X509 {
   if (!loaded) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     loaded = require('@peculiar/x509') as typeof X509;
