@@ -76,6 +76,10 @@ export const INGRESS_ERROR_CODES = [
   'enrollment_token_wrong_worker',
   'enrollment_token_exhausted',
   'enrollment_token_used',
+  'certificate_superseded',
+  'certificate_revoked',
+  'certificate_unknown',
+  'worker_disabled',
 ] as const;
 export type IngressErrorCode = (typeof INGRESS_ERROR_CODES)[number];
 

@@ -125,21 +125,32 @@ export class SqlWorkerCertificateRepository implements WorkerCertificateReposito
   async revokeWorker(workerId: string, reason: string | null, audit: AuditEntry): Promise<string[]> {
     return this.db.transaction(async (tx) => {
       await tx.lock(`worker:${workerId}`);
-      const rows = await tx.many<{ fingerprint: string }>(
-        `UPDATE worker_certificates SET revoked_at = {now} WHERE worker_id = :workerId AND revoked_at IS NULL
-         RETURNING fingerprint`,
-        { workerId },
-      );
-      // The identity guard reads the revocation list (ADR 0022): every replica refuses them within
-      // QL_REVOCATION_CACHE_MS.
-      for (const { fingerprint } of rows) await insertRevocation(tx, fingerprint, reason);
-      await appendAudit(tx, this.ids, {
-        ...audit,
-        detail: { ...audit.detail, fingerprints: rows.map((r) => r.fingerprint) },
-      });
-      return rows.map((r) => r.fingerprint).sort();
+      const revoked = await revokeIssuedCertificates(tx, workerId, reason);
+      await appendAudit(tx, this.ids, { ...audit, detail: { ...audit.detail, fingerprints: revoked } });
+      return revoked;
     });
   }
+}
+
+/**
+ * Revokes every certificate issued to the worker and not yet revoked: `revoked_at`, and each
+ * fingerprint into the revocation list the identity guard reads, so every replica refuses them
+ * within QL_REVOCATION_CACHE_MS (ADR 0022). Under the caller's `worker:<id>` lock. Revoking a worker
+ * (ADR 0045 §6) and deleting one both call it: a deleted worker enrolls again.
+ */
+export async function revokeIssuedCertificates(
+  tx: SqlExecutor,
+  workerId: string,
+  reason: string | null,
+): Promise<string[]> {
+  const rows = await tx.many<{ fingerprint: string }>(
+    `UPDATE worker_certificates SET revoked_at = {now} WHERE worker_id = :workerId AND revoked_at IS NULL
+     RETURNING fingerprint`,
+    { workerId },
+  );
+  const fingerprints = rows.map((r) => r.fingerprint).sort();
+  for (const fingerprint of fingerprints) await insertRevocation(tx, fingerprint, reason);
+  return fingerprints;
 }
 
 async function findIn(tx: SqlExecutor, fingerprint: string): Promise<WorkerCertificateRecord | null> {

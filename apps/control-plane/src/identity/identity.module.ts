@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ApiKeyGuard } from './api-key.guard';
+import { CertificateForks } from './certificate-forks';
 import { IngressRateLimit } from './ingress-rate-limit';
 import { MtlsPrincipalGuard } from './mtls-principal.guard';
 import { PrincipalStanding } from './principal-standing';
@@ -12,7 +13,21 @@ import { RevocationCache } from './revocation-cache';
  * the guard instances of every ingress module share its buckets (the registry sizes them).
  */
 @Module({
-  providers: [MtlsPrincipalGuard, PrincipalStanding, RevocationCache, ApiKeyGuard, IngressRateLimit],
-  exports: [MtlsPrincipalGuard, PrincipalStanding, RevocationCache, ApiKeyGuard, IngressRateLimit],
+  providers: [
+    MtlsPrincipalGuard,
+    PrincipalStanding,
+    RevocationCache,
+    ApiKeyGuard,
+    IngressRateLimit,
+    CertificateForks,
+  ],
+  exports: [
+    MtlsPrincipalGuard,
+    PrincipalStanding,
+    RevocationCache,
+    ApiKeyGuard,
+    IngressRateLimit,
+    CertificateForks,
+  ],
 })
 export class IdentityModule {}
