@@ -4,10 +4,9 @@
  * neither renews nor registers (a fork: 409, audit, metric) but keeps serving its session; a disabled
  * worker, a revoked or deleted worker's certificate and one not issued here do not renew.
  */
-import { isDeepStrictEqual } from 'node:util';
 import { ingressPath } from '@ql/contracts';
-import { snapshotDatabase } from '../support/db-snapshot';
-import { enrollWorker, renewCertificate } from '../support/enrolled-worker';
+import { changedTables, snapshotDatabase } from '../support/db-snapshot';
+import { enrollWorker, issuerEnv, renewCertificate } from '../support/enrolled-worker';
 import { newSessionId, registerBody } from '../support/fixtures';
 import {
   Dialect,
@@ -31,9 +30,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate rotation (%s)
     db = await createTestDatabase(dialect);
     pki = await createTestPki(['hand-made']);
     t = await startTestPlane(db, pki, {
-      QL_WORKER_ISSUER_CERT: pki.workerIssuerCertPath,
-      QL_WORKER_ISSUER_KEY: pki.workerIssuerKeyPath,
-      QL_ENROLL_RATE_PER_MINUTE: '10000',
+      ...issuerEnv(pki),
       QL_INGRESS_RATE_BURST: '100000',
       QL_REVOCATION_CACHE_MS: '0',
     });
@@ -45,10 +42,6 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate rotation (%s)
   });
 
   const snapshot = () => snapshotDatabase(t.plane.core.db);
-  const changed = (before: Record<string, unknown[]>, after: Record<string, unknown[]>) =>
-    Object.keys(after)
-      .filter((table) => !isDeepStrictEqual(after[table], before[table]))
-      .sort();
   const register = (workerId: string, credentials: PemPair, sessionId = newSessionId()) =>
     t.ingress(credentials, ingressPath(workerId, sessionId, 'register'), registerBody());
   const forks = async () => {
@@ -105,7 +98,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate rotation (%s)
     let before = await snapshot();
     const renew = await renewCertificate(t, 'rot-3', original);
     expect(renew.res).toMatchObject({ status: 409, body: { code: 'certificate_superseded' } });
-    expect(changed(before, await snapshot())).toEqual(['audit_log']);
+    expect(changedTables(before, await snapshot())).toEqual(['audit_log']);
     expect(await lastAudit()).toMatchObject({
       action: 'worker.certificate_fork',
       detail: { presented: original.fingerprint, current: stolen.credentials!.fingerprint, on: 'renew' },
@@ -114,7 +107,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate rotation (%s)
     before = await snapshot();
     const reg = await register('rot-3', original);
     expect(reg).toMatchObject({ status: 409, body: { code: 'certificate_superseded' } });
-    expect(changed(before, await snapshot())).toEqual(['audit_log']);
+    expect(changedTables(before, await snapshot())).toEqual(['audit_log']);
     expect(await lastAudit()).toMatchObject({
       action: 'worker.certificate_fork',
       detail: { presented: original.fingerprint, current: stolen.credentials!.fingerprint, on: 'register' },
@@ -129,7 +122,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate rotation (%s)
     const before = await snapshot();
     const { res } = await renewCertificate(t, 'rot-4', creds);
     expect(res).toMatchObject({ status: 403, body: { code: 'worker_disabled' } });
-    expect(changed(before, await snapshot())).toEqual(['audit_log']);
+    expect(changedTables(before, await snapshot())).toEqual(['audit_log']);
   });
 
   it('a revoked certificate and a deleted worker’s certificate do not renew', async () => {
@@ -155,6 +148,6 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate rotation (%s)
     const before = await snapshot();
     const { res } = await renewCertificate(t, 'hand-made', readPair(pki.workers['hand-made']!));
     expect(res).toMatchObject({ status: 403, body: { code: 'certificate_unknown' } });
-    expect(changed(before, await snapshot())).toEqual(['audit_log']);
+    expect(changedTables(before, await snapshot())).toEqual(['audit_log']);
   });
 });

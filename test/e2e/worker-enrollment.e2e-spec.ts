@@ -4,9 +4,9 @@
  * (a refused CSR leaves the token unused); the certificate issued registers a session over mTLS.
  */
 import { X509Certificate } from 'node:crypto';
-import { isDeepStrictEqual } from 'node:util';
 import { INGRESS_ENROLL_PATH, ingressPath } from '@ql/contracts';
-import { snapshotDatabase } from '../support/db-snapshot';
+import { changedTables, snapshotDatabase } from '../support/db-snapshot';
+import { issuerEnv } from '../support/enrolled-worker';
 import { CLIENT_AUTH, CsrKey, SERVER_AUTH, breakSignature, makeCsr } from '../support/csr';
 import { newSessionId, registerBody } from '../support/fixtures';
 import {
@@ -31,10 +31,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker enrollment (%s)', (dialec
     db = await createTestDatabase(dialect);
     pki = await createTestPki([]);
     t = await startTestPlane(db, pki, {
-      QL_WORKER_ISSUER_CERT: pki.workerIssuerCertPath,
-      QL_WORKER_ISSUER_KEY: pki.workerIssuerKeyPath,
+      ...issuerEnv(pki),
       QL_WORKER_CERT_TTL_MS: '300000',
-      QL_ENROLL_RATE_PER_MINUTE: '10000',
     });
   });
   afterAll(async () => {
@@ -44,10 +42,6 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker enrollment (%s)', (dialec
   });
 
   const snapshot = () => snapshotDatabase(t.plane.core.db);
-  const changed = (before: Record<string, unknown[]>, after: Record<string, unknown[]>) =>
-    Object.keys(after)
-      .filter((table) => !isDeepStrictEqual(after[table], before[table]))
-      .sort();
   const newToken = async (spec: Record<string, unknown>) => {
     const res = await t.admin('POST', '/api/v1/enrollment-tokens', spec);
     expect(res.status).toBe(201);
@@ -64,7 +58,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker enrollment (%s)', (dialec
       body: { code, message: expect.any(String), ...(reason ? { reason } : {}) },
     });
     const after = await snapshot();
-    expect(changed(before, after)).toEqual(['audit_log']);
+    expect(changedTables(before, after)).toEqual(['audit_log']);
     expect(after.audit_log!.length - before.audit_log!.length).toBe(1);
     expect(JSON.stringify(after.audit_log)).not.toContain(String(body.token));
   }
@@ -82,7 +76,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker enrollment (%s)', (dialec
       fingerprint: string;
       notAfter: string;
     };
-    expect(changed(before, await snapshot())).toEqual([
+    expect(changedTables(before, await snapshot())).toEqual([
       'audit_log',
       'enrollment_token_uses',
       'worker_certificates',

@@ -4,7 +4,7 @@
  * refuse them within QL_REVOCATION_CACHE_MS, and none renews. Another worker is untouched.
  */
 import { ingressPath } from '@ql/contracts';
-import { enrollWorker, renewCertificate } from '../support/enrolled-worker';
+import { enrollWorker, issuerEnv, renewCertificate } from '../support/enrolled-worker';
 import { newSessionId, registerBody } from '../support/fixtures';
 import { eventually } from '../support/remote-run-harness';
 import {
@@ -30,8 +30,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('revoking a worker (%s)', (dialec
     db = await createTestDatabase(dialect);
     pki = await createTestPki([]);
     const env = {
-      QL_WORKER_ISSUER_CERT: pki.workerIssuerCertPath,
-      QL_WORKER_ISSUER_KEY: pki.workerIssuerKeyPath,
+      ...issuerEnv(pki),
       QL_REVOCATION_CACHE_MS: String(CACHE_MS),
       QL_INGRESS_RATE_BURST: '100000',
     };

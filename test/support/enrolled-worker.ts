@@ -45,3 +45,10 @@ export async function renewCertificate(
     ...(res.status === 200 ? { credentials: credentialsOf(res, request.keyPem) } : {}),
   };
 }
+
+/** A test plane's settings for the dev PKI's worker issuer (ADR 0045 §5), enrollment unthrottled. */
+export const issuerEnv = (pki: { workerIssuerCertPath: string; workerIssuerKeyPath: string }) => ({
+  QL_WORKER_ISSUER_CERT: pki.workerIssuerCertPath,
+  QL_WORKER_ISSUER_KEY: pki.workerIssuerKeyPath,
+  QL_ENROLL_RATE_PER_MINUTE: '10000',
+});

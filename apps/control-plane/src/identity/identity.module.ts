@@ -12,22 +12,14 @@ import { RevocationCache } from './revocation-cache';
  * Both guards decide before any other repository call. `IngressRateLimit` is provided here once, so
  * the guard instances of every ingress module share its buckets (the registry sizes them).
  */
-@Module({
-  providers: [
-    MtlsPrincipalGuard,
-    PrincipalStanding,
-    RevocationCache,
-    ApiKeyGuard,
-    IngressRateLimit,
-    CertificateForks,
-  ],
-  exports: [
-    MtlsPrincipalGuard,
-    PrincipalStanding,
-    RevocationCache,
-    ApiKeyGuard,
-    IngressRateLimit,
-    CertificateForks,
-  ],
-})
+const IDENTITY = [
+  MtlsPrincipalGuard,
+  PrincipalStanding,
+  RevocationCache,
+  ApiKeyGuard,
+  IngressRateLimit,
+  CertificateForks,
+];
+
+@Module({ providers: IDENTITY, exports: IDENTITY })
 export class IdentityModule {}
