@@ -295,8 +295,8 @@ export function describeWorkerCertificateContract(dialect: string, makeTarget: (
       const worker = workerId();
       await enroll(worker);
       const stray = issued(worker);
-      await expect(
-        db.run(
+      const refusal = await db
+        .run(
           `INSERT INTO worker_certificates (fingerprint, worker_id, serial, public_key_digest, certificate_pem, issued_at, not_after)
            VALUES (:fingerprint, :workerId, :serial, :digest, 'x', {now}, {now})`,
           {
@@ -305,8 +305,12 @@ export function describeWorkerCertificateContract(dialect: string, makeTarget: (
             serial: stray.serial,
             digest: stray.publicKeyDigest,
           },
-        ),
-      ).rejects.toThrow(/unique/i);
+        )
+        .then(
+          (changed) => ({ inserted: changed }),
+          (error: unknown) => ({ refused: String((error as Error)?.message ?? error) }),
+        );
+      expect(refusal).toEqual({ refused: expect.stringMatching(/unique/i) });
     });
   });
 }
