@@ -16,8 +16,7 @@ function composite(field: string, prefix: string, columns: string): string {
 /** The columns under `prefix` of a flat row, without it. */
 function part<T>(row: Record<string, unknown>, prefix: string): T {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(row))
-    if (key.startsWith(prefix)) out[key.slice(prefix.length)] = value;
+  for (const [key, value] of Object.entries(row)) if (key.startsWith(prefix)) out[key.slice(prefix.length)] = value;
   return out as T;
 }
 
@@ -44,22 +43,20 @@ export async function applyLeaseStep<A>(
         :errorSummary, {pinnedNow}) s`;
     statements.set(attemptColumns, sql);
   }
-  const row = await db
-    .one<Record<string, unknown>>(sql, {
-      ...leaseParams(command),
-      step: payload.step,
-      ack: digest,
-      executorHandle: payload.step === 'running' ? payload.executorHandle : null,
-      errorCode: payload.step === 'start_failure' ? payload.errorCode : null,
-      outcome: payload.step === 'completion' ? payload.outcome : null,
-      exitCode: payload.step === 'completion' ? payload.exitCode : null,
-      errorSummary: payload.step === 'completion' ? payload.errorSummary : null,
-    })
-    .catch((error: unknown) => {
-      // A deadlock or serialization failure rolled the statement back: the transaction retries it.
-      if (isRetryable(error)) return undefined;
-      throw error;
-    });
+  const row = await db.one<Record<string, unknown>>(sql, {
+    ...leaseParams(command),
+    step: payload.step,
+    ack: digest,
+    executorHandle: payload.step === 'running' ? payload.executorHandle : null,
+    errorCode: payload.step === 'start_failure' ? payload.errorCode : null,
+    outcome: payload.step === 'completion' ? payload.outcome : null,
+    exitCode: payload.step === 'completion' ? payload.exitCode : null,
+    errorSummary: payload.step === 'completion' ? payload.errorSummary : null,
+  }).catch((error: unknown) => {
+    // A deadlock or serialization failure rolled the statement back: the transaction retries it.
+    if (isRetryable(error)) return undefined;
+    throw error;
+  });
   if (!row) return null;
   return { lease: part<LeaseRow>(row, 'l_'), run: part<RunRow>(row, 'r_'), attempt: part<A>(row, 'a_') };
 }

@@ -44,11 +44,7 @@ export async function openDatabase(
 /** The database's queue signals (ADR 0019): the SQLite connection's own, or a PostgreSQL listener. */
 export function openQueueSignals(db: SqlDatabase): QueueSignals {
   if (db instanceof SqliteDatabase || db instanceof PostgresDatabase) return db.signals();
-  return {
-    subscribe: () => () => undefined,
-    whenListening: async () => undefined,
-    close: async () => undefined,
-  };
+  return { subscribe: () => () => undefined, whenListening: async () => undefined, close: async () => undefined };
 }
 
 export interface Repositories {

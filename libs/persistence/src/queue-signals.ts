@@ -25,8 +25,7 @@ export const QUEUE_SIGNAL_CHANNEL = 'ql_queue';
 /** A payload as the triggers write it; anything else is ignored (null). */
 export function parseQueueSignal(payload: string): QueueSignal | null {
   if (payload.startsWith('r:')) return { kind: 'run_queued' };
-  if (payload.startsWith('w:') && payload.length > 2)
-    return { kind: 'session_changed', workerId: payload.slice(2) };
+  if (payload.startsWith('w:') && payload.length > 2) return { kind: 'session_changed', workerId: payload.slice(2) };
   return null;
 }
 

@@ -281,12 +281,7 @@ function plus(now: number, ms: string | number | boolean | null | undefined): nu
 /** What `transitionAttempt`'s UPDATE wrote, from the row it started from: keep in step with ATTEMPT_SETS. */
 function movedAttempt<T>({ row, now }: Known<T>, to: AttemptStatus, set: AttemptSet, terminal: boolean): T {
   const old = row as unknown as AttemptRow & { callback_seq?: number | string };
-  const next: Record<string, unknown> = {
-    ...old,
-    status: to,
-    version: toInt(old.version) + 1,
-    updated_at: now,
-  };
+  const next: Record<string, unknown> = { ...old, status: to, version: toInt(old.version) + 1, updated_at: now };
   if (terminal) next.finished_at = now;
   for (const key of Object.keys(set) as (keyof AttemptSet)[]) {
     if (key === 'startedAt') next.started_at = now;

@@ -202,7 +202,7 @@ export const SETTINGS = [
     key: 'enrollRatePerMinute',
     env: 'QL_ENROLL_RATE_PER_MINUTE',
     default: '30',
-    doc: 'enrollment requests one source address may send per minute (`POST /ingress/v1/enroll`, the one ingress route served without a client certificate)',
+    doc: 'enrollment requests one source address may send per minute (`POST /api/v3/worker-ingress/enroll`, the one ingress route served without a client certificate)',
     parse: int(1, 10_000),
   },
   {

@@ -58,10 +58,7 @@ export class PostgresQueueListener implements QueueSignals {
 
   private async connect(): Promise<void> {
     if (this.closed) return;
-    const client = new (loadPg().Client)({
-      connectionString: this.url,
-      application_name: 'ql-queue-listener',
-    });
+    const client = new (loadPg().Client)({ connectionString: this.url, application_name: 'ql-queue-listener' });
     let lost = false;
     const onLost = () => {
       if (lost) return;

@@ -202,10 +202,7 @@ export class SqliteDatabase implements SqlDatabase {
   private readonly firstRow = (statement: BetterSqlite3.Statement, args: Record<string, unknown>): unknown =>
     this.allRows(statement, args)[0];
 
-  private readonly allRows = (
-    statement: BetterSqlite3.Statement,
-    args: Record<string, unknown>,
-  ): unknown[] => {
+  private readonly allRows = (statement: BetterSqlite3.Statement, args: Record<string, unknown>): unknown[] => {
     const rows = statement.all(args) as unknown[];
     this.statements.addRows(rows.length);
     return rows;
@@ -264,6 +261,7 @@ export class SqliteDatabase implements SqlDatabase {
     }
   }
 }
+
 
 function isBusy(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code;
