@@ -10,10 +10,13 @@ import {
   SqlActivationRepository,
   SqlDatabase,
   SqlOperationalStatsRepository,
+  SqlWorkerCertificateRepository,
   SqlWorkerSessionRepository,
 } from '@ql/persistence';
+import { createIdGenerator } from '@ql/contracts';
 import { parseHeartbeat, parseRegistration } from '@ql/domain';
 import { ControlPlaneConfig, loadConfig } from '../apps/control-plane/src/config/config';
+import { CertificateForks } from '../apps/control-plane/src/identity/certificate-forks';
 import { IngressRateLimit } from '../apps/control-plane/src/identity/ingress-rate-limit';
 import { EdgeValidationPipe } from '../apps/control-plane/src/http/validation/edge-validation.pipe';
 import { WorkerPrincipal } from '../apps/control-plane/src/identity/worker-principal';
@@ -51,6 +54,7 @@ export function registryOp(
     { sessionLeaseMs: leaseMs, heartbeatBatchWindowMs: 0, heartbeatBatchMax: 1 } as ControlPlaneConfig,
     metrics,
     new IngressRateLimit(loadConfig({})),
+    new CertificateForks(new SqlWorkerCertificateRepository(db, createIdGenerator()), metrics),
   );
   return (w: Fenced) => {
     const principal = { workerId: w.workerId } as WorkerPrincipal;

@@ -5,8 +5,15 @@ import {
   HeartbeatCommand,
   ValidationError,
 } from '@ql/domain';
-import { HEARTBEAT_BATCH_SQL, SqlActivationRepository, SqlOperationalStatsRepository } from '@ql/persistence';
+import {
+  HEARTBEAT_BATCH_SQL,
+  SqlActivationRepository,
+  SqlOperationalStatsRepository,
+  SqlWorkerCertificateRepository,
+} from '@ql/persistence';
+import { createIdGenerator } from '@ql/contracts';
 import { ControlPlaneConfig, loadConfig } from '../../apps/control-plane/src/config/config';
+import { CertificateForks } from '../../apps/control-plane/src/identity/certificate-forks';
 import { IngressRateLimit } from '../../apps/control-plane/src/identity/ingress-rate-limit';
 import { WorkerPrincipal } from '../../apps/control-plane/src/identity/worker-principal';
 import { ControlPlaneMetrics } from '../../apps/control-plane/src/metrics/control-plane-metrics';
@@ -222,6 +229,7 @@ export function describeHeartbeatBatchContract(dialect: string, makeTarget: () =
         config,
         metrics,
         new IngressRateLimit(loadConfig({})),
+        new CertificateForks(new SqlWorkerCertificateRepository(f.db, createIdGenerator()), metrics),
       );
       const principal = { workerId: w.workerId } as WorkerPrincipal;
       const body = { generation: 1, expectedVersion: 0, availableSlots: 1 };

@@ -256,8 +256,9 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dia
     const documentedKeys = new Set(documented.map(key));
     expect(registered.map(key).filter((route) => !documentedKeys.has(route))).toEqual([]);
     expect(registered.filter((r) => r.url.startsWith('/api/v1/')).length).toBeGreaterThan(15);
-    // Every ingress action is a route (the activation actions included).
-    expect(registered.filter((r) => r.listener === 'ingress').length).toBe(INGRESS_ACTIONS.length);
+    // Every ingress action is a route (the activation actions included), and enrollment and
+    // rotation (ADR 0045 §2, §3).
+    expect(registered.filter((r) => r.listener === 'ingress').length).toBe(INGRESS_ACTIONS.length + 2);
   });
 
   it('serves Swagger UI on the admin listener without credentials, over the same document', async () => {

@@ -111,13 +111,17 @@ describe('one ingress connection and its certificate over time', () => {
       } finally {
         conn.destroy();
       }
-      // A new connection with it gets no answer at all: TLS refuses the expired certificate (in TLS 1.3
-      // the client learns it after its handshake, from the server's alert on its first request).
+      // A new connection with it is not trusted (TLS finds it expired; since ADR 0045 §2 the
+      // handshake goes on, for enrollment): the gate answers 401 before any statement.
       const late = await RawConnection.open(t.plane.ingressUrl, { ca, credentials: shortLived });
       try {
-        await expect(
-          post(late, ingressPath('worker-x', newSessionId(), 'register'), registerBody()),
-        ).rejects.toThrow();
+        const statements = t.statements();
+        const refused = await post(late, ingressPath('worker-x', newSessionId(), 'register'), registerBody());
+        expect({ status: refused.status, body: refused.body }).toEqual({
+          status: 401,
+          body: { code: 'worker_authentication_required', message: expect.any(String) },
+        });
+        expect(t.statements()).toBe(statements);
       } finally {
         late.destroy();
       }

@@ -8,7 +8,9 @@ import * as path from 'node:path';
 import { TLSSocket } from 'node:tls';
 import { PemPair, createCa, createWorkerCert, ensureDevPki } from '../../apps/control-plane/src/pki';
 
-// R-ID-1 / R-ID-6: a plain node:https listener configured like the worker ingress, fed by the dev PKI.
+// R-ID-1 / R-ID-6: a plain node:https listener with the worker ingress's TLS settings, fed by the dev
+// PKI, that rejects unauthorized handshakes: what TLS itself refuses. The ingress lets those handshakes
+// through to its gate, which answers 401 to all but enrollment (ADR 0045 §2, ingress-certificate-gate).
 // Every case takes well under 100 ms; a regression that lets a handshake through must not hang for 60 s.
 jest.setTimeout(10_000);
 

@@ -152,10 +152,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker ingress over mTLS (%s)', 
     expect(second).toMatchObject({ status: 200, reused: true, body: { generation, version: version + 1 } });
   });
 
-  it('fails the handshake without a client certificate and on TLS 1.2', async () => {
-    await expect(
-      t.ingress(null, ingressPath('worker-a', newSessionId(), 'register'), registerBody()),
-    ).rejects.toThrow();
+  it('refuses a connection without a client certificate at the gate (ADR 0045 §2) and fails the handshake on TLS 1.2', async () => {
+    const before = t.statements();
+    const res = await t.ingress(null, ingressPath('worker-a', newSessionId(), 'register'), registerBody());
+    expect(res).toMatchObject({ status: 401, body: { code: 'worker_authentication_required' } });
+    expect(t.statements()).toBe(before);
     await expect(
       t.ingress(workerA, ingressPath('worker-a', newSessionId(), 'register'), registerBody(), {
         maxVersion: 'TLSv1.2',
@@ -191,16 +192,15 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker ingress over mTLS (%s)', 
     expect(t.statements()).toBe(before);
   });
 
-  it('a certificate without clientAuth fails the handshake (OpenSSL checks the purpose) and reaches no repository', async () => {
+  it('a certificate without clientAuth is not trusted (OpenSSL checks the purpose): 401 at the gate, no repository', async () => {
     const cert = await createWorkerCert(pki.caPair(), {
       workerId: 'worker-c',
       trustDomain: TRUST_DOMAIN,
       clientAuth: false,
     });
     const before = t.statements();
-    await expect(
-      t.ingress(cert, ingressPath('worker-c', newSessionId(), 'register'), registerBody()),
-    ).rejects.toThrow();
+    const res = await t.ingress(cert, ingressPath('worker-c', newSessionId(), 'register'), registerBody());
+    expect(res).toMatchObject({ status: 401, body: { code: 'worker_authentication_required' } });
     expect(t.statements()).toBe(before);
   });
 

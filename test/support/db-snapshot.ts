@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { SqlDatabase } from '@ql/persistence';
 
 /**
@@ -36,4 +37,11 @@ export async function snapshotDatabase(
     result[table] = rows.map(encode).sort();
   }
   return result;
+}
+
+/** The tables whose rows differ between two snapshots, sorted. */
+export function changedTables(before: Record<string, unknown[]>, after: Record<string, unknown[]>): string[] {
+  return Object.keys(after)
+    .filter((table) => !isDeepStrictEqual(after[table], before[table]))
+    .sort();
 }

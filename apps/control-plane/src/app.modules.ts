@@ -5,7 +5,7 @@ import { ActivationModule } from './activation/activation.module';
 import { AdminModule } from './admin/admin.module';
 import { ControlPlaneCore } from './core/core';
 import { CoreModule } from './core/core.module';
-import { EnrollmentAdminModule } from './enrollment/enrollment.module';
+import { EnrollmentAdminModule, EnrollmentIngressModule } from './enrollment/enrollment.module';
 import { HealthModule } from './health/health.module';
 import { AdminExceptionFilter } from './http/admin-errors';
 import { IngressExceptionFilter } from './http/ingress-exception.filter';
@@ -63,6 +63,7 @@ export class IngressAppModule {
         WorkerRegistryModule,
         DispatchLeasesModule,
         ActivationModule,
+        EnrollmentIngressModule,
         MetricsModule.forListener('ingress'),
       ],
       providers: [

@@ -14,10 +14,12 @@ import {
   configureAdminEdge,
   configureIngressEdge,
   edgeServerOptions,
+  requireTrustedClientCertificate,
 } from './http/edge';
 import { boundConnectionLifetime } from './http/connection-lifetime';
 import { JsonLogger } from './http/json-logger';
 import { ensureDevPki } from './pki';
+import { WorkerIssuer } from './enrollment/worker-issuer';
 
 export interface ControlPlane {
   readonly core: ControlPlaneCore;
@@ -58,8 +60,9 @@ export async function startControlPlane(
     cert: readFileSync(config.tlsCertPath),
     key: readFileSync(config.tlsKeyPath),
   };
+  const workerIssuer = WorkerIssuer.load(config);
   const logger = options.logger === undefined ? new JsonLogger(LEVELS[config.logLevel]) : options.logger;
-  const core = await openCore(config, options.clock);
+  const core = await openCore(config, options.clock, workerIssuer);
   try {
     const admin = await NestFactory.create<NestFastifyApplication>(
       AdminAppModule.forCore(core),
@@ -67,13 +70,17 @@ export async function startControlPlane(
       { logger, abortOnError: false, bodyParser: false },
     );
     configureAdminEdge(admin.getHttpAdapter().getInstance(), ADMIN_MAX_BODY);
+    // A handshake without a trusted certificate is let through for the enrollment route only: the
+    // gate, the first hook, refuses everything else on such a connection (ADR 0045 §2).
+    const ingressAdapter = new FastifyAdapter({
+      https: { ...tls, requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.3' },
+      bodyLimit: INGRESS_MAX_BODY,
+      ...edgeServerOptions(INGRESS_EDGE),
+    });
+    requireTrustedClientCertificate(ingressAdapter.getInstance());
     const ingress = await NestFactory.create<NestFastifyApplication>(
       IngressAppModule.forCore(core),
-      new FastifyAdapter({
-        https: { ...tls, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' },
-        bodyLimit: INGRESS_MAX_BODY,
-        ...edgeServerOptions(INGRESS_EDGE),
-      }),
+      ingressAdapter,
       { logger, abortOnError: false, bodyParser: false },
     );
     configureIngressEdge(ingress.getHttpAdapter().getInstance(), INGRESS_MAX_BODY);

@@ -145,7 +145,14 @@ async function run(command: string, args: string[]): Promise<number> {
       return withDatabase('api-key', config, values.create === true, async (core) => {
         const { AdminService } = require('./admin/admin.service') as typeof import('./admin/admin.service');
         const { repos, ids } = core;
-        const service = new AdminService(repos.sessions, repos.apiKeys, repos.audit, ids, repos.revocations);
+        const service = new AdminService(
+          repos.sessions,
+          repos.apiKeys,
+          repos.audit,
+          ids,
+          repos.revocations,
+          repos.workerCertificates,
+        );
         const key = await service.createApiKey({ id: 'cli' }, { name: values.name, role: values.role });
         process.stdout.write(
           `${JSON.stringify(key, null, 2)}\nStore the token now: it is not shown again.\n`,

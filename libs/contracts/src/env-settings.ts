@@ -86,3 +86,11 @@ export function settingsTable<C>(
   });
   return ['| variable | default | meaning |', '|---|---|---|', ...rows, '', `\\* ${footnote}`].join('\n');
 }
+
+/**
+ * Control-plane settings about the certificates it issues to workers (ADR 0045 §5). They carry the
+ * `QL_WORKER_` prefix the worker owns, so the worker ignores exactly these names (the quickstart and
+ * Compose hand one environment to both); any other unknown `QL_WORKER_` name is still refused there.
+ */
+export const CONTROL_PLANE_WORKER_SETTINGS =
+  /^QL_WORKER_(ISSUER_CERT|ISSUER_KEY|ISSUER_KEY_PEM|CERT_TTL_MS)$/;

@@ -7,7 +7,18 @@ import { OFFER_WAIT_MAX_MS } from '@ql/domain';
  * queued meanwhile. Absent or 0: the answer comes at once, as before.
  */
 export const PULL_WAIT_MAX_MS = OFFER_WAIT_MAX_MS;
-export const INGRESS_PREFIX = '/api/v3/worker-ingress/workers';
+export const INGRESS_ROOT = '/api/v3/worker-ingress';
+export const INGRESS_PREFIX = `${INGRESS_ROOT}/workers`;
+/**
+ * Joining (ADR 0045 §2): the one ingress route served on a connection without a trusted client
+ * certificate. Outside `INGRESS_PREFIX`, so no worker id can ever spell it.
+ */
+export const INGRESS_ENROLL_PATH = `${INGRESS_ROOT}/enroll`;
+/** Rotation (ADR 0045 §3), over mTLS: `POST <INGRESS_PREFIX>/{workerId}/certificate`. */
+export const INGRESS_CERTIFICATE_ACTION = 'certificate';
+export function ingressCertificatePath(workerId: string): string {
+  return `${INGRESS_PREFIX}/${encodeURIComponent(workerId)}/${INGRESS_CERTIFICATE_ACTION}`;
+}
 /** The Nest route of every session action (controllers add the action). */
 export const INGRESS_SESSION_ROUTE = `${INGRESS_PREFIX.slice(1)}/:workerId/sessions/:sessionId`;
 
@@ -37,6 +48,8 @@ export const COMPLETION_FINAL_LOGS_BYTES = 64 * KiB;
 /** Request byte limits, enforced before the body is parsed. */
 export function ingressBodyLimit(action: string): number {
   if (action === 'register') return 20 * KiB;
+  // A CSR (ADR 0045 §2): an RSA-4096 one is under 2 KiB of PEM.
+  if (action === 'enroll' || action === INGRESS_CERTIFICATE_ACTION) return 16 * KiB;
   if (action === 'logs') return 64 * KiB;
   if (action === 'completion') return 4 * KiB + COMPLETION_FINAL_LOGS_BYTES;
   return 4 * KiB;
@@ -56,6 +69,17 @@ export const INGRESS_ERROR_CODES = [
   'worker_request_too_large',
   'worker_rate_limited',
   'worker_ingress_unavailable',
+  // Joining and rotation (ADR 0045 §2, §3, §4).
+  'enrollment_disabled',
+  'csr_refused',
+  'enrollment_token_invalid',
+  'enrollment_token_wrong_worker',
+  'enrollment_token_exhausted',
+  'enrollment_token_used',
+  'certificate_superseded',
+  'certificate_revoked',
+  'certificate_unknown',
+  'worker_disabled',
 ] as const;
 export type IngressErrorCode = (typeof INGRESS_ERROR_CODES)[number];
 
@@ -65,6 +89,17 @@ export interface IngressError {
   readonly reason?: string;
   /** 429 only: the seconds the worker waits before its next call, as the `Retry-After` header says. */
   readonly retryAfterSeconds?: number;
+}
+
+/** The answer of enrollment and rotation (ADR 0045 §2, §3): PEM, the certificate then its chain. */
+export interface IssuedCertificateResponse {
+  readonly workerId: string;
+  readonly certificatePem: string;
+  /** The issuer and the certificates above it that the ingress does not need from the worker's trust. */
+  readonly chainPem: string;
+  readonly fingerprint: string;
+  readonly serial: string;
+  readonly notAfter: string;
 }
 
 /** The session projection every session call answers with. */

@@ -1,3 +1,4 @@
+import type { WorkerCertificateRecord, WorkerCertificateSigner } from './worker-certificates';
 import { DomainError, ValidationError, outOfRange } from './errors';
 import { parseWorkerId } from './ids';
 import { AuditEntry } from './ports';
@@ -147,8 +148,15 @@ export interface EnrollmentTokenRepository {
    * pattern, single use per worker id and the pattern's count are checked and the use recorded in one
    * transaction under the token's row lock, with its audit row. A refusal rejects with
    * EnrollmentRefusedError after committing only its audit row; a malformed worker id is a
-   * ValidationError and writes nothing.
+   * ValidationError and writes nothing. With `sign`, the certificate it signs is recorded as the
+   * worker's current one in the same transaction (ADR 0045 §2, §4): when signing fails, the use is
+   * rolled back with it and the token stays unused.
    */
-  consume(workerId: string, token: string, at: number): Promise<EnrollmentTokenUse>;
+  consume(
+    workerId: string,
+    token: string,
+    at: number,
+    sign?: WorkerCertificateSigner,
+  ): Promise<EnrollmentTokenUse & { readonly certificate?: WorkerCertificateRecord }>;
 }
 export const ENROLLMENT_TOKEN_REPOSITORY = Symbol('EnrollmentTokenRepository');

@@ -20,3 +20,4 @@ export * from './cron-zone';
 export * from './stats-ports';
 export * from './heartbeat-batcher';
 export * from './enrollment-tokens';
+export * from './worker-certificates';

@@ -1,6 +1,19 @@
 import { AuditEntry, CertificateRevocationRepository, IdGenerator, RevokedCertificate } from '@ql/domain';
 import { appendAudit } from './audit.repository';
-import { SqlDatabase, toMs } from './sql-executor';
+import { SqlDatabase, SqlExecutor, toMs } from './sql-executor';
+
+/** Revokes a fingerprint if it is not already; the first revocation time wins. */
+export async function insertRevocation(
+  tx: SqlExecutor,
+  fingerprint: string,
+  reason: string | null,
+): Promise<void> {
+  await tx.run(
+    `INSERT INTO revoked_certificates (fingerprint, revoked_at, reason) VALUES (:fingerprint, {now}, :reason)
+     ON CONFLICT (fingerprint) DO NOTHING`,
+    { fingerprint, reason },
+  );
+}
 
 interface RevokedRow {
   fingerprint: string;
@@ -18,11 +31,7 @@ export class SqlCertificateRevocationRepository implements CertificateRevocation
   // Insert-if-absent; the first revocation time wins.
   async revoke(fingerprint: string, reason: string | null, audit: AuditEntry): Promise<RevokedCertificate> {
     return this.db.transaction(async (tx) => {
-      await tx.run(
-        `INSERT INTO revoked_certificates (fingerprint, revoked_at, reason) VALUES (:fingerprint, {now}, :reason)
-         ON CONFLICT (fingerprint) DO NOTHING`,
-        { fingerprint, reason },
-      );
+      await insertRevocation(tx, fingerprint, reason);
       const row = await tx.one<RevokedRow>(
         'SELECT fingerprint, revoked_at, reason FROM revoked_certificates WHERE fingerprint = :fingerprint',
         { fingerprint },

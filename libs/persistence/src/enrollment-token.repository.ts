@@ -10,10 +10,13 @@ import {
   EnrollmentTokenUse,
   IdGenerator,
   NotFoundError,
+  WorkerCertificateRecord,
+  WorkerCertificateSigner,
   enrollmentPatternMatches,
   parseWorkerId,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
+import { recordIssuedCertificate } from './worker-certificate.repository';
 import { SqlDatabase, SqlExecutor, isTrue, toInt, toMs, toMsOrNull } from './sql-executor';
 
 /** A new enrollment token: `qlet_` + 256 random bits (ADR 0045 §1). */
@@ -104,9 +107,16 @@ export class SqlEnrollmentTokenRepository implements EnrollmentTokenRepository {
     });
   }
 
-  async consume(workerId: string, token: string, at: number): Promise<EnrollmentTokenUse> {
+  async consume(
+    workerId: string,
+    token: string,
+    at: number,
+    sign?: WorkerCertificateSigner,
+  ): Promise<EnrollmentTokenUse & { certificate?: WorkerCertificateRecord }> {
     parseWorkerId(workerId);
-    type Outcome = { refusal: EnrollmentRefusal } | { use: EnrollmentTokenUse };
+    type Outcome =
+      | { refusal: EnrollmentRefusal }
+      | { use: EnrollmentTokenUse & { certificate?: WorkerCertificateRecord } };
     const outcome = await this.db.transaction(async (tx): Promise<Outcome> => {
       // A malformed token is not looked up; it is refused like an unknown one.
       const row = ENROLLMENT_TOKEN_PATTERN.test(token)
@@ -137,7 +147,9 @@ export class SqlEnrollmentTokenRepository implements EnrollmentTokenRepository {
         target,
         detail: { workerId },
       });
-      return { use: { tokenId: row!.id, workerId, at } };
+      // Signed last, after every check and write: a signing failure rolls the use back.
+      const certificate = sign ? await recordIssuedCertificate(tx, await sign(), null) : undefined;
+      return { use: { tokenId: row!.id, workerId, at, ...(certificate ? { certificate } : {}) } };
     });
     if ('refusal' in outcome) throw new EnrollmentRefusedError(outcome.refusal);
     return outcome.use;

@@ -6,6 +6,7 @@ export * from './api-key.repository';
 export * from './audit.repository';
 export * from './certificate-revocation.repository';
 export * from './enrollment-token.repository';
+export * from './worker-certificate.repository';
 export * from './open-database';
 export * from './migrations/run-migrations';
 export * from './task.repository';

@@ -3,6 +3,7 @@ import { SqlApiKeyRepository } from './api-key.repository';
 import { SqlAuditRepository } from './audit.repository';
 import { SqlCertificateRevocationRepository } from './certificate-revocation.repository';
 import { SqlEnrollmentTokenRepository } from './enrollment-token.repository';
+import { SqlWorkerCertificateRepository } from './worker-certificate.repository';
 import { PostgresDatabase } from './postgres/postgres-database';
 import { SqlDatabase } from './sql-executor';
 import { QueueSignals } from './queue-signals';
@@ -52,6 +53,7 @@ export interface Repositories {
   readonly audit: SqlAuditRepository;
   readonly revocations: SqlCertificateRevocationRepository;
   readonly enrollmentTokens: SqlEnrollmentTokenRepository;
+  readonly workerCertificates: SqlWorkerCertificateRepository;
   readonly tasks: SqlTaskRepository;
   readonly runs: SqlRunRepository;
   readonly leases: SqlLeaseRepository;
@@ -74,6 +76,7 @@ export function createRepositories(
     audit: new SqlAuditRepository(db),
     revocations: new SqlCertificateRevocationRepository(db, ids),
     enrollmentTokens: new SqlEnrollmentTokenRepository(db, ids),
+    workerCertificates: new SqlWorkerCertificateRepository(db, ids),
     tasks: new SqlTaskRepository(db, ids),
     runs: new SqlRunRepository(db, ids),
     leases: new SqlLeaseRepository(db, ids, {

@@ -25,6 +25,7 @@ import {
   sessionCallKey,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
+import { revokeIssuedCertificates } from './worker-certificate.repository';
 import { cancelIntentsSql } from './run-sql';
 import { SqlDatabase, SqlTransaction, isTrue, readNow, toInt, toMs, toMsOrNull } from './sql-executor';
 import {
@@ -477,6 +478,8 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
       await tx.run('DELETE FROM worker_labels WHERE worker_id = :workerId', { workerId });
       await tx.run('DELETE FROM workers WHERE worker_id = :workerId', { workerId });
       await endSession(tx, row.session_id, 'deleted');
+      // Its issued certificates go with it: a deleted worker enrolls again (ADR 0045 §3).
+      await revokeIssuedCertificates(tx, workerId, 'worker deleted');
       await appendAudit(tx, this.ids, audit);
       return toRecord(row);
     });

@@ -13,6 +13,7 @@ import {
   CreatedApiKeyDto,
   RevokedCertificateDto,
   RevokedCertificateListDto,
+  RevokedWorkerDto,
   DeletedWorkerDto,
   WorkerDetailDto,
   WorkerDto,
@@ -120,6 +121,20 @@ export class WorkersController {
   @AdminErrorResponses({ 404: 'no such worker' })
   disable(@Req() req: AdminRequest, @Param('workerId') workerId: string) {
     return this.admin.setDisabled(req.apiKey!, workerId, true);
+  }
+
+  @Post(':workerId/revoke')
+  @HttpCode(200)
+  @RequireRole('admin')
+  @ApiOperation({
+    summary:
+      'Revoke every certificate issued to the worker by enrollment and renewal: every replica refuses them within QL_REVOCATION_CACHE_MS, and none renews; the machine enrolls again with a new token (admin)',
+  })
+  @WorkerIdParam()
+  @ApiOkResponse({ type: RevokedWorkerDto })
+  @AdminErrorResponses({})
+  revoke(@Req() req: AdminRequest, @Param('workerId') workerId: string) {
+    return this.admin.revokeWorker(req.apiKey!, workerId);
   }
 
   @Post(':workerId/enable')

@@ -16,8 +16,10 @@ import {
   NotFoundError,
   RevokedCertificate,
   ValidationError,
+  WORKER_CERTIFICATE_REPOSITORY,
   WORKER_SESSION_REPOSITORY,
   WorkerActiveRun,
+  WorkerCertificateRepository,
   WorkerRecord,
   WorkerSessionRepository,
   WORKER_STATUSES,
@@ -44,6 +46,7 @@ export class AdminService {
     @Inject(AUDIT_REPOSITORY) private readonly audit: AuditRepository,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     @Inject(CERTIFICATE_REVOCATION_REPOSITORY) private readonly revocations: CertificateRevocationRepository,
+    @Inject(WORKER_CERTIFICATE_REPOSITORY) private readonly certificates: WorkerCertificateRepository,
   ) {}
 
   async listWorkers(query: unknown) {
@@ -119,6 +122,22 @@ export class AdminService {
       target: `worker:${id}`,
     });
     return toWorkerView(worker);
+  }
+
+  /**
+   * Revokes every certificate the control plane issued to the worker (ADR 0045 §6), through the
+   * revocation list: every replica refuses them within QL_REVOCATION_CACHE_MS, and none renews.
+   * A worker that enrolled but never registered has certificates too: no worker row is needed.
+   */
+  async revokeWorker(actor: ApiKeyRecord, workerId: string) {
+    const id = parseWorkerId(workerId);
+    const fingerprints = await this.certificates.revokeWorker(id, 'worker revoked', {
+      actor: actor.id,
+      action: 'worker.revoke',
+      target: `worker:${id}`,
+      detail: { workerId: id },
+    });
+    return { workerId: id, fingerprints };
   }
 
   /** The body is a validated DTO on the API; the CLI hands in what it was given, hence the reads. */

@@ -35,6 +35,11 @@ export interface ControlPlaneConfig {
   readonly devPkiDir: string;
   readonly devPki: boolean;
   readonly trustDomain: string;
+  readonly workerIssuerCertPath: string;
+  readonly workerIssuerKeyPem: string;
+  readonly workerIssuerKeyPath: string;
+  readonly workerCertTtlMs: number;
+  readonly enrollRatePerMinute: number;
   readonly sessionLeaseMs: number;
   readonly heartbeatBatchWindowMs: number;
   readonly heartbeatBatchMax: number;
@@ -62,6 +67,7 @@ const trustDomain: Parser<string> = (raw, name) => {
     throw new ConfigError(`${name}=${raw} is not a DNS-like trust domain`);
   return raw;
 };
+const optional: Parser<string> = (raw) => raw.trim();
 const pki = (file: string) => (c: Partial<ControlPlaneConfig>) => `${c.devPkiDir ?? './var/pki'}/${file}`;
 
 /** Order matters where a default depends on an earlier setting. */
@@ -163,6 +169,41 @@ export const SETTINGS = [
     default: 'qinglong.local',
     doc: 'SPIFFE trust domain: worker certificates carry `spiffe://<domain>/worker/<workerId>`',
     parse: trustDomain,
+  },
+  {
+    key: 'workerIssuerCertPath',
+    env: 'QL_WORKER_ISSUER_CERT',
+    default: (c) => (c.devPki ? pki('worker-issuer.crt')(c) : ''),
+    doc: 'PEM of the CA that signs enrolled workers’ certificates (a dedicated intermediate under `QL_TLS_CA` is recommended; more certificates after it are sent as its chain); empty: enrollment and renewal answer 503 `enrollment_disabled`',
+    parse: optional,
+  },
+  {
+    key: 'workerIssuerKeyPem',
+    env: 'QL_WORKER_ISSUER_KEY_PEM',
+    default: '',
+    doc: 'the issuer’s private key itself (PKCS#8 PEM), instead of `QL_WORKER_ISSUER_KEY`',
+    parse: optional,
+  },
+  {
+    key: 'workerIssuerKeyPath',
+    env: 'QL_WORKER_ISSUER_KEY',
+    default: (c) => (c.devPki && !c.workerIssuerKeyPem ? pki('worker-issuer.key')(c) : ''),
+    doc: 'PEM file of the issuer’s private key (PKCS#8); set it or `QL_WORKER_ISSUER_KEY_PEM`, not both',
+    parse: optional,
+  },
+  {
+    key: 'workerCertTtlMs',
+    env: 'QL_WORKER_CERT_TTL_MS',
+    default: String(24 * 3_600_000),
+    doc: 'lifetime of a certificate the control plane issues to a worker (5 min … 30 d); the worker renews it at 2/3 of its life',
+    parse: int(300_000, 30 * 24 * 3_600_000),
+  },
+  {
+    key: 'enrollRatePerMinute',
+    env: 'QL_ENROLL_RATE_PER_MINUTE',
+    default: '30',
+    doc: 'enrollment requests one source address may send per minute (`POST /api/v3/worker-ingress/enroll`, the one ingress route served without a client certificate)',
+    parse: int(1, 10_000),
   },
   {
     key: 'sessionLeaseMs',
@@ -314,14 +355,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneCo
   if (result.profile === 'cluster-control' && !/^postgres(ql)?:\/\//.test(result.databaseUrl)) {
     throw new ConfigError('QL_PROFILE=cluster-control refuses SQLite: set QL_DATABASE_URL=postgres://…');
   }
+  checkWorkerIssuer(result);
   return result;
+}
+
+/** The issuer is all or nothing: a certificate and exactly one source of its key (ADR 0045 §5). */
+function checkWorkerIssuer(c: ControlPlaneConfig): void {
+  if (c.workerIssuerKeyPem && c.workerIssuerKeyPath)
+    throw new ConfigError('set QL_WORKER_ISSUER_KEY or QL_WORKER_ISSUER_KEY_PEM, not both');
+  const hasKey = Boolean(c.workerIssuerKeyPem || c.workerIssuerKeyPath);
+  if (hasKey !== Boolean(c.workerIssuerCertPath))
+    throw new ConfigError(
+      hasKey
+        ? 'QL_WORKER_ISSUER_KEY(_PEM) needs QL_WORKER_ISSUER_CERT, the certificate of that key'
+        : 'QL_WORKER_ISSUER_CERT needs its key: QL_WORKER_ISSUER_KEY (a file) or QL_WORKER_ISSUER_KEY_PEM',
+    );
 }
 
 /** The README's configuration table. */
 export function configTable(): string {
   return settingsTable(
     SETTINGS as readonly Setting<ControlPlaneConfig>[],
-    { profile: 'standalone', devPkiDir: '$QL_DEV_PKI_DIR' },
+    { profile: 'standalone', devPki: true, devPkiDir: '$QL_DEV_PKI_DIR' },
     'derived from the settings above (shown for `standalone`).',
   );
 }

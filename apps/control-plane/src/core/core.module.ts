@@ -11,6 +11,7 @@ import {
   RUN_REPOSITORY,
   LEASE_REPOSITORY,
   ACTIVATION_REPOSITORY,
+  WORKER_CERTIFICATE_REPOSITORY,
 } from '@ql/domain';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { RunLogWaiters } from '../runs/run-log-waiters';
@@ -32,6 +33,7 @@ export class CoreModule {
       { provide: AUDIT_REPOSITORY, useValue: core.repositories.audit },
       { provide: CERTIFICATE_REVOCATION_REPOSITORY, useValue: core.repositories.revocations },
       { provide: ENROLLMENT_TOKEN_REPOSITORY, useValue: core.repositories.enrollmentTokens },
+      { provide: WORKER_CERTIFICATE_REPOSITORY, useValue: core.repositories.workerCertificates },
       { provide: TASK_REPOSITORY, useValue: core.repositories.tasks },
       { provide: RUN_REPOSITORY, useValue: core.repositories.runs },
       { provide: LEASE_REPOSITORY, useValue: core.repositories.leases },

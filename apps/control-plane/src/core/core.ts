@@ -13,6 +13,7 @@ import { ControlPlaneConfig } from '../config/config';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { RunLogWaiters } from '../runs/run-log-waiters';
 import { OfferWaiters } from '../leases/offer-waiters';
+import type { WorkerIssuer } from '../enrollment/worker-issuer';
 
 /** Readiness as `/readyz` reports it (R-OPS-1). */
 export class Readiness {
@@ -58,6 +59,8 @@ export interface ControlPlaneCore {
   readonly queueSignals: QueueSignals;
   /** The pulls held on this process, woken by those signals (long-poll offers, ADR 0019). */
   readonly offerWaiters: OfferWaiters;
+  /** The CA that signs enrolled workers' certificates, or none: enrollment answers 503 (ADR 0045 §5). */
+  readonly workerIssuer: WorkerIssuer | undefined;
 }
 
 export const CORE = Symbol('ControlPlaneCore');
@@ -67,6 +70,7 @@ export const CONFIG = Symbol('ControlPlaneConfig');
 export async function openCore(
   config: ControlPlaneConfig,
   clock: Clock = systemClock,
+  workerIssuer?: WorkerIssuer,
 ): Promise<ControlPlaneCore> {
   const target = parseDatabaseUrl(config.databaseUrl);
   if (config.profile === 'cluster-control' && target.dialect === 'sqlite') {
@@ -97,5 +101,6 @@ export async function openCore(
     logWaiters: new RunLogWaiters(),
     queueSignals,
     offerWaiters: new OfferWaiters(queueSignals),
+    workerIssuer,
   };
 }

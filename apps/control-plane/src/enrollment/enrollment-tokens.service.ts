@@ -9,6 +9,8 @@ import {
   EnrollmentTokenUse,
   ID_GENERATOR,
   IdGenerator,
+  IssuedWorkerCertificate,
+  WorkerCertificateRecord,
   parseEnrollmentTokenSpec,
   readObject,
 } from '@ql/domain';
@@ -81,9 +83,18 @@ export class EnrollmentTokensService {
    * For the enrollment route (ADR 0045 §2): enrolls `workerId` with `token` now, or rejects with
    * EnrollmentRefusedError (its `code` is the wire code) having written only the audit row.
    */
-  async consume(workerId: string, token: string): Promise<EnrollmentTokenUse> {
+  /**
+   * With `sign`, the certificate it signs is recorded in the same transaction as the use (ADR 0045
+   * §2): a signing failure leaves the token unused.
+   */
+  async consume(
+    workerId: string,
+    token: string,
+    sign?: (at: number) => Promise<IssuedWorkerCertificate>,
+  ): Promise<EnrollmentTokenUse & { readonly certificate?: WorkerCertificateRecord }> {
     try {
-      const use = await this.tokens.consume(workerId, token, this.clock.now());
+      const at = this.clock.now();
+      const use = await this.tokens.consume(workerId, token, at, sign && (() => sign(at)));
       this.logger.log({ msg: 'enrollment token used', tokenId: use.tokenId, workerId });
       return use;
     } catch (error) {

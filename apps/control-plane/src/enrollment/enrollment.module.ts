@@ -1,6 +1,11 @@
 import { Module } from '@nestjs/common';
 import { EnrollmentTokensController } from './enrollment-tokens.controller';
 import { EnrollmentTokensService } from './enrollment-tokens.service';
+import { EnrollmentIngressController } from './enrollment-ingress.controller';
+import { WorkerEnrollmentService } from './worker-enrollment.service';
+import { CertificateIngressController } from './certificate-ingress.controller';
+import { CertificateRotationService } from './certificate-rotation.service';
+import { IdentityModule } from '../identity/identity.module';
 
 /**
  * Enrollment tokens' service, for any listener: the admin module below serves it on the admin API,
@@ -18,3 +23,14 @@ export class EnrollmentTokensModule {}
   controllers: [EnrollmentTokensController],
 })
 export class EnrollmentAdminModule {}
+
+/**
+ * Joining and rotation on the ingress listener (ADR 0045 §2, §3): `POST /api/v3/worker-ingress/enroll`
+ * and, over mTLS, `POST …/workers/{workerId}/certificate`.
+ */
+@Module({
+  imports: [EnrollmentTokensModule, IdentityModule],
+  controllers: [EnrollmentIngressController, CertificateIngressController],
+  providers: [WorkerEnrollmentService, CertificateRotationService],
+})
+export class EnrollmentIngressModule {}

@@ -1,7 +1,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
-import { INGRESS_PREFIX, ingressBodyLimit, parseStrictJson } from '@ql/contracts';
+import { INGRESS_ENROLL_PATH, INGRESS_PREFIX, ingressBodyLimit, parseStrictJson } from '@ql/contracts';
 import { AdminErrorCode, AdminRefusal, renderAdminError } from './admin-errors';
 import { IngressRefusal, renderIngressError } from './ingress-errors';
 
@@ -93,7 +94,11 @@ export function configureIngressEdge(fastify: FastifyInstance, maxBody: number):
   // Callback style: an async hook costs a promise and a microtask turn on every request.
   fastify.addHook('onRequest', (request, reply, done) => {
     const { url } = request;
-    if (request.method !== 'POST' || url.includes('?') || !url.startsWith(INGRESS_PATH_PREFIX)) {
+    if (
+      request.method !== 'POST' ||
+      url.includes('?') ||
+      !(url.startsWith(INGRESS_PATH_PREFIX) || url === INGRESS_ENROLL_PATH)
+    ) {
       refuseBeforeBody(request, reply, INGRESS_REFUSALS.no_route);
     } else if (Number(request.headers['content-length'] ?? 0) > ingressBodyLimit(actionOf(url))) {
       refuseBeforeBody(request, reply, renderIngressError(bodyTooLarge()));
@@ -115,6 +120,44 @@ export function configureIngressEdge(fastify: FastifyInstance, maxBody: number):
       }
     },
   );
+}
+
+const WORKER_CERTIFICATE_REQUIRED = ingressRefusal(
+  401,
+  'worker_authentication_required',
+  'a worker client certificate the ingress trusts is required',
+);
+
+/**
+ * The ingress asks for a client certificate but lets a handshake without a trusted one through, for
+ * the enrollment route alone (ADR 0045 §2). This hook, the listener's first, answers 401 to every
+ * other request on such a connection before routing, body parsing or any repository call; the
+ * principal guard still checks who the certificate speaks for on each route (defence in depth).
+ * The exception is exact: `POST` and the enrollment path, byte for byte, nothing after it.
+ */
+export function requireTrustedClientCertificate(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', (request, reply, done) => {
+    if (presentsTrustedCertificate(request.raw.socket as TLSSocket)) done();
+    else if (request.method === 'POST' && request.url === INGRESS_ENROLL_PATH) done();
+    else refuseBeforeBody(request, reply, WORKER_CERTIFICATE_REQUIRED);
+  });
+}
+
+/** Read once per connection: a TLS connection keeps its peer for its lifetime. */
+const trustedPeers = new WeakMap<TLSSocket, boolean>();
+
+/**
+ * `authorized` alone is not enough: Node calls a resumed TLS 1.3 session without a peer certificate
+ * authorized (it takes a ticket for PSK authentication), and a client that handshook without a
+ * certificate, for the enrollment route, holds such a ticket. A trusted certificate must be there.
+ */
+function presentsTrustedCertificate(socket: TLSSocket): boolean {
+  let trusted = trustedPeers.get(socket);
+  if (trusted === undefined) {
+    trusted = socket.authorized === true && socket.getPeerX509Certificate() !== undefined;
+    trustedPeers.set(socket, trusted);
+  }
+  return trusted;
 }
 
 function actionOf(url: string): string {

@@ -97,11 +97,16 @@ const INGRESS_ANSWERS: readonly [number, readonly IngressErrorCode[], string][] 
 ];
 
 /** The error answers of one ingress action; `fences` are the 409 codes it can answer (with `reason`). */
-export function IngressErrorResponses(fences: readonly IngressErrorCode[]) {
+export function IngressErrorResponses(
+  fences: readonly IngressErrorCode[],
+  /** A route's own answers (enrollment, ADR 0045): a status here replaces the common one. */
+  own: readonly (readonly [number, readonly IngressErrorCode[], string])[] = [],
+) {
   const answers = [
-    ...INGRESS_ANSWERS,
-    [409, fences, 'a fence refused the call; `reason` says which'] as const,
-  ];
+    ...INGRESS_ANSWERS.filter(([status]) => !own.some(([mine]) => mine === status)),
+    ...(fences.length ? [[409, fences, 'a fence refused the call; `reason` says which'] as const] : []),
+    ...own,
+  ].sort(([a], [b]) => a - b);
   return applyDecorators(
     ApiExtraModels(IngressErrorDto),
     ...answers.map(([status, codes, description]) =>

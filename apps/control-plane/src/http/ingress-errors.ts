@@ -11,6 +11,8 @@ export class IngressRefusal extends Error {
     message: string,
     /** A 429's `Retry-After` (whole seconds), also in the body. */
     readonly retryAfterSeconds?: number,
+    /** Which rule refused, where a code has several (`csr_refused`). */
+    readonly reason?: string,
   ) {
     super(message);
   }
@@ -24,8 +26,16 @@ export interface RenderedError {
 /** One mapping from anything thrown on the ingress path to `{code, message, reason?}` (R-WIRE-3). */
 export function renderIngressError(error: unknown): RenderedError {
   if (error instanceof IngressRefusal) {
-    const { status, code, message, retryAfterSeconds } = error;
-    return { status, body: { code, message, ...(retryAfterSeconds ? { retryAfterSeconds } : {}) } };
+    const { status, code, message, retryAfterSeconds, reason } = error;
+    return {
+      status,
+      body: {
+        code,
+        message,
+        ...(reason ? { reason } : {}),
+        ...(retryAfterSeconds ? { retryAfterSeconds } : {}),
+      },
+    };
   }
   if (error instanceof DomainError) return renderDomainError(error);
   switch (fastifyErrorCode(error)) {

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ApiKeyGuard } from './api-key.guard';
+import { CertificateForks } from './certificate-forks';
 import { IngressRateLimit } from './ingress-rate-limit';
 import { MtlsPrincipalGuard } from './mtls-principal.guard';
 import { PrincipalStanding } from './principal-standing';
@@ -11,8 +12,14 @@ import { RevocationCache } from './revocation-cache';
  * Both guards decide before any other repository call. `IngressRateLimit` is provided here once, so
  * the guard instances of every ingress module share its buckets (the registry sizes them).
  */
-@Module({
-  providers: [MtlsPrincipalGuard, PrincipalStanding, RevocationCache, ApiKeyGuard, IngressRateLimit],
-  exports: [MtlsPrincipalGuard, PrincipalStanding, RevocationCache, ApiKeyGuard, IngressRateLimit],
-})
+const IDENTITY = [
+  MtlsPrincipalGuard,
+  PrincipalStanding,
+  RevocationCache,
+  ApiKeyGuard,
+  IngressRateLimit,
+  CertificateForks,
+];
+
+@Module({ providers: IDENTITY, exports: IDENTITY })
 export class IdentityModule {}

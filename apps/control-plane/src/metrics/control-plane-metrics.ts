@@ -29,6 +29,11 @@ export class ControlPlaneMetrics {
     labelNames: ['action'] as const,
     registers: [this.registry],
   });
+  private readonly certificateForks = new Counter({
+    name: 'ql_worker_certificate_forks_total',
+    help: 'A superseded worker certificate presented to renew or register: its identity was used from two machines (ADR 0045 §4)',
+    registers: [this.registry],
+  });
   private readonly claims = new Counter({
     name: 'ql_claims_total',
     help: 'Pulls answered, by outcome (offered, replayed, idle) and idle reason',
@@ -128,6 +133,10 @@ export class ControlPlaneMetrics {
   /** `action` is an ingress action name (or `unknown`): bounded, never a worker id. */
   rateLimited(action: string): void {
     this.rateLimitedCalls.inc({ action });
+  }
+
+  certificateFork(): void {
+    this.certificateForks.inc();
   }
 
   claim(outcome: 'offered' | 'replayed' | 'idle', reason = 'none'): void {

@@ -202,6 +202,7 @@ describe('dev PKI', () => {
       for (const key of [
         paths.caKeyPath,
         paths.serverKeyPath,
+        paths.workerIssuerKeyPath,
         paths.workers.w1!.keyPath,
         paths.workers.w2!.keyPath,
       ]) {
@@ -212,6 +213,8 @@ describe('dev PKI', () => {
         'ca.key',
         'server.crt',
         'server.key',
+        'worker-issuer.crt',
+        'worker-issuer.key',
         'workers',
       ]);
       expect((await fs.readdir(path.join(dir, 'workers'))).sort()).toEqual([
@@ -229,6 +232,28 @@ describe('dev PKI', () => {
       const w2 = new X509Certificate(await fs.readFile(paths.workers.w2!.certPath));
       expect(w2.verify(caFile.publicKey)).toBe(true);
       expect(w2.subjectAltName).toBe('URI:spiffe://ql.test/worker/w2');
+      // The worker issuer (ADR 0045 §5): a CA under the root that may sign leaves only.
+      const issuer = new X509Certificate(await fs.readFile(paths.workerIssuerCertPath));
+      expect(issuer.ca).toBe(true);
+      expect(issuer.checkIssued(caFile) && issuer.verify(caFile.publicKey)).toBe(true);
+      const constraints = new x509.X509Certificate(issuer.raw).getExtension(x509.BasicConstraintsExtension);
+      expect(constraints).toMatchObject({ ca: true, pathLength: 0 });
+      expect(issuer.checkPrivateKey(createPrivateKey(await fs.readFile(paths.workerIssuerKeyPath)))).toBe(
+        true,
+      );
+    });
+
+    it('keeps the worker issuer across starts and replaces one the CA did not sign', async () => {
+      const first = await ensureDevPki(tmp, { trustDomain: TRUST_DOMAIN, workers: [] });
+      const issuerFp = await fingerprint(first.workerIssuerCertPath);
+      await ensureDevPki(tmp, { trustDomain: TRUST_DOMAIN, workers: [] });
+      expect(await fingerprint(first.workerIssuerCertPath)).toBe(issuerFp);
+      const stranger = await createCa({ commonName: 'not the dev CA' });
+      await fs.writeFile(first.workerIssuerCertPath, stranger.certPem);
+      await fs.writeFile(first.workerIssuerKeyPath, stranger.keyPem);
+      await ensureDevPki(tmp, { trustDomain: TRUST_DOMAIN, workers: [] });
+      const again = new X509Certificate(await fs.readFile(first.workerIssuerCertPath));
+      expect(again.checkIssued(new X509Certificate(await fs.readFile(first.caCertPath)))).toBe(true);
     });
 
     it('is idempotent: keeps the CA and existing leaves, adds missing workers', async () => {

@@ -1,5 +1,5 @@
-// Size: the development PKI (CA, server and worker certificates, their files and checks) is one
-// unit an operator reads together; ADR 0020's lazy x509 loading added to it.
+// Size: the development PKI (CA, worker issuing intermediate, server and worker certificates, their
+// files and checks) is one unit an operator reads together; ADR 0020's lazy x509 loading added to it.
 // tsyringe (a dependency of @peculiar/x509) throws at load time without a Reflect metadata polyfill.
 import 'reflect-metadata';
 import type * as X509 from '@peculiar/x509';
@@ -22,7 +22,7 @@ let loaded: typeof X509 | undefined;
  * @peculiar/x509 is loaded when a certificate is made, not when this module is: a start on a PKI that
  * already exists (every start after the first) does without it (ADR 0020).
  */
-function loadX509(): typeof X509 {
+export function loadX509(): typeof X509 {
   if (!loaded) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     loaded = require('@peculiar/x509') as typeof X509;
@@ -73,6 +73,9 @@ export interface DevPkiPaths {
   caKeyPath: string;
   serverCertPath: string;
   serverKeyPath: string;
+  /** The intermediate that signs enrolled workers' certificates (ADR 0045 §5). */
+  workerIssuerCertPath: string;
+  workerIssuerKeyPath: string;
   workers: Record<string, { certPath: string; keyPath: string }>;
   /** True when the CA was created by this call. */
   created: boolean;
@@ -107,6 +110,22 @@ export async function createCa(opts: { commonName?: string; validDays?: number }
     ],
   });
   return { certPem: cert.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
+}
+
+/** A CA signed by `ca` that may sign leaves only (path length 0): the worker issuer (ADR 0045 §5). */
+export async function createIntermediateCa(
+  ca: PemPair,
+  opts: { commonName?: string; validDays?: number } = {},
+): Promise<PemPair> {
+  return issueLeaf(ca, {
+    commonName: opts.commonName ?? 'QingLong Development Worker Issuer',
+    ...validity(opts.validDays ?? CA_VALID_DAYS),
+    isCa: true,
+    pathLength: 0,
+    keyCertSign: true,
+    extendedKeyUsages: [],
+    subjectAltNames: [],
+  });
 }
 
 export async function createServerCert(
@@ -164,6 +183,8 @@ export async function ensureDevPki(dir: string, opts: EnsureDevPkiOptions): Prom
     caKeyPath: path.join(root, 'ca.key'),
     serverCertPath: path.join(root, 'server.crt'),
     serverKeyPath: path.join(root, 'server.key'),
+    workerIssuerCertPath: path.join(root, 'worker-issuer.crt'),
+    workerIssuerKeyPath: path.join(root, 'worker-issuer.key'),
     workers: Object.fromEntries(
       opts.workers.map((id) => [
         id,
@@ -198,6 +219,13 @@ export async function ensureDevPki(dir: string, opts: EnsureDevPkiOptions): Prom
     );
   }
 
+  const issuer = paths.created
+    ? undefined
+    : await readPair(paths.workerIssuerCertPath, paths.workerIssuerKeyPath);
+  if (issuer === undefined || !leafUsable(issuer, caCert, (c) => c.ca)) {
+    await writePair(paths.workerIssuerCertPath, paths.workerIssuerKeyPath, await createIntermediateCa(ca));
+  }
+
   for (const workerId of opts.workers) {
     const { certPath, keyPath } = paths.workers[workerId]!;
     const existing = paths.created ? undefined : await readPair(certPath, keyPath);
@@ -218,6 +246,8 @@ interface LeafSpec {
   notBefore: Date;
   notAfter: Date;
   isCa: boolean;
+  /** A CA's path length constraint (0: it signs leaves only). */
+  pathLength?: number;
   keyCertSign?: boolean;
   /** [] => no EKU extension. */
   extendedKeyUsages: string[];
@@ -236,7 +266,7 @@ async function issueLeaf(ca: PemPair, spec: LeafSpec): Promise<PemPair> {
       ? x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign
       : x509.KeyUsageFlags.digitalSignature;
   const extensions: X509.Extension[] = [
-    new x509.BasicConstraintsExtension(spec.isCa, undefined, true),
+    new x509.BasicConstraintsExtension(spec.isCa, spec.pathLength, true),
     new x509.KeyUsagesExtension(keyUsage, true),
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     caSki

@@ -14,6 +14,7 @@ import {
 import { HeartbeatResponse, MAX_HEARTBEAT_CANCELS, RegisterResponse, SessionResponse } from '@ql/contracts';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
+import { CertificateForks } from '../identity/certificate-forks';
 import { IngressRateLimit } from '../identity/ingress-rate-limit';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
@@ -35,6 +36,7 @@ export class RegistryService {
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
     private readonly metrics: ControlPlaneMetrics,
     private readonly rateLimit: IngressRateLimit,
+    private readonly forks: CertificateForks,
   ) {
     this.heartbeats = new HeartbeatBatcher(sessions, {
       windowMs: config.heartbeatBatchWindowMs,
@@ -49,6 +51,8 @@ export class RegistryService {
     body: RegisterDto,
   ): Promise<RegisterResponse> {
     const snapshot = parseRegistration(body);
+    // A superseded certificate starts no session (ADR 0045 §4); the one it serves goes on.
+    await this.forks.checkRegister(principal.workerId, principal.fingerprint256);
     const result = await this.sessions.register({
       workerId: principal.workerId,
       sessionId: parseSessionId(sessionId),

@@ -190,6 +190,19 @@ describe('loadWorkerConfig', () => {
     expect(() => loadWorkerConfig({ QL_PROFILE: 'worker', QL_DATABASE_URL: 'x' })).not.toThrow();
   });
 
+  it("ignores the control plane's issuer settings that share its prefix, and no other (ADR 0045 §5)", () => {
+    const issuer = {
+      QL_WORKER_ISSUER_CERT: 'a.crt',
+      QL_WORKER_ISSUER_KEY: 'a.key',
+      QL_WORKER_ISSUER_KEY_PEM: 'pem',
+      QL_WORKER_CERT_TTL_MS: '300000',
+    };
+    expect(() => loadWorkerConfig(issuer)).not.toThrow();
+    expect(() => loadWorkerConfig({ QL_WORKER_ISSUER_CERTS: 'a.crt' })).toThrow(
+      /unknown worker setting\(s\): QL_WORKER_ISSUER_CERTS/,
+    );
+  });
+
   it('documents every setting in the README table', () => {
     const table = workerConfigTable();
     for (const s of WORKER_SETTINGS) expect(table).toContain(`| \`${s.env}\` |`);

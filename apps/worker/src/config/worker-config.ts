@@ -8,6 +8,7 @@ import {
   nonEmpty,
   oneOf,
   readSettings,
+  CONTROL_PLANE_WORKER_SETTINGS,
   settingsTable,
 } from '@ql/contracts';
 import type { CgroupSetting } from '../host/cgroup';
@@ -376,6 +377,7 @@ export const WORKER_SETTINGS = [
 export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const result = readSettings<WorkerConfig>(WORKER_SETTINGS as readonly Setting<WorkerConfig>[], env, {
     prefix: 'QL_WORKER_',
+    ignore: CONTROL_PLANE_WORKER_SETTINGS,
     what: 'worker setting',
   });
   if (result.requestTimeoutMs >= result.stopBudgetMs) {

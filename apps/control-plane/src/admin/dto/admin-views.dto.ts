@@ -155,6 +155,17 @@ export class RevokedCertificateDto {
   readonly reason!: string | null;
 }
 
+export class RevokedWorkerDto {
+  @ApiProperty({ pattern: WORKER_ID_PATTERN.source })
+  readonly workerId!: string;
+
+  @ApiProperty({
+    type: [String],
+    description: 'SHA-256 fingerprints of the certificates this call revoked (none when all were already)',
+  })
+  readonly fingerprints!: string[];
+}
+
 export class RevokedCertificateListDto extends ListOf(RevokedCertificateDto, {
   description: 'newest first',
 }) {}

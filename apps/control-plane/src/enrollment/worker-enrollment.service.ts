@@ -1,0 +1,128 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  EnrollmentRefusal,
+  EnrollmentRefusedError,
+  WORKER_CERTIFICATE_REPOSITORY,
+  WorkerCertificateRecord,
+  WorkerCertificateRepository,
+} from '@ql/domain';
+import { IngressErrorCode, IssuedCertificateResponse } from '@ql/contracts';
+import { CORE, ControlPlaneCore } from '../core/core';
+import { IngressRefusal } from '../http/ingress-errors';
+import { retryAfterSeconds } from '../identity/ingress-rate-limit';
+import { RateLimiter } from '../identity/rate-limiter';
+import type { EnrollDto } from './dto/enroll.dto';
+import { EnrollmentTokensService } from './enrollment-tokens.service';
+import { AcceptedCsr, CsrRefusedError, acceptCsr, signWorkerCertificate } from './worker-certificate-signer';
+import { WorkerIssuer } from './worker-issuer';
+
+/** A token refusal's status: the token is no good (403), or it was, for this id or its count (409). */
+const REFUSAL_STATUS: Record<EnrollmentRefusal, number> = {
+  enrollment_token_invalid: 403,
+  enrollment_token_wrong_worker: 403,
+  enrollment_token_used: 409,
+  enrollment_token_exhausted: 409,
+};
+
+/**
+ * Joining (ADR 0045 §2): the one ingress route served without a trusted client certificate. Per
+ * source address it is rate limited first (`QL_ENROLL_RATE_PER_MINUTE`); then the CSR is read (a
+ * refusal is its audit row alone and leaves the token unused); then the token is consumed and the
+ * certificate signed and recorded in one transaction.
+ */
+@Injectable()
+export class WorkerEnrollmentService {
+  private readonly logger = new Logger('enrollment');
+  private readonly perSource: RateLimiter;
+  private readonly issuer: WorkerIssuer | undefined;
+
+  constructor(
+    @Inject(CORE) core: ControlPlaneCore,
+    private readonly tokens: EnrollmentTokensService,
+    @Inject(WORKER_CERTIFICATE_REPOSITORY) private readonly certificates: WorkerCertificateRepository,
+  ) {
+    const perMinute = core.config.enrollRatePerMinute;
+    this.perSource = new RateLimiter({ perSecond: perMinute / 60, burst: perMinute });
+    this.issuer = core.workerIssuer;
+  }
+
+  async enroll(body: EnrollDto, source: string): Promise<IssuedCertificateResponse> {
+    const waitMs = this.perSource.take(source);
+    if (waitMs > 0) {
+      const seconds = retryAfterSeconds(waitMs);
+      throw new IngressRefusal(
+        429,
+        'worker_rate_limited',
+        `too many enrollments from this address; retry after ${seconds} s`,
+        seconds,
+      );
+    }
+    const issuer = this.issuerOrRefuse();
+    const { workerId } = body;
+    const csr = await this.acceptOrRefuse(issuer, body.csr, workerId, 'enrollment.csr_refuse');
+    try {
+      const use = await this.tokens.consume(workerId, body.token, (at) =>
+        signWorkerCertificate(issuer, csr, at),
+      );
+      this.logger.log({ msg: 'worker enrolled', workerId, fingerprint: use.certificate!.fingerprint });
+      return issuedResponse(issuer, use.certificate!);
+    } catch (error) {
+      if (error instanceof EnrollmentRefusedError)
+        throw new IngressRefusal(REFUSAL_STATUS[error.code], error.code, error.message);
+      throw error;
+    }
+  }
+
+  /** 503 `enrollment_disabled` without an issuer (ADR 0045 §5). */
+  issuerOrRefuse(): WorkerIssuer {
+    if (!this.issuer)
+      throw new IngressRefusal(
+        503,
+        'enrollment_disabled',
+        'this control plane issues no worker certificates (QL_WORKER_ISSUER_CERT is not set)',
+      );
+    return this.issuer;
+  }
+
+  /** The CSR's rules (ADR 0045 §2); a refusal is 400 `csr_refused` with the rule as `reason`, audited. */
+  async acceptOrRefuse(
+    issuer: WorkerIssuer,
+    pem: string,
+    workerId: string,
+    action: string,
+  ): Promise<AcceptedCsr> {
+    try {
+      return await acceptCsr(pem, workerId, issuer.trustDomain);
+    } catch (error) {
+      if (!(error instanceof CsrRefusedError)) throw error;
+      await this.certificates.auditRefusal({
+        actor: `worker:${workerId}`,
+        action,
+        target: `worker:${workerId}`,
+        detail: { workerId, code: 'csr_refused', reason: error.reason },
+      });
+      this.logger.warn({ msg: 'csr refused', workerId, reason: error.reason });
+      throw new IngressRefusal(
+        400,
+        'csr_refused' satisfies IngressErrorCode,
+        error.message,
+        undefined,
+        error.reason,
+      );
+    }
+  }
+}
+
+export function issuedResponse(
+  issuer: WorkerIssuer,
+  certificate: WorkerCertificateRecord,
+): IssuedCertificateResponse {
+  return {
+    workerId: certificate.workerId,
+    certificatePem: certificate.certificatePem,
+    chainPem: issuer.chainPem,
+    fingerprint: certificate.fingerprint,
+    serial: certificate.serial,
+    notAfter: new Date(certificate.notAfter).toISOString(),
+  };
+}

@@ -1,0 +1,54 @@
+import { INGRESS_ENROLL_PATH, ingressCertificatePath } from '@ql/contracts';
+import { PemPair } from '../../apps/control-plane/src/pki';
+import { makeCsr } from './csr';
+import type { HttpResult, TestPlane } from './test-plane';
+
+interface Issued {
+  readonly certificatePem: string;
+  readonly chainPem: string;
+  readonly fingerprint: string;
+}
+
+/** What a worker keeps: its key and certificate (with the chain), as it would after enrolling or renewing. */
+export interface WorkerCredentials extends PemPair {
+  readonly fingerprint: string;
+}
+
+const credentialsOf = (res: HttpResult, keyPem: string): WorkerCredentials => {
+  if (res.status !== 200) throw new Error(`expected 200, got ${res.status} ${res.raw}`);
+  const issued = res.body as Issued;
+  return { certPem: issued.certificatePem + issued.chainPem, keyPem, fingerprint: issued.fingerprint };
+};
+
+/** Enrolls `workerId` through the admin API's token and the enrollment route (ADR 0045 §2). */
+export async function enrollWorker(t: TestPlane, workerId: string): Promise<WorkerCredentials> {
+  const token = (await t.admin('POST', '/api/v1/enrollment-tokens', { workerId })).body as { token: string };
+  const { csrPem, keyPem } = await makeCsr();
+  return credentialsOf(
+    await t.ingress(null, INGRESS_ENROLL_PATH, { workerId, token: token.token, csr: csrPem }),
+    keyPem,
+  );
+}
+
+/** Renews over mTLS with `with`; a CSR over a new key unless one is given (a re-sent renewal). */
+export async function renewCertificate(
+  t: TestPlane,
+  workerId: string,
+  with_: PemPair,
+  csr?: { csrPem: string; keyPem: string },
+): Promise<{ res: HttpResult; csr: { csrPem: string; keyPem: string }; credentials?: WorkerCredentials }> {
+  const request = csr ?? (await makeCsr());
+  const res = await t.ingress(with_, ingressCertificatePath(workerId), { csr: request.csrPem });
+  return {
+    res,
+    csr: request,
+    ...(res.status === 200 ? { credentials: credentialsOf(res, request.keyPem) } : {}),
+  };
+}
+
+/** A test plane's settings for the dev PKI's worker issuer (ADR 0045 §5), enrollment unthrottled. */
+export const issuerEnv = (pki: { workerIssuerCertPath: string; workerIssuerKeyPath: string }) => ({
+  QL_WORKER_ISSUER_CERT: pki.workerIssuerCertPath,
+  QL_WORKER_ISSUER_KEY: pki.workerIssuerKeyPath,
+  QL_ENROLL_RATE_PER_MINUTE: '10000',
+});
