@@ -73,7 +73,11 @@ async function launch(request: Partial<LaunchRequest>, path?: string) {
 
 describe('runs contained by cgroup v2', () => {
   it('a daemon left behind by a command that exits 0 is killed; CPU is reported; the cgroup is removed', async () => {
-    const { run, attemptId, cgroup, daemon } = await launch({ command: `${DAEMON} echo started` });
+    // The command exits 0 only once the daemon has run (wrote its first line): otherwise, on a loaded
+    // machine, the kill at the exit may come before the daemon was ever scheduled.
+    const { run, attemptId, cgroup, daemon } = await launch({
+      command: `${DAEMON} while [ ! -s "$M/daemon" ]; do sleep 0.01; done; echo started`,
+    });
     const outcome = await run.done;
     expect(outcome).toMatchObject({ status: 'succeeded', exitCode: 0, groupCleared: true });
     expect(outcome.usage?.cpuUsec).toEqual(expect.any(Number));
