@@ -17,7 +17,7 @@ import {
 } from './http/edge';
 import { boundConnectionLifetime } from './http/connection-lifetime';
 import { JsonLogger } from './http/json-logger';
-import { ensureDevPki } from './pki';
+import { ensureDevPkiApart } from './pki/dev-pki-apart';
 
 export interface ControlPlane {
   readonly core: ControlPlaneCore;
@@ -52,7 +52,7 @@ export async function startControlPlane(
   if (config.profile === 'worker')
     throw new Error('QL_PROFILE=worker runs apps/worker, not the control plane');
   if (config.devPki)
-    await ensureDevPki(config.devPkiDir, { trustDomain: config.trustDomain, workers: ['worker-1'] });
+    await ensureDevPkiApart(config.devPkiDir, { trustDomain: config.trustDomain, workers: ['worker-1'] });
   const tls = {
     ca: readFileSync(config.tlsCaPath),
     cert: readFileSync(config.tlsCertPath),
