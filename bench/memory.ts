@@ -20,6 +20,7 @@ import {
   startPlaneProcess,
 } from './lib/plane';
 import { BenchProcess, pollUntil, spawnNode } from './lib/processes';
+import { QuickstartMemory, quickstartMemory } from './memory-quickstart';
 
 /** V8 flag sets tried on the worker (each beside a bare `node` with the same flags). */
 export const FLAG_SETS: readonly (readonly string[])[] = [
@@ -89,6 +90,8 @@ export interface MemoryResult {
   readonly bareNodeMiB: number;
   readonly workers: WorkerMemoryRow[];
   readonly plane: PlaneMemoryResult;
+  /** `npm start` on its first start: its control plane and its worker (bench/memory-quickstart.ts). */
+  readonly quickstart: QuickstartMemory;
   readonly moduleCost: ModuleCostRow[];
   /** CommonJS packages the worker's module graph loads (Nest itself is ESM and not listed). */
   readonly workerPackages: Record<string, number>;
@@ -376,11 +379,14 @@ export async function measureMemory(
     const plane = await planeMemory(idleSeconds, pki, load);
     log('memory: control plane measured');
     const workers = await workerMemory(idleSeconds, log);
+    const quickstart = await quickstartMemory(idleSeconds);
+    log('memory: quickstart measured');
     return {
       idleSeconds,
       bareNodeMiB: workers.bareNodeMiB,
       workers: workers.workers,
       plane,
+      quickstart,
       moduleCost: moduleRows,
       workerPackages,
     };
