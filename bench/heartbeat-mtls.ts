@@ -53,7 +53,7 @@ export interface MtlsRow {
   readonly samples: Record<MtlsTarget, Sample[]>;
 }
 
-interface BenchWorker {
+export interface BenchWorker {
   readonly workerId: string;
   sessionId: string;
   generation: number;
@@ -61,7 +61,7 @@ interface BenchWorker {
   agent: Agent;
 }
 
-interface Target {
+export interface Target {
   readonly url: URL;
   readonly process: BenchProcess;
   readonly workers: BenchWorker[];
@@ -69,7 +69,7 @@ interface Target {
 }
 
 /** One POST with the worker's own connection; resolves with status and parsed body. */
-function post(
+export function post(
   target: URL,
   agent: Agent,
   path: string,
@@ -120,7 +120,7 @@ function agentsFor(pki: BenchPki, ids: readonly string[]): BenchWorker[] {
 const path = (w: BenchWorker, action: IngressAction) => ingressPath(w.workerId, w.sessionId, action);
 
 /** The hello-world: the ingress's own certificate and CA, client certificates required, TLS 1.3. */
-async function startHello(pki: BenchPki, ids: readonly string[]): Promise<Target> {
+export async function startHello(pki: BenchPki, ids: readonly string[]): Promise<Target> {
   const code = `
     const https = require('node:https');
     const fs = require('node:fs');

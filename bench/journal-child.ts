@@ -7,8 +7,11 @@
  *
  * - `legacy`: the per-record files of before ADR 0041 (bench/journal-legacy.ts);
  * - `log`: the journal as the worker has it (`WorkerJournal`: its log, lock, retention, compaction);
- * - `ceiling`: the same frames the log writes for those steps, each one `writeSync` + `fdatasyncSync`
- *   at the end of one file and nothing else: no record built, checked or kept.
+ * - `ceiling`: the same frames the log writes for those steps, each one `writeSync` at the end of one
+ *   file, plus `fdatasyncSync` where the log syncs (`DURABLE_STATES` and the outcome, ADR 0043), and
+ *   nothing else: no record built, checked or kept;
+ * - `every`: the same frames, each with its own `fdatasyncSync` — the rule of ADR 0041, every step
+ *   durable when it returns.
  */
 import { fdatasyncSync, mkdirSync, openSync, readdirSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,11 +20,11 @@ import { LOG_FILE } from '../apps/worker/src/journal/journal-log';
 import { LOG_HEADER_BYTES, encodeFrame } from '../apps/worker/src/journal/journal-log-format';
 import { JournalRecord, acceptedRecord } from '../apps/worker/src/journal/journal-record';
 import { JOURNAL_LIMITS, JournalState } from '../apps/worker/src/journal/journal-states';
-import { WorkerJournal } from '../apps/worker/src/journal/worker-journal';
+import { DURABLE_STATES, WorkerJournal } from '../apps/worker/src/journal/worker-journal';
 import { newOffer } from '../apps/worker/test-support/journal-fixtures';
 import { LegacyJournal } from './journal-legacy';
 
-export const JOURNAL_VARIANTS = ['legacy', 'log', 'ceiling'] as const;
+export const JOURNAL_VARIANTS = ['legacy', 'log', 'ceiling', 'every'] as const;
 export type JournalVariant = (typeof JOURNAL_VARIANTS)[number];
 
 export interface JournalSample {
@@ -65,15 +68,18 @@ function runSteps(journal: Stepper, pid: number): (() => Promise<unknown>)[] {
 }
 
 /** The frames the log writes for one run's steps (each a whole record, as the log holds it). */
-function runFrames(pid: number): Buffer[] {
+function runFrames(pid: number): { frame: Buffer; durable: boolean }[] {
   let r = acceptedRecord(offer(), new Date().toISOString());
-  const frames = [encodeFrame({ put: r })];
-  const step = (patch: Partial<JournalRecord>) => frames.push(encodeFrame({ put: (r = { ...r, ...patch }) }));
+  const frames = [{ frame: encodeFrame({ put: r, lazy: true }), durable: false }];
+  const step = (patch: Partial<JournalRecord>, durable = DURABLE_STATES.has(patch.state ?? r.state)) => {
+    r = { ...r, ...patch };
+    frames.push({ frame: encodeFrame(durable ? { put: r } : { put: r, lazy: true }), durable });
+  };
   step({ state: 'starting_acknowledged' });
   step({ state: 'launching' });
   step({ state: 'started', process: { pid, pgid: pid, bootId: null } });
   step({ state: 'running_acknowledged' });
-  step({ exit: { code: 0, signal: null }, outcome });
+  step({ exit: { code: 0, signal: null }, outcome }, true);
   step({ state: 'completion_acknowledged', leaseToken: null });
   return frames;
 }
@@ -106,14 +112,14 @@ async function sample(
   const all = runs + warmup;
   let measured: Awaited<ReturnType<typeof timeSteps>>;
   let bytesAtEnd: number;
-  if (variant === 'ceiling') {
+  if (variant === 'ceiling' || variant === 'every') {
     const frames = Array.from({ length: all }, (_, i) => runFrames(1000 + i)).flat();
     const fd = openSync(join(dir, LOG_FILE), 'w+', 0o600);
     writeSync(fd, LOG_HEADER_BYTES);
     let at = LOG_HEADER_BYTES.length;
-    const steps = frames.map((frame) => () => {
+    const steps = frames.map(({ frame, durable }) => () => {
       writeSync(fd, frame, 0, frame.length, at);
-      fdatasyncSync(fd);
+      if (durable || variant === 'every') fdatasyncSync(fd);
       at += frame.length;
     });
     measured = await timeSteps(steps, warmup * STEPS_PER_RUN);

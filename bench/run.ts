@@ -6,7 +6,7 @@
  * each figure beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
- *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer,journal,soak (default all); `npm run bench -- memory`
+ *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer,journal,plane-cost,soak (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too; heartbeat-mtls: only the mTLS part of heartbeat
  *   QL_BENCH_MTLS_WORKERS    heartbeat over mTLS: workers, each its own certificate (default 256);
  *                            QL_BENCH_MTLS_IN_FLIGHT heartbeats in flight (default 32)
@@ -22,6 +22,7 @@
  *   QL_BENCH_JOURNAL_RUNS    journal: runs (7 durable steps each) per sample (default 300); QL_BENCH_JOURNAL_WARMUP (20)
  *   QL_BENCH_PEER_*          peer: LEVELS (W×S: 1x1,4x1,4x4), RUNS (150), WARMUP (20), ROUNDS (3),
  *                            LATENCY_SAMPLES (100), LATENCY_WARMUP (5), LATENCY_PAUSE_MS (50)
+ *   QL_BENCH_PLANE_COST_*    plane-cost: RUNS (600), WARMUP (50), WORKERS (4), SLOTS (1), PROFILE_US (250)
  *   QL_BENCH_SOAK_*          soak: MINUTES (30), SETTLE_MINUTES (5), SAMPLE_SECONDS (15), LEVEL (W×S, 2x2), RATE (runs/s;
  *                            default RATE_SHARE 0.5 × a measured maximum of PROBE_RUNS 200), DIALECT (postgres),
  *                            HEAPSNAPSHOT_DIR (heap snapshots of the plane after the settle and at the end)
@@ -51,6 +52,7 @@ import { workerCostMain } from './worker-cost';
 import { leaseEnforcementMain } from './lease-enforcement';
 import { journalMain } from './journal';
 import { peerMain } from './peer-main';
+import { planeCostMain } from './plane-cost';
 import { soakMain } from './soak-main';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
@@ -279,6 +281,7 @@ async function main(): Promise<void> {
   if (suites.includes('lease-enforcement')) await leaseEnforcementMain(RESULTS_DIR);
   if (suites.includes('peer')) await peerMain(RESULTS_DIR);
   if (suites.includes('journal')) await journalMain(RESULTS_DIR);
+  if (suites.includes('plane-cost')) await planeCostMain(RESULTS_DIR);
   if (suites.includes('soak')) await soakMain(RESULTS_DIR);
 }
 
@@ -296,6 +299,7 @@ const SUITES = [
   'lease-enforcement',
   'peer',
   'journal',
+  'plane-cost',
   'soak',
 ];
 

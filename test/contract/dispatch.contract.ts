@@ -5,6 +5,7 @@ import {
   ClaimResult,
   ConflictError,
   IdGenerator,
+  LeaseFenceCommand,
   RunRecord,
   explainPlacement,
   leaseTokenDigest,
@@ -127,6 +128,16 @@ export class DispatchFixture {
       leaseVersion: offer.lease.version,
       leaseMs: RUN_LEASE,
     };
+  }
+
+  /** A queued run of a fresh task claimed by a fresh worker: its run, worker, token, offer and lease fence. */
+  async claimedRun(workerId: string, task: Record<string, unknown> = {}) {
+    const [run] = await this.queue((await this.task(task)).id, 1);
+    const worker = await this.worker(workerId);
+    const token = newToken();
+    const offer = offered(await this.pull(worker, this.ids.uuidV7(), token));
+    const { leaseMs: _leaseMs, ...fence } = this.leaseCommand(worker, offer, token);
+    return { run: run!, worker, token, offer, fence: fence satisfies LeaseFenceCommand };
   }
 
   async count(table: string, where = '1 = 1'): Promise<number> {

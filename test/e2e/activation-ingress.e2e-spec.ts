@@ -1,6 +1,13 @@
-// Size: the activation flow over the real mTLS ingress (starting, running, logs, completion, replays,
-// fences, unknown fields) on one running app per dialect.
-import { IngressAction, RunActivationResponse, ingressPath, parseActivationResponse } from '@ql/contracts';
+// Size: the activation flow over the real mTLS ingress (starting, running, logs, completion and the
+// output it carries, replays, fences, unknown fields) on one running app per dialect.
+import {
+  IngressAction,
+  RunActivationResponse,
+  ingressBodyLimit,
+  ingressPath,
+  parseActivationResponse,
+} from '@ql/contracts';
+import { RUN_LOG_LIMITS } from '@ql/domain';
 import { LeaseSweeperService } from '../../apps/control-plane/src/leases/lease-sweeper.service';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { SUCCEEDED_RUN_EVENTS, newSessionId, registerBody } from '../support/fixtures';
@@ -47,7 +54,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
         creds,
         ingressPath('worker-a', sessionId, 'register'),
         // Every test holds a lease of its own.
-        registerBody({ maxConcurrentRuns: 16, availableSlots: 16 }),
+        registerBody({ maxConcurrentRuns: 32, availableSlots: 32 }),
       );
       expect(res.status).toBe(200);
       const { generation, version } = res.body as { generation: number; version: number };
@@ -292,6 +299,154 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
         ['stderr', `err ${shown}`],
         ['unknown', 'from a worker before ADR 0032\n'],
       ]);
+    });
+
+    /** ADR 0044: the run log as the admin view shows it, `[seq, stream, text]` in position order. */
+    const logView = async (runId: string) =>
+      (
+        (await t.admin('GET', `/api/v1/runs/${runId}/logs`)).body as {
+          items: { seq: number; stream: string; text: string }[];
+        }
+      ).items.map((i) => [i.seq, i.stream, i.text]);
+
+    it('completion: its finalLogs are stored with it, after the logs chunks, and the run log reads them in order with their streams', async () => {
+      const { h, version } = await runningRun();
+      expect(
+        (await send('logs', { ...fenceOf(h, version), seq: 0, stream: 'stdout', text: 'one\n' })).status,
+      ).toBe(200);
+      const finalLogs = [
+        { seq: 1, stream: 'stderr', text: 'two \u001b[31mred\u001b[0m\n' },
+        { seq: 2, stream: 'stdout', text: 'three\n' },
+      ];
+      const completion = { ...fenceOf(h, version), outcome: 'succeeded', exitCode: 0, finalLogs };
+      const done = activation(await send('completion', completion));
+      expect(done).toMatchObject({
+        status: 'applied',
+        snapshot: { runStatus: 'succeeded', callbackSequence: 3 },
+      });
+      expect(await logView(h.offer.run.runId)).toEqual([
+        [0, 'stdout', 'one\n'],
+        [1, 'stderr', 'two \\u001b[31mred\\u001b[0m\n'],
+        [2, 'stdout', 'three\n'],
+      ]);
+      // The replay of a completion whose answer was lost: the same answer, nothing written.
+      const unchanged = await snapshot();
+      expect(activation(await send('completion', completion))).toEqual({
+        ...done,
+        status: 'already_terminal',
+      });
+      // The same completion with other chunks is another completion.
+      fenced(
+        await send('completion', {
+          ...completion,
+          finalLogs: [finalLogs[0], { ...finalLogs[1], text: 'x' }],
+        }),
+        'acknowledgement_mismatch',
+      );
+      expect(await snapshot()).toEqual(unchanged);
+    });
+
+    it('completion: refused with its finalLogs (stale lease version, seq gap, wrong session version), it stores none of them and the attempt is unchanged', async () => {
+      const { h, version } = await runningRun();
+      const renewed = await send('renew', fenceOf(h, version));
+      await send('renew', fenceOf(h, (renewed.body as { lease: { version: number } }).lease.version));
+      const current = version + 2;
+      const finalLogs = [{ seq: 0, stream: 'stdout', text: 'out\n' }];
+      const completion = { ...fenceOf(h, current), outcome: 'succeeded', exitCode: 0, finalLogs };
+      const unchanged = await snapshot();
+      fenced(await send('completion', { ...completion, leaseVersion: version }), 'lease_version_mismatch');
+      fenced(
+        await send('completion', { ...completion, finalLogs: [{ ...finalLogs[0], seq: 1 }] }),
+        'log_sequence_gap',
+      );
+      const session = await send('completion', { ...completion, expectedVersion: s.version + 1 });
+      expect({ status: session.status, code: (session.body as { code: string }).code }).toEqual({
+        status: 409,
+        code: 'worker_session_fenced',
+      });
+      expect(await snapshot()).toEqual(unchanged);
+      expect(await logView(h.offer.run.runId)).toEqual([]);
+      expect((await t.admin('GET', `/api/v1/runs/${h.offer.run.runId}`)).body).toMatchObject({
+        status: 'running',
+        attempts: [{ status: 'running' }],
+      });
+      // In sequence and under the current version, the same completion is applied.
+      activation(await send('completion', completion));
+      expect(await logView(h.offer.run.runId)).toEqual([[0, 'stdout', 'out\n']]);
+    });
+
+    it.each<[string, unknown, string]>([
+      [
+        'an unknown field in a chunk',
+        [{ seq: 0, stream: 'stdout', text: 'x', fd: 1 }],
+        'finalLogs[0].fd: unknown_field',
+      ],
+      [
+        'a chunk without its stream',
+        [{ seq: 0, text: 'x' }],
+        'finalLogs[0].stream: must_be_one_of:stdout|stderr|system',
+      ],
+      ['a NUL', [{ seq: 0, stream: 'stdout', text: 'a\u0000' }], 'finalLogs[0].text: control_character'],
+      ['not an array', { seq: 0, stream: 'stdout', text: 'x' }, 'finalLogs: must_be_array'],
+      [
+        'more chunks than one logs body',
+        Array.from({ length: RUN_LOG_LIMITS.finalChunks + 1 }, (_, seq) => ({
+          seq,
+          stream: 'stdout',
+          text: 'x',
+        })),
+        'finalLogs: too_many_items',
+      ],
+      [
+        "more text than one chunk's",
+        [
+          { seq: 0, stream: 'stdout', text: 'x'.repeat(RUN_LOG_LIMITS.chunkBytes - 1) },
+          { seq: 1, stream: 'stdout', text: 'yy' },
+        ],
+        'finalLogs: too_long',
+      ],
+    ])(
+      'completion: finalLogs with %s is a 400 naming it, and writes nothing',
+      async (_what, finalLogs, message) => {
+        const { h, version } = await runningRun();
+        const unchanged = await snapshot();
+        const res = await send('completion', { ...fenceOf(h, version), outcome: 'succeeded', finalLogs });
+        expect({ status: res.status, body: res.body }).toEqual({
+          status: 400,
+          body: { code: 'invalid_worker_request', message },
+        });
+        expect(await snapshot()).toEqual(unchanged);
+      },
+    );
+
+    it(`completion: the body may hold one logs body more (${ingressBodyLimit('completion') / 1024} KiB), not a byte past it`, async () => {
+      const { h, version } = await runningRun();
+      const body = (textBytes: number) => ({
+        ...fenceOf(h, version),
+        outcome: 'succeeded',
+        finalLogs: [{ seq: 0, stream: 'stdout', text: 'x'.repeat(textBytes) }],
+      });
+      const size = (textBytes: number) => Buffer.byteLength(JSON.stringify(body(textBytes)));
+      const limit = ingressBodyLimit('completion');
+      const unchanged = await snapshot();
+      // A full chunk padded to `bytes`: the text is within its rules, the pad is an unknown field.
+      const padded = (bytes: number) => {
+        const pad = bytes - size(RUN_LOG_LIMITS.chunkBytes) - ',"pad":""'.length;
+        const raw = JSON.stringify({ ...body(RUN_LOG_LIMITS.chunkBytes), pad: 'x'.repeat(pad) });
+        expect(Buffer.byteLength(raw)).toBe(bytes);
+        return t.ingress(s.creds, ingressPath(s.workerId, s.sessionId, 'completion'), undefined, {
+          rawBody: raw,
+        });
+      };
+      const answer = async (bytes: number) => {
+        const res = await padded(bytes);
+        return { status: res.status, code: (res.body as { code: string }).code };
+      };
+      expect(await answer(limit)).toEqual({ status: 400, code: 'invalid_worker_request' });
+      expect(await answer(limit + 1)).toEqual({ status: 413, code: 'worker_request_too_large' });
+      expect(await snapshot()).toEqual(unchanged);
+      expect(size(RUN_LOG_LIMITS.chunkBytes)).toBeGreaterThan(4 * 1024);
+      activation(await send('completion', body(RUN_LOG_LIMITS.chunkBytes)));
     });
 
     it('the sweeper times out an attempt past its deadline + grace, counts it, and a late completion writes nothing', async () => {

@@ -268,8 +268,7 @@ export class FakeControlPlane implements WorkerIngress {
         l.state = 'ended';
         return { lease: this.projection(l) };
       case 'logs':
-        if (b.seq !== l.logs.length) throw fenced('lease', 'log_sequence_gap');
-        l.logs.push({ seq: b.seq as number, stream: b.stream, text: b.text as string });
+        this.appendLogs(l, [b]);
         return { outcome: 'stored', truncated: false };
       case 'starting':
         return this.step(l, 'starting');
@@ -281,12 +280,20 @@ export class FakeControlPlane implements WorkerIngress {
         l.state = 'ended';
         return this.step(l, 'failed');
       case 'completion':
+        // Its last output first, as the logs route would take it (ADR 0044); a gap refuses it all.
+        this.appendLogs(l, (b.finalLogs as Record<string, unknown>[] | undefined) ?? []);
         l.completion = { outcome: b.outcome, exitCode: b.exitCode, errorSummary: b.errorSummary };
         l.state = 'ended';
         return this.step(l, b.outcome as FakeLease['attempt']);
       default:
         throw new Error(`fake control plane: no ${action}`);
     }
+  }
+
+  /** Chunks in sequence from the next seq, or none of them (`log_sequence_gap`). */
+  private appendLogs(l: FakeLease, chunks: Record<string, unknown>[]): void {
+    if (chunks.some((c, i) => c.seq !== l.logs.length + i)) throw fenced('lease', 'log_sequence_gap');
+    for (const c of chunks) l.logs.push({ seq: c.seq as number, stream: c.stream, text: c.text as string });
   }
 
   private step(l: FakeLease, attempt: FakeLease['attempt']) {

@@ -28,13 +28,20 @@ export const INGRESS_ACTIONS = [
 export type IngressAction = (typeof INGRESS_ACTIONS)[number];
 
 const KiB = 1024;
+/**
+ * What a `completion`'s `finalLogs` may take of its body, as JSON (ADR 0044): one `logs` body. The
+ * completion's limit is its own 4 KiB plus this.
+ */
+export const COMPLETION_FINAL_LOGS_BYTES = 64 * KiB;
+
 /** Request byte limits, enforced before the body is parsed. */
 export function ingressBodyLimit(action: string): number {
   if (action === 'register') return 20 * KiB;
   if (action === 'logs') return 64 * KiB;
+  if (action === 'completion') return 4 * KiB + COMPLETION_FINAL_LOGS_BYTES;
   return 4 * KiB;
 }
-export const INGRESS_MAX_BODY = 64 * KiB;
+export const INGRESS_MAX_BODY = 68 * KiB;
 
 export function ingressPath(workerId: string, sessionId: string, action: IngressAction): string {
   return `${INGRESS_PREFIX}/${encodeURIComponent(workerId)}/sessions/${encodeURIComponent(sessionId)}/${action}`;

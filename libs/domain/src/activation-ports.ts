@@ -1,6 +1,6 @@
 import { AcknowledgementStatus, CompletionOutcome } from './activation';
 import { LeaseCommand } from './run-ports';
-import type { LogStream } from './run-logs';
+import type { FinalLogChunk, LogStream } from './run-logs';
 import { AttemptStatus, RunStatus } from './runs';
 
 /** The session + lease fence every activation call carries (R-ACT-1); no lease term is asked for. */
@@ -16,6 +16,11 @@ export interface CompletionCommand extends LeaseFenceCommand {
   readonly outcome: CompletionOutcome;
   readonly exitCode: number | null;
   readonly errorSummary: string | null;
+  /**
+   * The attempt's last output (ADR 0044): stored as `logs` chunks would be, in the completion's
+   * transaction and before its state change; absent or empty: none.
+   */
+  readonly finalLogs?: readonly FinalLogChunk[];
 }
 
 /** What the activation answer projects (R-ACT-3); times are epoch ms, null means "not yet". */

@@ -2,6 +2,7 @@ import { canonicalJson, sha256Hex, utf8Length } from './canonical-json';
 import { FenceReason, ValidationError } from './errors';
 import { readEnum, readInt, readString } from './strict';
 import { AttemptStatus, RunStatus, hasStarted, isTerminalAttempt } from './runs';
+import type { FinalLogChunk } from './run-logs';
 import { RetryPolicy, retryBackoffMs } from './tasks';
 
 /** R-ACT-1, R-CMP-1: the acknowledgements a lease holder sends about its attempt, in this order. */
@@ -35,6 +36,11 @@ export type StepPayload =
       readonly outcome: CompletionOutcome;
       readonly exitCode: number | null;
       readonly errorSummary: string | null;
+      /**
+       * The attempt's last output (ADR 0044), stored in the completion's transaction; absent when
+       * there is none, so a completion without it has the digest it always had.
+       */
+      readonly finalLogs?: readonly FinalLogChunk[];
     };
 
 export function readExecutorHandle(value: unknown, field = 'executorHandle'): string {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { ValidationError } from './errors';
-import { displayLogText, readLogChunk } from './run-logs';
+import { stepDigest } from './activation';
+import { RUN_LOG_LIMITS, displayLogText, readFinalLogs, readLogChunk } from './run-logs';
 
 // What a terminal or a browser interprets (assigned characters only; U+2065 and U+E0002–U+E001F are
 // not): none of these may survive displayLogText (tab and LF may).
@@ -47,6 +48,47 @@ describe('readLogChunk: run output as the task wrote it, with its stream (ADR 00
     const call = () => readLogChunk({ seq: 0, stream: 'stdout', text: 'x', ...change });
     expect(call).toThrow(ValidationError);
     expect(call).toThrow(message);
+  });
+});
+
+describe('readFinalLogs: the output a completion carries (ADR 0044)', () => {
+  const chunk = (seq: number, text = 'x', stream = 'stdout') => ({ seq, stream, text });
+
+  it('absent or empty is none; chunks keep their order, seqs and streams as sent', () => {
+    expect(readFinalLogs(undefined)).toEqual([]);
+    expect(readFinalLogs([])).toEqual([]);
+    const raw = [chunk(3, 'a\u001b[31m\r\n'), chunk(4, 'b', 'stderr'), chunk(5, 'c', 'system')];
+    expect(readFinalLogs(raw)).toEqual(raw);
+  });
+
+  it.each<[string, unknown, string]>([
+    ['not an array', { seq: 0 }, 'finalLogs: must_be_array'],
+    [
+      'too many chunks',
+      Array.from({ length: RUN_LOG_LIMITS.finalChunks + 1 }, (_, i) => chunk(i)),
+      'finalLogs: too_many_items',
+    ],
+    ['a chunk that is no object', [chunk(0), 'x'], 'finalLogs[1]: must_be_object'],
+    ['an unknown field', [{ ...chunk(0), fd: 1 }], 'finalLogs[0].fd: unknown_field'],
+    ['no stream', [{ seq: 0, text: 'x' }], 'finalLogs[0].stream: must_be_one_of:stdout|stderr|system'],
+    ['a NUL', [chunk(0, 'a\u0000')], 'finalLogs[0].text: control_character'],
+    ['a bad seq', [chunk(-1)], 'finalLogs[0].seq: out_of_range'],
+    [
+      'texts over one chunk together',
+      [chunk(0, 'x'.repeat(RUN_LOG_LIMITS.chunkBytes - 1)), chunk(1, 'é')],
+      'finalLogs: too_long',
+    ],
+  ])('refuses %s', (_what, raw, message) => {
+    expect(() => readFinalLogs(raw)).toThrow(ValidationError);
+    expect(() => readFinalLogs(raw)).toThrow(message);
+  });
+
+  it('a completion without them has the digest it had before them; with them, another', () => {
+    const ending = { step: 'completion', outcome: 'succeeded', exitCode: 0, errorSummary: null } as const;
+    expect(stepDigest({ ...ending, finalLogs: undefined })).toBe(stepDigest(ending));
+    expect(stepDigest({ ...ending, finalLogs: [{ seq: 0, stream: 'stdout', text: 'x' }] })).not.toBe(
+      stepDigest(ending),
+    );
   });
 });
 

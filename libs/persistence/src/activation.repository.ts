@@ -156,8 +156,10 @@ export class SqlActivationRepository implements ActivationRepository {
     return this.acknowledge(command, { step: 'start_failure', errorCode: command.errorCode });
   }
   complete(command: CompletionCommand): Promise<ActivationResult> {
-    const { outcome, exitCode, errorSummary } = command;
-    return this.acknowledge(command, { step: 'completion', outcome, exitCode, errorSummary });
+    const { outcome, exitCode, errorSummary, finalLogs } = command;
+    // The chunks are part of the payload (ADR 0044): only the identical body replays.
+    const output = finalLogs?.length ? { finalLogs } : {};
+    return this.acknowledge(command, { step: 'completion', outcome, exitCode, errorSummary, ...output });
   }
 
   appendLog: ActivationRepository['appendLog'] = (command) => this.logs.append(command);
@@ -167,7 +169,9 @@ export class SqlActivationRepository implements ActivationRepository {
   // PostgreSQL applies an accepted step in one statement (ADR 0017); what it did not apply comes here.
   private async acknowledge(command: LeaseFenceCommand, payload: StepPayload): Promise<ActivationResult> {
     const digest = stepDigest(payload);
-    if (this.db.dialect === 'postgres') {
+    const output = payload.step === 'completion' ? (payload.finalLogs ?? []) : [];
+    // ql_lease_step stores no output: a completion that carries some takes the transaction (ADR 0044).
+    if (this.db.dialect === 'postgres' && output.length === 0) {
       const applied = await applyLeaseStep<ActivationRow>(
         this.db,
         command,
@@ -181,9 +185,11 @@ export class SqlActivationRepository implements ActivationRepository {
       }
     }
     return this.db.transaction(async (tx) => {
-      // The final steps may come from the worker's successor session (restart recovery, ADR 0015).
+      // The final steps may come from the worker's successor session (restart recovery, ADR 0015);
+      // output only from the holder, as on the `logs` route.
       const ends = payload.step === 'start_failure' || payload.step === 'completion';
-      const held = await this.hold(tx, command, ends ? 'successor_allowed' : 'holder_only');
+      const successor = ends && output.length === 0 ? 'successor_allowed' : 'holder_only';
+      const held = await this.hold(tx, command, successor);
       const { lease, run, attempt, now } = held;
       const decision = decideAcknowledgement(payload.step, digest, {
         attemptStatus: attempt.status,
@@ -196,9 +202,13 @@ export class SqlActivationRepository implements ActivationRepository {
         case 'replay':
           return answer(decision.status, lease, run, attempt);
         case 'late':
+          // The attempt ended first: its output is not stored, as a `logs` call now would be refused.
           await this.late(tx, run, attempt, payload.step);
           return answer('already_terminal', lease, run, attempt);
         case 'apply':
+          // The output first, each chunk as the `logs` route stores it; a refused one rolls all back.
+          for (const chunk of output)
+            await this.logs.appendHeld(tx, held, { ...chunk, leaseVersion: command.leaseVersion });
           return this.apply(tx, held, payload, digest);
       }
     });

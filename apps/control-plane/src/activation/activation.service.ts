@@ -7,6 +7,7 @@ import {
   readCompletion,
   readErrorCode,
   readExecutorHandle,
+  readFinalLogs,
   readLogChunk,
 } from '@ql/domain';
 import { RunActivationResponse } from '@ql/contracts';
@@ -63,9 +64,13 @@ export class ActivationService {
     sessionId: string,
     body: CompletionDto,
   ): Promise<RunActivationResponse> {
-    const { outcome, exitCode, errorSummary, ...fence } = body;
+    const { outcome, exitCode, errorSummary, finalLogs, ...fence } = body;
     const { step: _step, ...ending } = readCompletion({ outcome, exitCode, errorSummary });
-    const result = await this.activation.complete({ ...leaseFenceCommand(p, sessionId, fence), ...ending });
+    const result = await this.activation.complete({
+      ...leaseFenceCommand(p, sessionId, fence),
+      ...ending,
+      finalLogs: readFinalLogs(finalLogs),
+    });
     const response = this.project(result);
     this.logWaiters.notify(response.snapshot.runId);
     return response;

@@ -28,6 +28,7 @@ describe('loadWorkerConfig', () => {
       reaperLingerMs: 2000,
       cgroup: 'auto',
       outputMaxBytes: 1048576,
+      logLingerMs: 200,
       runAs: null,
       logLevel: 'info',
     });

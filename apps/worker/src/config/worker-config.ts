@@ -39,6 +39,8 @@ export interface WorkerConfig {
   readonly reaperLingerMs: number;
   readonly cgroup: CgroupSetting;
   readonly outputMaxBytes: number;
+  /** How long a chunk of output may wait to ride on the completion before it goes as a `logs` call (ADR 0044). */
+  readonly logLingerMs: number;
   /** The user tasks run as (resolved and checked at start: executor/run-as.ts); null: the worker's own. */
   readonly runAs: RunAsSpec | null;
   readonly logLevel: WorkerLogLevel;
@@ -199,21 +201,21 @@ export const WORKER_SETTINGS = [
     key: 'tlsCaPath',
     env: 'QL_WORKER_TLS_CA',
     default: './var/pki/ca.crt',
-    doc: 'PEM of the CA the ingress server certificate must chain to; checked on every call, read again when it changed',
+    doc: 'PEM of the CA the ingress server certificate must chain to; checked at most once a second before a call, read again when it changed',
     parse: path,
   },
   {
     key: 'tlsCertPath',
     env: 'QL_WORKER_TLS_CERT',
     default: pki((id) => `workers/${id}.crt`),
-    doc: "PEM of this worker's client certificate; checked on every call, read again when it changed (rotation needs no restart)",
+    doc: "PEM of this worker's client certificate; checked at most once a second before a call, read again when it changed (rotation needs no restart)",
     parse: path,
   },
   {
     key: 'tlsKeyPath',
     env: 'QL_WORKER_TLS_KEY',
     default: pki((id) => `workers/${id}.key`),
-    doc: "PEM of this worker's private key; checked on every call, read again when it changed",
+    doc: "PEM of this worker's private key; checked at most once a second before a call, read again when it changed",
     parse: path,
   },
   {
@@ -327,6 +329,13 @@ export const WORKER_SETTINGS = [
     default: '1048576',
     doc: 'output kept per run (stdout and stderr together); beyond it a truncation marker and nothing more',
     parse: int(4096, 64 * 1024 * 1024),
+  },
+  {
+    key: 'logLingerMs',
+    env: 'QL_WORKER_LOG_LINGER_MS',
+    default: '200',
+    doc: "how long a run's output may wait before it is uploaded (0..60000): what is still waiting when the run ends rides on its completion instead of a `logs` call of its own, up to one logs body; 0 uploads at once. The run log and its tail show output this much later",
+    parse: int(0, 60_000),
   },
   {
     key: 'runAs',

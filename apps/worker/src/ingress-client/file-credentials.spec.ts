@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, utimesSync, wr
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RACY_CHANGE_NS, fileCredentials } from './file-credentials';
+import fs from 'node:fs';
+import { CHECK_EVERY_MS, RACY_CHANGE_NS, fileCredentials } from './file-credentials';
 
 let dir: string;
 let paths: { caPath: string; certPath: string; keyPath: string };
@@ -25,8 +26,27 @@ const text = (c: { caPem: unknown; certPem: unknown; keyPem: unknown }) =>
   [c.caPem, c.certPem, c.keyPem].map((b) => (b as Buffer).toString('utf8'));
 
 describe('fileCredentials (R-WIRE-4, ADR 0023)', () => {
+  it('looks at the files at most once a second: between checks a call makes no system call', async () => {
+    let mono = 1_000;
+    const provider = fileCredentials(paths, { nowNs: settled, monotonicMs: () => mono });
+    const first = await provider();
+    const stat = jest.spyOn(fs, 'statSync');
+    try {
+      writeFileSync(join(dir, 'cert.new'), 'CERT-2');
+      renameSync(join(dir, 'cert.new'), paths.certPath);
+      mono += CHECK_EVERY_MS - 1;
+      expect(await provider()).toBe(first); // not looked at yet
+      expect(stat).not.toHaveBeenCalled();
+      mono += 1;
+      expect(text(await provider())).toEqual(['CA-1', 'CERT-2', 'KEY-1']); // a second later: rotated
+      expect(stat).toHaveBeenCalledTimes(3);
+    } finally {
+      stat.mockRestore();
+    }
+  });
+
   it('returns the very same buffers while no file changed', async () => {
-    const provider = fileCredentials(paths, { nowNs: settled });
+    const provider = fileCredentials(paths, { nowNs: settled, checkEveryMs: 0 });
     const first = await provider();
     expect(text(first)).toEqual(['CA-1', 'CERT-1', 'KEY-1']);
     const second = await provider();
@@ -36,7 +56,7 @@ describe('fileCredentials (R-WIRE-4, ADR 0023)', () => {
   });
 
   it('reads a certificate renamed over the old one on the next call', async () => {
-    const provider = fileCredentials(paths, { nowNs: settled });
+    const provider = fileCredentials(paths, { nowNs: settled, checkEveryMs: 0 });
     await provider();
     writeFileSync(join(dir, 'cert.new'), 'CERT-2');
     writeFileSync(join(dir, 'key.new'), 'KEY-2');
@@ -48,7 +68,7 @@ describe('fileCredentials (R-WIRE-4, ADR 0023)', () => {
   it('reads a file rewritten in place with the same size and its mtime put back (ctime moves)', async () => {
     utimesSync(paths.certPath, 1_700_000_000, 1_700_000_000); // whole seconds: put back exactly below
     const before = statSync(paths.certPath, { bigint: true });
-    const provider = fileCredentials(paths, { nowNs: settled });
+    const provider = fileCredentials(paths, { nowNs: settled, checkEveryMs: 0 });
     const first = await provider();
     await clockPast(before.ctimeNs); // the rewrite must land in a later timestamp tick than the stat
     const handle = await open(paths.certPath, 'r+'); // same inode, same size
@@ -73,7 +93,7 @@ describe('fileCredentials (R-WIRE-4, ADR 0023)', () => {
         .map((p) => statSync(p, { bigint: true }).ctimeNs)
         .reduce((a, b) => (a > b ? a : b));
     let now = lastChange() + RACY_CHANGE_NS - 1n;
-    const provider = fileCredentials(paths, { nowNs: () => now });
+    const provider = fileCredentials(paths, { nowNs: () => now, checkEveryMs: 0 });
     const first = await provider();
     const second = await provider();
     expect(second.certPem).not.toBe(first.certPem);
@@ -83,7 +103,7 @@ describe('fileCredentials (R-WIRE-4, ADR 0023)', () => {
   });
 
   it('fails while a file is missing, then reads the files once they are back', async () => {
-    const provider = fileCredentials(paths, { nowNs: settled });
+    const provider = fileCredentials(paths, { nowNs: settled, checkEveryMs: 0 });
     await provider();
     const key = readFileSync(paths.keyPath);
     rmSync(paths.keyPath);

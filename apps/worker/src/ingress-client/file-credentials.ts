@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
+import { monotonicNow } from '../host/monotonic';
 import type { WorkerCredentialsProvider, WorkerTlsCredentials } from './worker-ingress-https.client';
 
 /**
@@ -8,15 +9,22 @@ import type { WorkerCredentialsProvider, WorkerTlsCredentials } from './worker-i
  */
 export const RACY_CHANGE_NS = 2_000_000_000n;
 
+/** How long trusted credentials are used before the files are looked at again (issue 17). */
+export const CHECK_EVERY_MS = 1000;
+
 export interface FileCredentialsOptions {
   /** Wall clock in ns, for tests; the file systems' timestamps are on the same clock. */
   readonly nowNs?: () => bigint;
+  /** Monotonic ms, for tests. */
+  readonly monotonicMs?: () => number;
+  /** Trusted credentials are returned without a stat for this long (0: stat on every call). */
+  readonly checkEveryMs?: number;
 }
 
 /**
- * The worker's PEM files, checked on every call so a rotated certificate is used on the next call
- * without a restart (R-WIRE-4). A call stats the three files and reads them again only when one of
- * them changed — device, inode, size, mtime or ctime in ns: a new file renamed over the old one and a
+ * The worker's PEM files, checked again at most every `CHECK_EVERY_MS` so a rotated certificate is
+ * used within a second, without a restart (R-WIRE-4); between checks a call costs no system call at
+ * all. A check stats the three files and reads them again only when one of them changed — device, inode, size, mtime or ctime in ns: a new file renamed over the old one and a
  * rewrite in place (same size, same second, even with the mtime put back: ctime moves) both show —
  * or when a change was too recent to be sure of (`RACY_CHANGE_NS`). Otherwise it returns the very same
  * buffers as last time, which lets the client skip hashing them (ADR 0023).
@@ -26,9 +34,14 @@ export function fileCredentials(
   options: FileCredentialsOptions = {},
 ): WorkerCredentialsProvider {
   const nowNs = options.nowNs ?? (() => BigInt(Date.now()) * 1_000_000n);
+  const monotonicMs = options.monotonicMs ?? monotonicNow;
+  const checkEveryMs = options.checkEveryMs ?? CHECK_EVERY_MS;
   const files = [paths.caPath, paths.certPath, paths.keyPath] as const;
   let cached: { readonly key: string; readonly credentials: WorkerTlsCredentials } | undefined;
+  let checkedAt = -Infinity;
   return async () => {
+    if (cached && monotonicMs() - checkedAt < checkEveryMs) return cached.credentials;
+    checkedAt = monotonicMs();
     const statAt = nowNs();
     // Synchronous on purpose: three stats of local files take microseconds, a thread-pool round trip
     // per file cost more than the stat itself (issue 17: 4 % of a busy worker's CPU).

@@ -11,6 +11,9 @@ import { JournalCorruptError } from './journal-record';
  * The payload is `{"del":[offer ids],"put":<record>}`, either part optional: `del` removes records,
  * then `put` stores one whole record (never one that the same frame removes). JSON has no raw line
  * feed, so each frame is one line; the length and the checksum make a frame whole or not at all.
+ * A frame written without its own fdatasync ends `,"lazy":true}` (ADR 0043): a power cut may lose it
+ * (it is durable only once a later frame's fdatasync returned), so a damaged frame that only lazy
+ * frames follow is still the lost tail of the log, not corruption.
  */
 export const LOG_HEADER = 'qinglong/worker-journal-log@v1\n';
 export const LOG_HEADER_BYTES = Buffer.from(LOG_HEADER, 'latin1');
@@ -20,7 +23,11 @@ export const FRAME_OVERHEAD = 19;
 export interface LogEntry<R> {
   readonly del?: readonly string[];
   readonly put?: R;
+  /** Written without an fdatasync of its own: durable once a later frame's is (ADR 0043). */
+  readonly lazy?: true;
 }
+
+const LAZY = ',"lazy":true';
 
 const LF = 0x0a;
 const SPACE = 0x20;
@@ -32,7 +39,7 @@ const hex8 = (n: number) => n.toString(16).padStart(8, '0');
 export function encodeFrame(entry: LogEntry<object>): Buffer {
   const del = entry.del?.length ? `"del":${JSON.stringify(entry.del)}` : '';
   const put = entry.put ? `"put":${JSON.stringify(entry.put)}` : '';
-  const payload = `{${del}${del && put ? ',' : ''}${put}}`;
+  const payload = `{${del}${del && put ? ',' : ''}${put}${entry.lazy ? LAZY : ''}}`;
   const length = Buffer.byteLength(payload, 'utf8');
   const frame = Buffer.allocUnsafe(length + FRAME_OVERHEAD);
   frame.write(payload, 18, 'utf8');
@@ -49,7 +56,9 @@ export function encodeFrame(entry: LogEntry<object>): Buffer {
  * the frame less its `"del":[…],` part.
  */
 export function putFrameBytes(entry: LogEntry<object>, frame: Buffer): number {
-  return entry.del?.length ? frame.length - 7 - Buffer.byteLength(JSON.stringify(entry.del)) : frame.length;
+  const lazy = entry.lazy ? LAZY.length : 0;
+  const del = entry.del?.length ? 7 + Buffer.byteLength(JSON.stringify(entry.del)) : 0;
+  return frame.length - lazy - del;
 }
 
 export interface ScannedLog {
@@ -62,10 +71,11 @@ export interface ScannedLog {
 }
 
 /**
- * Reads a log's bytes. A damaged frame with no whole frame after it is the torn tail of the last
- * append (it was never acknowledged: an append returns only after its fdatasync, and the next one
- * starts only then) and is left out. A damaged frame with a whole frame after it was acknowledged
- * once: the log is corrupt and is refused, as is a whole frame whose payload is not an entry.
+ * Reads a log's bytes. A damaged frame with no whole durable frame after it is the lost tail of the
+ * log — the torn last append, or lazy frames a power cut caught before any later fdatasync (ADR 0043)
+ * — and is left out with everything after it. A damaged frame with a whole durable frame after it was
+ * on disk once (that frame's fdatasync covered it): the log is corrupt and is refused, as is a whole
+ * frame whose payload is not an entry.
  */
 export function scanLog(bytes: Buffer, name: string): ScannedLog {
   if (
@@ -81,7 +91,7 @@ export function scanLog(bytes: Buffer, name: string): ScannedLog {
   while (at < bytes.length) {
     const payload = frameAt(bytes, at);
     if (payload === null) {
-      if (wholeFrameAfter(bytes, at)) {
+      if (wholeDurableFrameAfter(bytes, at, name)) {
         throw new JournalCorruptError(
           `journal log ${name} has a damaged entry at byte ${at} before whole ones; the worker stops pulling`,
         );
@@ -112,9 +122,10 @@ function readHex8(bytes: Buffer, at: number): number | null {
   return HEX8.test(text) ? parseInt(text, 16) : null;
 }
 
-function wholeFrameAfter(bytes: Buffer, at: number): boolean {
+function wholeDurableFrameAfter(bytes: Buffer, at: number, name: string): boolean {
   for (let lf = bytes.indexOf(LF, at); lf >= 0 && lf + 1 < bytes.length; lf = bytes.indexOf(LF, lf + 1)) {
-    if (frameAt(bytes, lf + 1) !== null) return true;
+    const payload = frameAt(bytes, lf + 1);
+    if (payload !== null && !readEntry(payload, name, lf + 1).lazy) return true;
   }
   return false;
 }
@@ -132,8 +143,9 @@ function readEntry(payload: Buffer, name: string, at: number): LogEntry<unknown>
     throw corrupt('not valid JSON');
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw corrupt('not an object');
-  const { del, put, ...rest } = value as { del?: unknown; put?: unknown };
+  const { del, put, lazy, ...rest } = value as { del?: unknown; put?: unknown; lazy?: unknown };
   if (Object.keys(rest).length || (del === undefined && put === undefined)) throw corrupt('unknown shape');
+  if (lazy !== undefined && lazy !== true) throw corrupt('lazy: not true');
   if (
     del !== undefined &&
     (!Array.isArray(del) || !del.every((id) => typeof id === 'string' && isUuidV7(id)))

@@ -8,6 +8,7 @@ import fs, {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { crc32 } from 'node:zlib';
 import { join } from 'node:path';
 import { COMPACTION, JournalLog, LOG_FILE, readJournalLog } from './journal-log';
 import { LOG_HEADER, encodeFrame, scanLog } from './journal-log-format';
@@ -122,6 +123,50 @@ describe('the journal log (ADR 0041)', () => {
     );
     expect(readFileSync(logPath()).equals(bytes)).toBe(true);
     expect(() => readJournalLog(dir)).toThrow(JournalCorruptError);
+  });
+
+  it('a damaged frame that only lazy frames follow is the tail a power cut took (ADR 0043): left out with them', () => {
+    const { log } = JournalLog.open(dir, NONE);
+    const a = record();
+    const b = record();
+    log.append({ put: a });
+    log.append({ put: b, lazy: true });
+    expect(log.synced).toBe(false);
+    log.append({ put: next(b), lazy: true });
+    log.close();
+    const bytes = readFileSync(logPath());
+    const lost = bytes.indexOf('\n', LOG_HEADER.length) + 1; // b's frame: the first lazy one
+    bytes[lost + 40] ^= 0x20;
+    writeFileSync(logPath(), bytes);
+    expect(loaded()).toEqual([a]);
+    expect(statSync(logPath()).size).toBe(lost); // cut back to the last frame before the damage
+  });
+
+  it('a damaged frame before a whole durable frame is corruption even with lazy frames between', () => {
+    const { log } = JournalLog.open(dir, NONE);
+    const a = record();
+    log.append({ put: a, lazy: true });
+    log.append({ put: next(a), lazy: true });
+    log.append({ put: record() });
+    expect(log.synced).toBe(true); // the durable frame's fdatasync covered the lazy ones
+    log.close();
+    const bytes = readFileSync(logPath());
+    bytes[LOG_HEADER.length + 40] ^= 0x20;
+    writeFileSync(logPath(), bytes);
+    expect(() => JournalLog.open(dir, NONE)).toThrow(JournalCorruptError);
+    expect(readFileSync(logPath()).equals(bytes)).toBe(true);
+  });
+
+  it('refuses a lazy marker that is not `true`', () => {
+    const { log } = JournalLog.open(dir, NONE);
+    log.close();
+    const payload = JSON.stringify({ put: record(), lazy: 1 });
+    const frame = encodeFrame({ put: record() }).toString('utf8');
+    expect(frame).toContain('"put":');
+    const len = Buffer.byteLength(payload).toString(16).padStart(8, '0');
+    const sum = crc32(Buffer.from(payload)).toString(16).padStart(8, '0');
+    writeFileSync(logPath(), `${LOG_HEADER}${len} ${sum} ${payload}\n`);
+    expect(() => JournalLog.open(dir, NONE)).toThrow('lazy: not true');
   });
 
   it('refuses a whole frame that is not an entry, a record that breaks an invariant, and another format', () => {

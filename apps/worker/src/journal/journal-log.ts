@@ -39,10 +39,11 @@ export interface OpenedLog {
 }
 
 /**
- * The open log: one descriptor, written at `end` with positional writes. `append` is the one durable
- * write of a journal step (one write, one fdatasync); `compact` rewrites the live records to a fresh
- * file (temp file, fsync, rename, folder fsync) and goes on appending there. All calls are
- * synchronous: a step is done, durably, when the call returns.
+ * The open log: one descriptor, written at `end` with positional writes. `append` is the one write
+ * of a journal step (one write, then one fdatasync unless the entry is lazy: ADR 0043); `compact`
+ * rewrites the live records to a fresh file (temp file, fsync, rename, folder fsync) and goes on
+ * appending there. All calls are synchronous: a step is written (and, unless lazy, durable, with
+ * every lazy frame before it) when the call returns.
  */
 export class JournalLog {
   /** Bytes each live record's frame takes in a compacted log, by offer id. */
@@ -50,6 +51,8 @@ export class JournalLog {
   private liveBytes = LOG_HEADER_BYTES.length;
   private nextCompactionAt: number;
   private broken: JournalBrokenError | null = null;
+  /** Lazy frames were written since the last fdatasync. */
+  private unsynced = false;
 
   private constructor(
     private readonly dir: string,
@@ -113,22 +116,28 @@ export class JournalLog {
   }
 
   /**
-   * One frame, written and fdatasynced. On failure the tail is cut back to where it was (so no half
-   * frame sits before a later whole one) and the error is thrown; if even that fails, the log is
-   * broken and refuses every later write.
+   * One frame, written and (unless lazy) fdatasynced — which makes every lazy frame before it durable
+   * too. On failure the tail is cut back to where it was (so no half frame sits before a later whole
+   * one) and the error is thrown; if even that fails, the log is broken and refuses every later write.
    */
   append(entry: LogEntry<JournalRecord>): void {
     this.assertUsable();
     const frame = encodeFrame(entry);
     try {
       writeFully(this.fd, frame, this.end);
-      fdatasyncSync(this.fd);
+      if (!entry.lazy) fdatasyncSync(this.fd);
     } catch (error) {
       this.undoTail(error);
       throw error;
     }
     this.end += frame.length;
+    this.unsynced = entry.lazy === true;
     this.track(entry, frame);
+  }
+
+  /** Whether every frame written so far is durable (no lazy frame since the last fdatasync). */
+  get synced(): boolean {
+    return !this.unsynced;
   }
 
   /**
@@ -149,6 +158,7 @@ export class JournalLog {
     closeSync(this.fd);
     this.fd = written.fd;
     this.end = written.end;
+    this.unsynced = false; // the new file was fsynced whole
     this.nextCompactionAt = this.policy.minBytes;
     try {
       syncFolder(this.dir);
@@ -160,8 +170,13 @@ export class JournalLog {
     }
   }
 
+  /** A clean stop leaves nothing for a power cut to take: lazy frames are synced first. */
   close(): void {
-    closeSync(this.fd);
+    try {
+      if (this.unsynced && !this.broken) fdatasyncSync(this.fd);
+    } finally {
+      closeSync(this.fd);
+    }
   }
 
   /** Keeps `liveBytes` equal to what a compacted log of the live records would hold. */

@@ -58,13 +58,31 @@ export class JournalFullError extends Error {
   override readonly name = 'JournalFullError';
 }
 
+/**
+ * The states whose record must be on disk before the step returns (ADR 0043). Every other step is
+ * written lazily — no fdatasync of its own; the next durable step's (or a clean close's) covers it —
+ * because a power cut that loses it leaves the journal as a crash just before that step would, which
+ * R-WRK-2's table already handles: `accepted` and `starting_acknowledged` lose nothing that ran
+ * (`launching` is synced before any spawn, and it makes them durable too), a lost
+ * `running_acknowledged`, `completion_acknowledged` or `start_failed` is reported again and the
+ * control plane replays or refuses it. Durable: `launching` (never re-spawn an attempt that may have
+ * run), `started` (a power cut during a long run is then reported, not left to an operator), the exit
+ * and outcome (`update`: a result that cannot be recomputed) and `recovery_required`.
+ */
+export const DURABLE_STATES: ReadonlySet<JournalState> = new Set<JournalState>([
+  'launching',
+  'started',
+  'recovery_required',
+]);
+
 /** Per-record files of a worker from before ADR 0041: read once at open, moved into the log. */
 const RECORD_FILE = /^([0-9a-f-]{36})\.json$/;
 
 /**
  * The worker's durable journal of accepted runs (R-WRK-1, R-WRK-2): an append-only log
  * (`journal.log`, 0600) in a 0700 folder, owned by one process through `journal.lock`. Every step
- * is one checksummed frame, one write and one fdatasync, by synchronous calls (ADR 0041); the log is
+ * is one checksummed frame and one write, by synchronous calls (ADR 0041), with an fdatasync where
+ * `DURABLE_STATES` says a power cut must not lose it (ADR 0043); the log is
  * compacted between steps once it holds far more than its live records. The constructor touches
  * nothing; `open()` creates the folder, takes the lock and loads every record. Each record is also
  * kept in memory, exactly as it was last written (or loaded): steps, `get` and `page` read that copy,
@@ -74,7 +92,7 @@ const RECORD_FILE = /^([0-9a-f-]{36})\.json$/;
 export class WorkerJournal {
   private lock: JournalLock | undefined;
   private log: JournalLog | undefined;
-  /** Every record as the log holds it (set only once the write is durable), by offer id. */
+  /** Every record as the log holds it (set only once the write returned), by offer id. */
   private readonly records = new Map<string, JournalRecord>();
   private compaction: NodeJS.Immediate | undefined;
   private readonly now: () => Date;
@@ -151,7 +169,7 @@ export class WorkerJournal {
         );
       }
       const record = validateJournalRecord(acceptedRecord(offer, this.now().toISOString()));
-      this.write({ del, put: record });
+      this.write({ del, put: record }, false);
       return record;
     });
   }
@@ -169,7 +187,7 @@ export class WorkerJournal {
       });
       // Finished records beyond the bound go in the same write (only after the bound was lowered).
       const del = isFinished(to) ? this.prunable(this.options.maxRecords, next) : [];
-      this.write({ del, put: next });
+      this.write({ del, put: next }, DURABLE_STATES.has(to));
       return next;
     });
   }
@@ -178,7 +196,7 @@ export class WorkerJournal {
   update(offerId: string, patch: Pick<JournalPatch, 'exit' | 'outcome'>): Promise<JournalRecord> {
     return this.step(() => {
       const next = this.stamp({ ...this.read(offerId), ...patch });
-      this.write({ put: next });
+      this.write({ put: next }, true);
       return next;
     });
   }
@@ -227,7 +245,7 @@ export class WorkerJournal {
       if (record.state !== 'recovery_required') {
         throw new IllegalStateError(`offer ${offerId} is ${record.state}, not recovery_required`);
       }
-      this.write({ del: [offerId] });
+      this.write({ del: [offerId] }, true);
       return record;
     });
   }
@@ -236,7 +254,7 @@ export class WorkerJournal {
   prune(keep: number = this.options.maxRecords): Promise<number> {
     return this.step(() => {
       const del = this.prunable(keep);
-      if (del.length) this.write({ del });
+      if (del.length) this.write({ del }, false);
       return del.length;
     });
   }
@@ -300,12 +318,13 @@ export class WorkerJournal {
   }
 
   /**
-   * One frame, durable when this returns; only then the memory copy changes (a failed write leaves
-   * the old one, which is what the log still holds). The record put is frozen in place.
+   * One frame, written (and durable if `durable`) when this returns; only then the memory copy
+   * changes (a failed write leaves the old one, which is what the log still holds). The record put
+   * is frozen in place.
    */
-  private write(entry: LogEntry<JournalRecord>): void {
+  private write(entry: LogEntry<JournalRecord>, durable: boolean): void {
     const log = this.log!;
-    log.append(entry);
+    log.append(durable ? entry : { ...entry, lazy: true });
     for (const offerId of entry.del ?? []) this.records.delete(offerId);
     if (entry.put) this.keep(entry.put);
     if (log.wantsCompaction) this.compactSoon();

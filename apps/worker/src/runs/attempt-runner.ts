@@ -33,6 +33,8 @@ export interface AttemptDeps {
   readonly retryMs: number;
   /** SIGTERM → SIGKILL grace of the executor: kills start this long before the hard stop. */
   readonly killGraceMs: number;
+  /** How long output may wait to ride on the completion before it goes as a `logs` call (ADR 0044). */
+  readonly logLingerMs?: number;
   /** The attempt's work folder, once the journal records it finished (ADR 0038); absent: kept. */
   readonly folders?: Pick<WorkFolders, 'settle'>;
 }
@@ -86,7 +88,14 @@ export class AttemptRunner {
     };
     this.ids = { offerId: this.lease.offerId, runId: offer.run.runId, attemptId: offer.run.attemptId };
     this.killGraceMs = deps.killGraceMs;
-    this.uploader = new LogUploader(deps.channel, this.lease, this.term(), deps.log, this.ids);
+    this.uploader = new LogUploader(
+      deps.channel,
+      this.lease,
+      this.term(),
+      deps.log,
+      this.ids,
+      deps.logLingerMs,
+    );
   }
 
   get attemptId(): string {
@@ -217,6 +226,11 @@ export class AttemptRunner {
       return this.startFailure(error instanceof StartFailedError ? error.code : 'spawn_failed', error);
     }
     this.local = local;
+    // Once it ended, what is still queued waits for the completion (ADR 0044); this runs before `steps` reads `done`.
+    void local.done.then(
+      () => this.uploader.hold(),
+      () => undefined,
+    );
     if (this.cancelWanted || this.lostReason) local.cancel(); // arrived while it was spawning
     this.enforce(); // the group exists now: arm the reaper's switch
     await journal.transition(offerId, 'started', { process: local.process });
@@ -229,19 +243,22 @@ export class AttemptRunner {
     const outcome = recordedOutcome(ended);
     await journal.update(offerId, { exit: { code: ended.exitCode, signal: ended.signal }, outcome });
     this.checkLease();
-    await this.uploader.flush();
+    // What is still queued rides on the completion, up to the bound; earlier chunks go as `logs` first.
+    const finalLogs = await this.uploader.finish();
     this.checkLease();
     await this.activation('completion', {
       outcome: outcome.status,
       exitCode: outcome.exitCode,
       errorSummary: completionSummary(ended, spec.timeoutMs),
+      ...(finalLogs.length > 0 ? { finalLogs } : {}),
     });
     await journal.transition(offerId, 'completion_acknowledged');
     log.info('attempt completed', {
       ...this.ids,
       outcome: outcome.status,
       exitCode: outcome.exitCode,
-      logChunks: this.uploader.uploaded,
+      logChunks: this.uploader.uploaded + finalLogs.length,
+      finalLogChunks: finalLogs.length,
       ...ended.usage, // cpuUsec, memoryPeakBytes: from the attempt's cgroup (ADR 0030)
     });
   }

@@ -1,3 +1,4 @@
+import type { FinalLogChunk } from '@ql/domain';
 import type { OutputChunk } from '../executor/output-limiter';
 import type { WorkerLog } from '../logging/worker-log';
 import {
@@ -8,21 +9,33 @@ import {
   describeError,
   isLeaseFenced,
 } from './lease-channel';
+import { monotonicNow } from '../host/monotonic';
+import { finalTailStart } from './final-logs';
 import { LogText, OutputText } from './output-text';
+
+/** A queued text and when it was queued (monotonic ms). */
+interface Queued extends LogText {
+  readonly at: number;
+}
 
 /**
  * Uploads one attempt's output as `logs` chunks (R-CMP-2): in order, seq 0, 1, 2 … as the wire
  * numbers them, each text ≤ 60 KiB of UTF-8 with the stream it came from (ADR 0032). A chunk that
  * got no answer is sent again with the same seq, stream and text while the lease term lasts. Output waits in memory until `start()` (the executor caps
- * it per run, so the queue is bounded) and one send runs at a time.
+ * it per run, so the queue is bounded) and one send runs at a time. Each chunk waits its linger
+ * first while the queue fits a completion: once the process ended, what is still queued rides on
+ * the completion (`finish()`, ADR 0044).
  */
 export class LogUploader {
-  private readonly queue: LogText[] = [];
+  private readonly queue: Queued[] = [];
   private readonly text = new OutputText();
   private seq = 0;
   private started = false;
   private stopped = false;
+  private holding = false;
   private sending: Promise<void> = Promise.resolve();
+  /** Ends a linger early: output came, the process ended, or the upload stops. */
+  private wake: (() => void) | undefined;
 
   constructor(
     private readonly channel: LeaseChannel,
@@ -30,16 +43,20 @@ export class LogUploader {
     private readonly options: TermOptions,
     private readonly log: WorkerLog,
     private readonly ids: Record<string, string>,
+    /** How long a chunk may wait for the process to end and ride on the completion (ADR 0044). */
+    private readonly lingerMs = 0,
   ) {}
 
-  /** Chunks sent and acknowledged so far. */
+  /** Chunks sent as `logs` calls and acknowledged so far. */
   get uploaded(): number {
     return this.seq;
   }
 
   push(chunk: OutputChunk): void {
     if (this.stopped) return;
-    this.queue.push(...this.text.texts(chunk));
+    const at = monotonicNow();
+    for (const text of this.text.texts(chunk)) this.queue.push({ ...text, at });
+    this.wake?.(); // the queue may now be past what the completion can carry
     this.kick();
   }
 
@@ -49,26 +66,54 @@ export class LogUploader {
     this.kick();
   }
 
-  /** Resolves once every chunk pushed so far was sent (or the upload gave up). */
-  async flush(): Promise<void> {
-    while (this.started && !this.stopped && this.queue.length > 0) {
-      this.kick();
+  /**
+   * The process ended (ADR 0044): no chunk starts going out as a `logs` call any more until
+   * `finish()` has said which ones ride on the completion instead.
+   */
+  hold(): void {
+    this.holding = true;
+    this.wake?.();
+  }
+
+  /**
+   * The process has exited and its output is all pushed (ADR 0044): once a send under way ended, the
+   * chunks before the tail that fits the completion (`finalTailStart`) are sent as `logs` calls, and
+   * the tail comes back, seqs given, for the completion to carry; nothing more is sent from here.
+   * Empty when the upload gave up (or never started).
+   */
+  async finish(): Promise<FinalLogChunk[]> {
+    this.hold();
+    await this.sending;
+    if (this.started && !this.stopped) {
+      const keep = this.queue.length - finalTailStart(this.queue, this.seq);
+      this.holding = false;
+      this.kick(keep);
       await this.sending;
     }
+    const final = this.started && !this.stopped ? this.queue.splice(0) : [];
+    this.stopped = true;
+    return final.map(({ stream, text }, i) => ({ seq: this.seq + i, stream, text }));
   }
 
   /** No more sends (the lease is gone, or the worker stops). */
   stop(): void {
     this.stopped = true;
+    this.wake?.();
   }
 
-  private kick(): void {
+  private kick(keep = 0): void {
     if (!this.started || this.stopped) return;
-    this.sending = this.sending.then(() => this.drain());
+    this.sending = this.sending.then(() => this.drain(keep));
   }
 
-  private async drain(): Promise<void> {
-    while (this.queue.length > 0 && !this.stopped) {
+  /** Sends queued chunks in order until `keep` are left; while the process runs, each after its linger. */
+  private async drain(keep: number): Promise<void> {
+    while (this.queue.length > keep && !this.stopped && !this.holding) {
+      const lingerMs = keep === 0 ? this.lingerLeft() : 0;
+      if (lingerMs > 0) {
+        await this.linger(lingerMs);
+        continue;
+      }
       const { stream, text } = this.queue[0]!;
       try {
         await callInTerm(this.channel, 'logs', this.lease, { seq: this.seq, stream, text }, this.options);
@@ -85,5 +130,30 @@ export class LogUploader {
         });
       }
     }
+  }
+
+  /**
+   * How much longer the oldest queued chunk may wait for the process to end (0: send it now). Never
+   * while the queue is past what the completion carries: its head goes as a `logs` call either way.
+   */
+  private lingerLeft(): number {
+    if (this.lingerMs === 0 || this.options.signal.aborted) return 0;
+    if (finalTailStart(this.queue, this.seq) > 0) return 0;
+    return this.queue[0]!.at + this.lingerMs - monotonicNow();
+  }
+
+  private linger(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.options.signal.removeEventListener('abort', done);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      this.options.signal.addEventListener('abort', done, { once: true });
+      this.wake = done;
+    });
   }
 }

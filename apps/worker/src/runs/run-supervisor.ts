@@ -225,6 +225,7 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
           signal: this.abort.signal,
           retryMs: this.retryMs,
           killGraceMs: this.config.killGraceMs,
+          logLingerMs: this.config.logLingerMs,
           folders: this.folders,
         },
         pulled.offer,

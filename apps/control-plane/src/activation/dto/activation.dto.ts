@@ -8,7 +8,7 @@ import {
   LogStream,
   RUN_LOG_LIMITS,
 } from '@ql/domain';
-import { EnumField, IntField, TextField } from '../../http/validation/dto-fields';
+import { EnumField, IntField, NestedField, TextField } from '../../http/validation/dto-fields';
 import { LeaseFenceDto } from '../../leases/dto/pull.dto';
 
 /** `starting` body (R-ACT-1): the lease fence alone, so it is the renew/release body. */
@@ -29,6 +29,42 @@ export class StartFailureDto extends LeaseFenceDto {
   errorCode!: string;
 }
 
+const SEQ_DOC =
+  'the chunk number, 0, 1, 2 … per attempt; a gap is refused, the same seq, stream and text is a replay';
+const TEXT_DOC = `at most ${RUN_LOG_LIMITS.chunkBytes / 1024} KiB of UTF-8, as the task wrote it: any character but NUL (and no lone surrogate); the admin views neutralize what a terminal or browser would interpret`;
+const textField = () =>
+  TextField({ max: RUN_LOG_LIMITS.chunkBytes, output: true }, { description: TEXT_DOC });
+
+/** One chunk of a completion's `finalLogs` (ADR 0044): a `logs` chunk that always says its stream. */
+export class FinalLogChunkDto {
+  @IntField(0, RUN_LOG_LIMITS.maxSeq, { description: SEQ_DOC })
+  seq!: number;
+
+  @EnumField(LOG_STREAMS, {
+    description: 'the task’s `stdout` or `stderr`, or `system` for the worker’s truncation marker',
+  })
+  stream!: LogStream;
+
+  @textField()
+  text!: string;
+}
+
+/** `logs` body (R-RUN-4): one chunk of output, in sequence per attempt. */
+export class LogChunkDto extends LeaseFenceDto {
+  @IntField(0, RUN_LOG_LIMITS.maxSeq, { description: SEQ_DOC })
+  seq!: number;
+
+  @EnumField(LOG_STREAMS, {
+    presence: 'optional',
+    description:
+      'where the text came from: the task’s `stdout` or `stderr`, or `system` for the worker’s truncation marker; a worker from before ADR 0032 sends none (stored as unknown)',
+  })
+  stream?: LogStream;
+
+  @textField()
+  text!: string;
+}
+
 /** `completion` body (R-CMP-1): the fence and the attempt's end. */
 export class CompletionDto extends LeaseFenceDto {
   @EnumField(COMPLETION_OUTCOMES)
@@ -45,28 +81,11 @@ export class CompletionDto extends LeaseFenceDto {
     { presence: 'nullable', description: `at most ${ACTIVATION_LIMITS.errorSummaryBytes} bytes of UTF-8` },
   )
   errorSummary?: string | null;
-}
 
-/** `logs` body (R-RUN-4): one chunk of output, in sequence per attempt. */
-export class LogChunkDto extends LeaseFenceDto {
-  @IntField(0, RUN_LOG_LIMITS.maxSeq, {
-    description:
-      'the chunk number, 0, 1, 2 … per attempt; a gap is refused, the same seq, stream and text is a replay',
-  })
-  seq!: number;
-
-  @EnumField(LOG_STREAMS, {
+  @NestedField(() => FinalLogChunkDto, {
+    maxItems: RUN_LOG_LIMITS.finalChunks,
     presence: 'optional',
-    description:
-      'where the text came from: the task’s `stdout` or `stderr`, or `system` for the worker’s truncation marker; a worker from before ADR 0032 sends none (stored as unknown)',
+    description: `the attempt’s last output, stored as \`logs\` chunks would be and in the completion’s transaction, before its state change (ADR 0044): at most ${RUN_LOG_LIMITS.finalChunks} chunks whose texts total at most ${RUN_LOG_LIMITS.chunkBytes / 1024} KiB of UTF-8; a refused completion stores none of them, and only the identical body replays`,
   })
-  stream?: LogStream;
-
-  @TextField(
-    { max: RUN_LOG_LIMITS.chunkBytes, output: true },
-    {
-      description: `at most ${RUN_LOG_LIMITS.chunkBytes / 1024} KiB of UTF-8, as the task wrote it: any character but NUL (and no lone surrogate); the admin views neutralize what a terminal or browser would interpret`,
-    },
-  )
-  text!: string;
+  finalLogs?: FinalLogChunkDto[];
 }

@@ -1,0 +1,4 @@
+import { postgresDispatchTarget } from '../support/dispatch-targets';
+import { describeFinalLogsContract } from './final-logs.contract';
+
+describeFinalLogsContract('postgres', postgresDispatchTarget);
