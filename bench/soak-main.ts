@@ -66,6 +66,7 @@ export async function soakMain(resultsDir: string): Promise<SoakResult> {
     ['  V8 heap used slope', `${slopes.heapUsed.toFixed(3)} MiB/min`, '', ''],
     ['  V8 heap size slope', `${slopes.heapTotal.toFixed(3)} MiB/min`, '', ''],
     ['  worker processes RSS slope (summed)', `${slopes.workersRss.toFixed(3)} MiB/min`, '', ''],
+    ['control-plane RSS before any run (workers online) MiB', mib(result.beforeLoadRssMiB), '', ''],
     [
       'control-plane RSS first / at settle / last / max MiB',
       `${mib(first.rssMiB)} / ${mib(settled.rssMiB)} / ${mib(last.rssMiB)} / ${mib(Math.max(...result.samples.map((s) => s.rssMiB)))}`,

@@ -89,6 +89,8 @@ export interface SoakResult {
   readonly config: SoakConfig;
   /** Runs/s of the short drain the default rate is half of (undefined when the rate was given). */
   readonly measuredMax: number | undefined;
+  /** The plane's RSS once the workers were online, before any run: where the load's climb starts. */
+  readonly beforeLoadRssMiB: number;
   readonly rate: number;
   readonly samples: SoakSample[];
   readonly failedRuns: Record<string, number>;
@@ -272,6 +274,7 @@ export async function measureSoak(cfg: SoakConfig, log: (line: string) => void):
       120_000,
       200,
     );
+    const beforeLoadRssMiB = plane.process.rssMiB();
     const { taskId, trigger } = await soakTask(plane, 'soak');
     const count = () => counter.count(taskId);
     let measuredMax: number | undefined;
@@ -341,7 +344,7 @@ export async function measureSoak(cfg: SoakConfig, log: (line: string) => void):
       await plane.admin('GET', '/api/v1/workers');
       notes.push(`heap snapshots in ${join(cfg.heapSnapshotDir!)}`);
     }
-    return { config: cfg, measuredMax, rate, samples, failedRuns, notes };
+    return { config: cfg, measuredMax, beforeLoadRssMiB, rate, samples, failedRuns, notes };
   } finally {
     for (const undo of cleanup.reverse())
       await undo().catch((error: Error) => notes.push(`cleanup: ${error.message.split('\n')[0]}`));
