@@ -3,7 +3,8 @@
  * quickstart process (`dist/apps/control-plane/src/quickstart.js`) in a fresh folder, so its control
  * plane makes the SQLite file and the development PKI (the first start), then starts and supervises
  * `worker-1` — idle for the same time as the other parts, then the RSS of the control plane and of
- * its worker, read from /proc. Ports are picked by the kernel; nothing else differs from `npm start`.
+ * its worker, read from /proc; stopped, then started again in the same folder (a second start, which
+ * makes nothing). Ports are picked by the kernel; nothing else differs from `npm start`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,13 @@ import { DIST } from './lib/plane';
 import { BenchProcess, pollUntil, rssMiB } from './lib/processes';
 
 export interface QuickstartMemory {
+  /** In a fresh folder: the control plane makes its database and dev PKI. */
+  readonly first: QuickstartStart;
+  /** Again in the same folder: everything is there. */
+  readonly second: QuickstartStart;
+}
+
+export interface QuickstartStart {
   readonly planeMiB: number;
   readonly workerMiB: number;
   /** The quickstart's own process (the supervisor). */
@@ -25,6 +33,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function quickstartMemory(idleSeconds: number): Promise<QuickstartMemory> {
   const dir = mkdtempSync(join(tmpdir(), 'ql-bench-quickstart-'));
+  try {
+    const first = await quickstartIn(dir, idleSeconds);
+    return { first, second: await quickstartIn(dir, idleSeconds) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function quickstartIn(dir: string, idleSeconds: number): Promise<QuickstartStart> {
   // Its own process group (as a terminal would run it): the stop below reaches the quickstart only,
   // which stops its worker, then its control plane.
   const proc = new BenchProcess(
@@ -53,6 +70,5 @@ export async function quickstartMemory(idleSeconds: number): Promise<QuickstartM
     };
   } finally {
     await proc.stop(30_000);
-    rmSync(dir, { recursive: true, force: true });
   }
 }
