@@ -81,6 +81,28 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     `CPU per heartbeat ${(launchers.cpuMsPer1k / bare.cpuMsPer1k).toFixed(2)} × (paired by round ${launchers.cpuVsNone.toFixed(2)} ×); ` +
     `idle RSS / target ${(launchers.idleMiB / PLANE_RSS_TARGET_MIB).toFixed(2)}, / Fastify hello-world ` +
     `${(launchers.idleMiB / p.fastifyMiB).toFixed(2)} ×`;
+  const quickstartHeader = ['process', `RSS after ${idleSeconds} s idle MiB`, 'target', 'result'];
+  const quickstartAlign: Align[] = ['left', 'right', 'right', 'left'];
+  const quickstartRows = (['first', 'second'] as const).flatMap((which) => {
+    const q = result.quickstart[which];
+    const workerRatio = q.workerMiB / result.bareNodeMiB;
+    const start = which === 'first' ? 'first start: it made its database and dev PKI' : 'second start';
+    return [
+      [
+        `control plane (standalone, SQLite), ${start}`,
+        mib(q.planeMiB),
+        `≤ ${PLANE_RSS_TARGET_MIB} MiB`,
+        q.planeMiB <= PLANE_RSS_TARGET_MIB ? 'pass' : 'FAIL',
+      ],
+      [
+        `worker-1, ${which} start (${workerRatio.toFixed(2)} × bare node)`,
+        mib(q.workerMiB),
+        `≤ ${WORKER_RSS_TARGET} ×`,
+        workerRatio <= WORKER_RSS_TARGET ? 'pass' : 'FAIL',
+      ],
+      [`the quickstart process (supervisor), ${which} start`, mib(q.supervisorMiB), '', ''],
+    ];
+  });
   const moduleHeader = ['required (cumulative, fresh node, after gc)', 'RSS MiB', 'heap used MiB'];
   const moduleAlign: Align[] = ['left', 'right', 'right'];
   const moduleRows = result.moduleCost.map((m) => [m.step, mib(m.rssMiB), mib(m.heapUsedMiB)]);
@@ -97,6 +119,8 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
   console.log('');
   console.log(textTable(planeHeader, planeRows, planeAlign));
   console.log(planeLine);
+  console.log('');
+  console.log(textTable(quickstartHeader, quickstartRows, quickstartAlign));
   console.log('');
   console.log(textTable(moduleHeader, moduleRows, moduleAlign));
   console.log(packagesLine);
@@ -119,16 +143,25 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     '',
     '## Standalone control plane: idle RSS and start-up',
     '',
-    'One control plane per variant (V8 flags; every plane has the launchers\' environment, ' +
+    "One control plane per variant (V8 flags; every plane has the launchers' environment, " +
       '`MALLOC_ARENA_MAX=2`, unless its row says otherwise) and the hello-world, each its own process, polled on `GET /readyz` ' +
       `every 5 ms from spawn (build excluded); then idle together for ${idleSeconds} s and their RSS read. ` +
       `Then each plane in turn (${p.loadRounds} rounds, order rotated) carries ${p.loadSessions} worker sessions ` +
       `heartbeating over mTLS in closed loops for ${p.loadSeconds} s (fenced heartbeats, the bench's client in ` +
-      'this process); medians of the rounds, and of each round\'s ratio to the no-flag plane\'s CPU.',
+      "this process); medians of the rounds, and of each round's ratio to the no-flag plane's CPU.",
     '',
     markdownTable(planeHeader, planeRows, planeAlign),
     '',
     planeLine,
+    '',
+    '## The quickstart (`npm start`): first and second start',
+    '',
+    '`dist/apps/control-plane/src/quickstart.js` in a fresh folder (its control plane makes the SQLite file ' +
+      'and the dev PKI, then it starts `worker-1`), ports picked by the kernel; idle for the same ' +
+      `${idleSeconds} s after the worker registered, then RSS from /proc; stopped and started again in the ` +
+      'same folder. The worker ratio is over the bare `node` of the worker part.',
+    '',
+    markdownTable(quickstartHeader, quickstartRows, quickstartAlign),
     '',
     '## What the worker loads',
     '',

@@ -12,7 +12,6 @@ import { median } from './lib/measure';
 import {
   BenchDatabase,
   BenchPki,
-  DIST,
   PlaneProcess,
   WORKER_MAIN,
   createBenchPki,
@@ -20,6 +19,8 @@ import {
   startPlaneProcess,
 } from './lib/plane';
 import { BenchProcess, pollUntil, spawnNode } from './lib/processes';
+import { ModuleCostRow, moduleCost } from './memory-modules';
+import { QuickstartMemory, quickstartMemory } from './memory-quickstart';
 
 /** V8 flag sets tried on the worker (each beside a bare `node` with the same flags). */
 export const FLAG_SETS: readonly (readonly string[])[] = [
@@ -84,17 +85,13 @@ export interface PlaneMemoryResult {
   readonly loadRounds: number;
 }
 
-export interface ModuleCostRow {
-  readonly step: string;
-  readonly rssMiB: number;
-  readonly heapUsedMiB: number;
-}
-
 export interface MemoryResult {
   readonly idleSeconds: number;
   readonly bareNodeMiB: number;
   readonly workers: WorkerMemoryRow[];
   readonly plane: PlaneMemoryResult;
+  /** `npm start` on its first start: its control plane and its worker (bench/memory-quickstart.ts). */
+  readonly quickstart: QuickstartMemory;
   readonly moduleCost: ModuleCostRow[];
   /** CommonJS packages the worker's module graph loads (Nest itself is ESM and not listed). */
   readonly workerPackages: Record<string, number>;
@@ -313,63 +310,6 @@ async function readyzOf(proc: BenchProcess): Promise<number> {
   return performance.now() - proc.startedAt;
 }
 
-/** RSS of a fresh `node` after requiring `modules` in order (after a full GC and a short settle). */
-function moduleCostStep(
-  modules: readonly string[],
-): Promise<ModuleCostRow & { packages: Record<string, number> }> {
-  const code = `
-    ${modules.map((m) => `require(${JSON.stringify(m)});`).join('\n')}
-    global.gc();
-    setTimeout(() => {
-      const packages = {};
-      for (const file of Object.keys(require.cache)) {
-        const at = file.lastIndexOf('node_modules/');
-        if (at < 0) continue;
-        const parts = file.slice(at + 13).split('/');
-        const name = parts[0].startsWith('@') ? parts[0] + '/' + parts[1] : parts[0];
-        packages[name] = (packages[name] || 0) + 1;
-      }
-      const m = process.memoryUsage();
-      process.stdout.write(JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, packages }) + '\\n');
-      process.exit(0);
-    }, 300);`;
-  const proc = spawnNode(['--expose-gc', '-e', code], {});
-  return proc.exited.then(() => {
-    const line = proc.lines[0] as
-      { rss: number; heapUsed: number; packages: Record<string, number> } | undefined;
-    if (!line) throw new Error(`module cost step failed: ${proc.output.join('\n')}`);
-    return {
-      step: modules.length ? modules.map((m) => m.replace(`${DIST}/`, '')).join(' + ') : '(bare node)',
-      rssMiB: line.rss / 2 ** 20,
-      heapUsedMiB: line.heapUsed / 2 ** 20,
-      packages: line.packages,
-    };
-  });
-}
-
-/** Each layer of the worker's graph on its own, cumulatively: what Nest costs, what we add on top. */
-async function moduleCost() {
-  const worker = `${DIST}/apps/worker/src/worker.module.js`;
-  const steps: string[][] = [
-    [],
-    ['reflect-metadata', 'rxjs'],
-    ['reflect-metadata', '@nestjs/common'],
-    ['reflect-metadata', '@nestjs/core'],
-    ['reflect-metadata', '@nestjs/core', `${DIST}/libs/contracts/src/index.js`],
-    ['reflect-metadata', '@nestjs/core', '@nestjs/schedule'],
-    ['reflect-metadata', '@nestjs/core', `${DIST}/libs/domain/src/index.js`],
-    ['reflect-metadata', '@nestjs/core', worker],
-  ];
-  const rows: ModuleCostRow[] = [];
-  let workerPackages: Record<string, number> = {};
-  for (const step of steps) {
-    const { packages, ...row } = await moduleCostStep(step);
-    rows.push(row);
-    if (step.includes(worker)) workerPackages = packages;
-  }
-  return { rows, workerPackages };
-}
-
 export async function measureMemory(
   idleSeconds: number,
   load: PlaneLoad,
@@ -382,11 +322,14 @@ export async function measureMemory(
     const plane = await planeMemory(idleSeconds, pki, load);
     log('memory: control plane measured');
     const workers = await workerMemory(idleSeconds, log);
+    const quickstart = await quickstartMemory(idleSeconds);
+    log('memory: quickstart measured');
     return {
       idleSeconds,
       bareNodeMiB: workers.bareNodeMiB,
       workers: workers.workers,
       plane,
+      quickstart,
       moduleCost: moduleRows,
       workerPackages,
     };

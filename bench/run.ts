@@ -6,7 +6,7 @@
  * each figure beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
- *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer,journal,plane-cost (default all); `npm run bench -- memory`
+ *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer,journal,plane-cost,soak (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too; heartbeat-mtls: only the mTLS part of heartbeat
  *   QL_BENCH_MTLS_WORKERS    heartbeat over mTLS: workers, each its own certificate (default 256);
  *                            QL_BENCH_MTLS_IN_FLIGHT heartbeats in flight (default 32)
@@ -23,6 +23,9 @@
  *   QL_BENCH_PEER_*          peer: LEVELS (W×S: 1x1,4x1,4x4), RUNS (150), WARMUP (20), ROUNDS (3),
  *                            LATENCY_SAMPLES (100), LATENCY_WARMUP (5), LATENCY_PAUSE_MS (50)
  *   QL_BENCH_PLANE_COST_*    plane-cost: RUNS (600), WARMUP (50), WORKERS (4), SLOTS (1), PROFILE_US (250)
+ *   QL_BENCH_SOAK_*          soak: MINUTES (30), SETTLE_MINUTES (5), SAMPLE_SECONDS (15), LEVEL (W×S, 2x2), RATE (runs/s;
+ *                            default RATE_SHARE 0.5 × a measured maximum of PROBE_RUNS 200), DIALECT (postgres),
+ *                            HEAPSNAPSHOT_DIR (heap snapshots of the plane after the settle and at the end)
  *   QL_BENCH_STEP_RUNS       steps: pre-claimed runs per sample (default 300); QL_BENCH_STEP_CONCURRENCY (1,8)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
  *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)
@@ -50,6 +53,7 @@ import { leaseEnforcementMain } from './lease-enforcement';
 import { journalMain } from './journal';
 import { peerMain } from './peer-main';
 import { planeCostMain } from './plane-cost';
+import { soakMain } from './soak-main';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
 import { heartbeatMtlsMain } from './heartbeat-mtls-main';
@@ -278,6 +282,7 @@ async function main(): Promise<void> {
   if (suites.includes('peer')) await peerMain(RESULTS_DIR);
   if (suites.includes('journal')) await journalMain(RESULTS_DIR);
   if (suites.includes('plane-cost')) await planeCostMain(RESULTS_DIR);
+  if (suites.includes('soak')) await soakMain(RESULTS_DIR);
 }
 
 class UsageError extends Error {}
@@ -295,6 +300,7 @@ const SUITES = [
   'peer',
   'journal',
   'plane-cost',
+  'soak',
 ];
 
 const USAGE = `usage: npm run bench [-- <group> ...]   (node dist/bench/run.js [<group> ...])

@@ -94,8 +94,13 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-export function envNumber(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
+export function envNumber(
+  name: string,
+  fallback: number,
+  min: number,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
+  const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isFinite(value) || value < min)

@@ -93,3 +93,53 @@ describe('the standalone control plane at idle (ADR 0020)', () => {
     expect((await loadedPackages()).filter((p) => NOT_AT_IDLE.includes(p))).toEqual([]);
   });
 });
+
+describe('the first start of a standalone control plane, which makes its dev PKI (ADR 0048)', () => {
+  let dir: string;
+  let plane: EntryPoint;
+
+  beforeAll(async () => {
+    dir = tempDir('ql-footprint-first-');
+    plane = new EntryPoint(CONTROL_PLANE, {
+      QL_ADMIN_PORT: '0',
+      QL_INGRESS_PORT: '0',
+      QL_DATABASE_URL: `sqlite:${join(dir, 'ql.sqlite')}`,
+      QL_DEV_PKI: 'true',
+      QL_DEV_PKI_DIR: join(dir, 'pki'),
+      QL_LOG_LEVEL: 'warn',
+      NODE_OPTIONS: `--require ${join(ROOT, 'test', 'support', 'loaded-packages-probe.js')}`,
+    });
+    await plane.until(
+      'control plane ready',
+      async () => plane.lines.find((l) => l.msg === 'control plane ready'),
+      { deadlineMs: 60_000 },
+    );
+  });
+  afterAll(async () => {
+    if (plane?.running) {
+      plane.kill('SIGTERM');
+      await plane.exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('has its certificates made by a process of their own: it never loads the certificate library', async () => {
+    const before = plane.lines.length;
+    plane.kill('SIGUSR2');
+    const probe = await plane.until('the loaded packages probe', async () =>
+      plane.lines.slice(before).find((l) => l.msg === 'loaded packages probe'),
+    );
+    expect((probe as unknown as { packages: string[] }).packages).not.toContain('@peculiar/x509');
+    // The PKI it made is the one it serves: worker-1's new certificate registers over mTLS.
+    const pkiDir = join(dir, 'pki');
+    const worker = join(pkiDir, 'workers', 'worker-1');
+    const ready = plane.lines.find((l) => l.msg === 'control plane ready')!;
+    const res = await postIngress(
+      String(ready.ingress),
+      { ca: join(pkiDir, 'ca.crt'), cert: `${worker}.crt`, key: `${worker}.key` },
+      ingressPath('worker-1', newSessionId(), 'register'),
+      registerBody(),
+    );
+    expect(res.status).toBe(200);
+  });
+});

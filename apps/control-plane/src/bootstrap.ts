@@ -18,8 +18,8 @@ import {
 } from './http/edge';
 import { boundConnectionLifetime } from './http/connection-lifetime';
 import { JsonLogger } from './http/json-logger';
-import { ensureDevPki } from './pki';
 import { WorkerIssuer } from './enrollment/worker-issuer';
+import { ensureDevPkiApart } from './pki/dev-pki-apart';
 
 export interface ControlPlane {
   readonly core: ControlPlaneCore;
@@ -54,7 +54,7 @@ export async function startControlPlane(
   if (config.profile === 'worker')
     throw new Error('QL_PROFILE=worker runs apps/worker, not the control plane');
   if (config.devPki)
-    await ensureDevPki(config.devPkiDir, { trustDomain: config.trustDomain, workers: ['worker-1'] });
+    await ensureDevPkiApart(config.devPkiDir, { trustDomain: config.trustDomain, workers: ['worker-1'] });
   const tls = {
     ca: readFileSync(config.tlsCaPath),
     cert: readFileSync(config.tlsCertPath),

@@ -1,7 +1,6 @@
 import 'reflect-metadata';
-import { checkEntryArgs, guardStdio, writeErr, writeOut } from '@ql/contracts';
+import { checkEntryArgs, guardStdio, withDeferredDateTimeFormats, writeErr, writeOut } from '@ql/contracts';
 import { ConfigError, ControlPlaneConfig, loadConfig } from './config/config';
-import { withDeferredDateTimeFormats } from './deferred-date-formats';
 import { EXIT, describeStartFailure } from './start-failure';
 
 /** What the control plane tells a parent that started it with an IPC channel (the quickstart). */

@@ -6,3 +6,4 @@ export * from './strict-json';
 export * from './run-activation';
 export * from './stdio';
 export * from './entry-args';
+export * from './deferred-date-formats';

@@ -168,7 +168,26 @@ export async function createWorkerCert(ca: PemPair, opts: WorkerCertOptions): Pr
   });
 }
 
+/** Makes what is missing or unusable of the development PKI in `dir`, and answers where its files are. */
 export async function ensureDevPki(dir: string, opts: EnsureDevPkiOptions): Promise<DevPkiPaths> {
+  return (await settleDevPki(dir, opts, true))!;
+}
+
+/**
+ * Whether `ensureDevPki` would make nothing (every file there, usable): it answers without loading
+ * @peculiar/x509. The control plane's start asks this first and has a missing piece made by a process
+ * of its own (`dev-pki-apart.ts`, ADR 0048).
+ */
+export async function devPkiComplete(dir: string, opts: EnsureDevPkiOptions): Promise<boolean> {
+  return (await settleDevPki(dir, opts, false)) !== undefined;
+}
+
+/** `make` false: undefined as soon as something would have to be made. */
+async function settleDevPki(
+  dir: string,
+  opts: EnsureDevPkiOptions,
+  make: boolean,
+): Promise<DevPkiPaths | undefined> {
   assertTrustDomain(opts.trustDomain);
   opts.workers.forEach(assertWorkerId);
   opts.serverDnsNames?.forEach(assertDnsName);
@@ -200,6 +219,7 @@ export async function ensureDevPki(dir: string, opts: EnsureDevPkiOptions): Prom
       // Never replace a CA whose key went missing: certificates it issued may be deployed elsewhere.
       throw new Error(`ensureDevPki: ${paths.caCertPath} exists but ${paths.caKeyPath} is missing`);
     }
+    if (!make) return undefined;
     ca = await createCa();
     await writePair(paths.caCertPath, paths.caKeyPath, ca); // key first, so a crash leaves no cert without key
     paths.created = true;
@@ -212,6 +232,7 @@ export async function ensureDevPki(dir: string, opts: EnsureDevPkiOptions): Prom
   const ipAddresses = opts.serverIpAddresses ?? ['127.0.0.1', '::1'];
   const server = paths.created ? undefined : await readPair(paths.serverCertPath, paths.serverKeyPath);
   if (server === undefined || !serverCertUsable(server, caCert, dnsNames, ipAddresses)) {
+    if (!make) return undefined;
     await writePair(
       paths.serverCertPath,
       paths.serverKeyPath,
@@ -231,6 +252,7 @@ export async function ensureDevPki(dir: string, opts: EnsureDevPkiOptions): Prom
     const existing = paths.created ? undefined : await readPair(certPath, keyPath);
     const uri = spiffeWorkerUri(opts.trustDomain, workerId);
     if (existing === undefined || !leafUsable(existing, caCert, (c) => c.subjectAltName === `URI:${uri}`)) {
+      if (!make) return undefined;
       await writePair(
         certPath,
         keyPath,

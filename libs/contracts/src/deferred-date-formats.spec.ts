@@ -1,6 +1,6 @@
 import { withDeferredDateTimeFormats } from './deferred-date-formats';
 
-describe('withDeferredDateTimeFormats (ADR 0024)', () => {
+describe('withDeferredDateTimeFormats (ADRs 0024, 0048)', () => {
   const Original = Intl.DateTimeFormat;
   let built: unknown[][];
 

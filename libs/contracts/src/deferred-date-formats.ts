@@ -1,8 +1,8 @@
 /**
- * ADR 0024: `@nestjs/common` builds two `Intl.DateTimeFormat`s when it is imported (the timestamps of
- * its console logger). Building the first one makes ICU load its locale, calendar and time-zone data:
- * ~7 MiB of an idle control plane's RSS (pages of the `node` binary's ICU data, and ICU's own heap),
- * for formatters the control plane never calls (it logs through `JsonLogger`, with ISO times).
+ * ADR 0024 (the control plane) and ADR 0048 (the worker): `@nestjs/common` builds two
+ * `Intl.DateTimeFormat`s when it is imported (the timestamps of its console logger). Building the first one makes ICU load its locale, calendar and time-zone data:
+ * ~7 MiB of an idle control plane's or worker's RSS (pages of the `node` binary's ICU data, and ICU's
+ * own heap), for formatters neither calls (both log JSON lines with ISO times).
  *
  * While `load` runs, `Intl.DateTimeFormat` hands out formatters that build the real one (with the same
  * arguments) on first use; afterwards the global is the one it was. A deferred formatter is an

@@ -1,0 +1,71 @@
+/**
+ * ADR 0048: what a real worker process holds. Asked through the preloaded probe the control plane's
+ * footprint test uses (test/support/loaded-packages-probe.js): a registered worker, and the same worker
+ * after it ran a task, has built no `Intl.DateTimeFormat` (Nest's logger formatters wait for a first
+ * use, as in the control plane: building one loads ICU's locale and time-zone data, ~6.5 MiB), and has
+ * loaded none of the control plane's packages.
+ */
+import { join } from 'node:path';
+import { LogLine } from '../support/child-process';
+import { ROOT } from '../support/entry-points';
+import { RemoteRunHarness, RunWorker } from '../support/remote-run-harness';
+
+jest.setTimeout(180_000);
+
+/** Packages only the control plane uses: the worker's graph holds none of them (ADR 0014). */
+const NOT_IN_WORKER = [
+  'typeorm',
+  'pg',
+  'class-validator',
+  'class-transformer',
+  '@nestjs/swagger',
+  'fastify',
+  'prom-client',
+  '@peculiar/x509',
+];
+
+interface Probe extends LogLine {
+  packages: string[];
+  dateTimeFormats: number;
+}
+
+describe('a real worker process holds no date formatter and no control-plane package (ADR 0048)', () => {
+  let h: RemoteRunHarness;
+  let w: RunWorker;
+
+  beforeAll(async () => {
+    h = await RemoteRunHarness.start('sqlite', ['worker-a']);
+    w = h.startWorker('worker-a', {
+      env: { NODE_OPTIONS: `--require ${join(ROOT, 'test', 'support', 'loaded-packages-probe.js')}` },
+    });
+    await h.untilOnline(w);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const probe = async (): Promise<Probe> => {
+    const seen = w.lines.length;
+    w.kill('SIGUSR2');
+    return w.until('the loaded packages probe', async () =>
+      w.lines.slice(seen).find((l): l is Probe => l.msg === 'loaded packages probe'),
+    );
+  };
+
+  it('registered and idle: no date formatter built, no control-plane package loaded', async () => {
+    const p = await probe();
+    expect(p.dateTimeFormats).toBe(0);
+    expect(p.packages).toEqual(expect.arrayContaining(['better-sqlite3', 'rxjs']));
+    expect(p.packages.filter((name) => NOT_IN_WORKER.includes(name))).toEqual([]);
+  });
+
+  it('after a run (executor, log upload, completion, journal): still none', async () => {
+    const run = await h.untilRunEnds(
+      await h.trigger(await h.createTask({ command: 'echo hi', runtime: 'shell' })),
+    );
+    expect(run.status).toBe('succeeded');
+    const p = await probe();
+    expect(p.dateTimeFormats).toBe(0);
+    expect(p.packages.filter((name) => NOT_IN_WORKER.includes(name))).toEqual([]);
+  });
+});
