@@ -31,8 +31,13 @@ const VIEWER_ROUTES = [
   'GET /api/v1/runs',
   'GET /api/v1/runs/:runId',
   'GET /api/v1/runs/:runId/logs',
+  'GET /api/v1/session',
+  'DELETE /api/v1/session',
   'GET /metrics',
 ];
+
+/** Viewer routes about the caller's own console session: a key is let in, and holds no session (404). */
+const SESSION_ONLY = ['GET /api/v1/session', 'DELETE /api/v1/session'];
 
 /** Query strings that are not plain decimal digits (as sent, percent-encoded where needed). */
 const NOT_DECIMAL = [
@@ -159,7 +164,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
   it('a viewer key is served on every viewer route', async () => {
     for (const route of routes.filter((r) => r.role === 'viewer')) {
       const res = await t.admin(route.method, sample(route).path, undefined, t.viewerToken);
-      expect({ route: routeKey(route), status: res.status }).toEqual({ route: routeKey(route), status: 200 });
+      const expected = SESSION_ONLY.includes(routeKey(route)) ? 404 : 200;
+      expect({ route: routeKey(route), status: res.status }).toEqual({ route: routeKey(route), status: expected });
     }
   });
 
@@ -193,6 +199,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
       ).toEqual([
         'GET /api/v1/audit limit',
         'GET /api/v1/certificates/revoked limit',
+        'GET /api/v1/console-sessions limit',
         'GET /api/v1/enrollment-tokens limit',
         'GET /api/v1/runs limit',
         'GET /api/v1/runs/:runId/logs after',

@@ -3,6 +3,7 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { ActivationModule } from './activation/activation.module';
 import { AdminModule } from './admin/admin.module';
+import { ConsoleModule } from './console/console.module';
 import { ControlPlaneCore } from './core/core';
 import { CoreModule } from './core/core.module';
 import { EnrollmentAdminModule, EnrollmentIngressModule } from './enrollment/enrollment.module';
@@ -39,6 +40,7 @@ export class AdminAppModule {
         HealthModule,
         AdminModule,
         EnrollmentAdminModule,
+        ConsoleModule,
         RunsModule,
         MetricsModule.forListener('admin'),
       ],

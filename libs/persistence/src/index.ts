@@ -3,6 +3,7 @@ export * from './sqlite/sqlite-database';
 export * from './postgres/postgres-database';
 export * from './worker-session.repository';
 export * from './api-key.repository';
+export * from './console-session.repository';
 export * from './audit.repository';
 export * from './certificate-revocation.repository';
 export * from './enrollment-token.repository';

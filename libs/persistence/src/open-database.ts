@@ -3,6 +3,7 @@ import { SqlApiKeyRepository } from './api-key.repository';
 import { SqlAuditRepository } from './audit.repository';
 import { SqlCertificateRevocationRepository } from './certificate-revocation.repository';
 import { SqlEnrollmentTokenRepository } from './enrollment-token.repository';
+import { SqlConsoleSessionRepository } from './console-session.repository';
 import { SqlWorkerCertificateRepository } from './worker-certificate.repository';
 import { PostgresDatabase } from './postgres/postgres-database';
 import { SqlDatabase } from './sql-executor';
@@ -50,6 +51,7 @@ export function openQueueSignals(db: SqlDatabase): QueueSignals {
 export interface Repositories {
   readonly sessions: SqlWorkerSessionRepository;
   readonly apiKeys: SqlApiKeyRepository;
+  readonly consoleSessions: SqlConsoleSessionRepository;
   readonly audit: SqlAuditRepository;
   readonly revocations: SqlCertificateRevocationRepository;
   readonly enrollmentTokens: SqlEnrollmentTokenRepository;
@@ -73,6 +75,7 @@ export function createRepositories(
   return {
     sessions: new SqlWorkerSessionRepository(db, ids),
     apiKeys: new SqlApiKeyRepository(db, ids),
+    consoleSessions: new SqlConsoleSessionRepository(db, ids),
     audit: new SqlAuditRepository(db),
     revocations: new SqlCertificateRevocationRepository(db, ids),
     enrollmentTokens: new SqlEnrollmentTokenRepository(db, ids),

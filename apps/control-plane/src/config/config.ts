@@ -1,3 +1,4 @@
+// Size: one table of every setting with its parser and documentation; splitting it would scatter the README table it generates.
 import {
   ConfigError,
   Parser,
@@ -58,6 +59,9 @@ export interface ControlPlaneConfig {
   readonly ingressRatePerSecond: number;
   readonly ingressRateBurst: number;
   readonly ingressRatePerSlot: number;
+  readonly consoleSessionIdleMs: number;
+  readonly consoleSessionMaxMs: number;
+  readonly consoleCookieSecure: 'auto' | 'always' | 'never';
   readonly shutdownGraceMs: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
@@ -330,6 +334,27 @@ export const SETTINGS = [
     default: '250',
     doc: 'requests per second a worker gets for each of its slots (`maxConcurrentRuns`, as its session says), with a burst of twice that, when more than the two settings above; 0: the same flat limit for every worker',
     parse: int(0, 100_000),
+  },
+  {
+    key: 'consoleSessionIdleMs',
+    env: 'QL_CONSOLE_SESSION_IDLE_MS',
+    default: '900000',
+    doc: 'a console (browser) session ends after this long without a request (1 s … 24 h; default 15 min)',
+    parse: int(1_000, 86_400_000),
+  },
+  {
+    key: 'consoleSessionMaxMs',
+    env: 'QL_CONSOLE_SESSION_MAX_MS',
+    default: '43200000',
+    doc: 'a console session ends this long after sign-in whatever its use (1 s … 7 d; default 12 h)',
+    parse: int(1_000, 604_800_000),
+  },
+  {
+    key: 'consoleCookieSecure',
+    env: 'QL_CONSOLE_COOKIE_SECURE',
+    default: 'auto',
+    doc: '`Secure` on the console session cookie: `auto` when the request came over TLS, `always` behind a TLS-terminating proxy, `never`',
+    parse: oneOf(['auto', 'always', 'never'] as const),
   },
   {
     key: 'shutdownGraceMs',

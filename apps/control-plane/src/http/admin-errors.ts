@@ -7,6 +7,7 @@ export const ADMIN_ERROR_CODES = [
   'invalid_request',
   'authentication_required',
   'forbidden',
+  'csrf_token_invalid',
   'not_found',
   'route_not_found',
   'conflict',
