@@ -49,5 +49,24 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The web console renders every API value as text (ADR 0052).
+    files: ['apps/console/**/*.tsx', 'apps/console/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "JSXAttribute[name.name='dangerouslySetInnerHTML']",
+          message: 'the console renders API values as text only',
+        },
+        {
+          selector: "AssignmentExpression[left.property.name=/^(innerHTML|outerHTML)$/]",
+          message: 'the console renders API values as text only',
+        },
+        { selector: "CallExpression[callee.property.name='insertAdjacentHTML']", message: 'text only' },
+        { selector: "CallExpression[callee.name='eval']", message: 'no eval (CSP)' },
+      ],
+    },
+  },
   { files: ['**/*.js', '**/*.cjs'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
 );

@@ -21,13 +21,14 @@ function mtime(path) {
   }
 }
 
-/** The newest modification time of a TypeScript source (tests excluded, as tsconfig.build.json does). */
+/** The newest modification time of a source (TypeScript, the console's TSX, CSS and HTML; tests excluded). */
 function newestSource(dir) {
   let newest = mtime(dir) ?? 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.spec.ts')) newest = Math.max(newest, mtime(path));
+    else if (/\.(ts|tsx|css|html)$/.test(entry.name) && !entry.name.endsWith('.spec.ts'))
+      newest = Math.max(newest, mtime(path));
   }
   return newest;
 }

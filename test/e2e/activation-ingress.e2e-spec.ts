@@ -299,6 +299,16 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
         ['stderr', `err ${shown}`],
         ['unknown', 'from a worker before ADR 0032\n'],
       ]);
+      // The console's view keeps the colour sequences only; CR, U+202E and U+200B stay neutralized.
+      const ansi = await t.admin('GET', `/api/v1/runs/${h.offer.run.runId}/logs?view=ansi`);
+      expect((ansi.body as { items: { text: string }[] }).items[0]!.text).toBe(
+        'red \u001b[31mX\u001b[0m\\u000dfake\\u202egnp.exe a\\u200bb\n',
+      );
+      const bad = await t.admin('GET', `/api/v1/runs/${h.offer.run.runId}/logs?view=html`);
+      expect({ status: bad.status, code: (bad.body as { code: string }).code }).toEqual({
+        status: 400,
+        code: 'invalid_request',
+      });
     });
 
     /** ADR 0044: the run log as the admin view shows it, `[seq, stream, text]` in position order. */

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { ValidationError } from './errors';
 import { stepDigest } from './activation';
-import { RUN_LOG_LIMITS, displayLogText, readFinalLogs, readLogChunk } from './run-logs';
+import { RUN_LOG_LIMITS, displayAnsiLogText, displayLogText, readFinalLogs, readLogChunk } from './run-logs';
 
 // What a terminal or a browser interprets (assigned characters only; U+2065 and U+E0002–U+E001F are
 // not): none of these may survive displayLogText (tab and LF may).
@@ -142,5 +142,21 @@ describe('displayLogText: what the admin views show (ADR 0032)', () => {
       { numRuns: 500 },
     );
     expect(displayLogText('\u001b') + displayLogText('[31mred')).toBe(displayLogText('\u001b[31mred'));
+  });
+});
+
+describe('displayAnsiLogText: the web console view keeps colour sequences only (ADR 0052)', () => {
+  it('keeps whole SGR sequences and neutralizes every other escape', () => {
+    expect(displayAnsiLogText('\u001b[1;31mred\u001b[0m plain')).toBe('\u001b[1;31mred\u001b[0m plain');
+    // Cursor moves, screen clears, titles (OSC) and a lone ESC are shown, not kept.
+    expect(displayAnsiLogText('a\u001b[2Jb\u001b]0;title\u0007c\u001bd')).toBe(
+      'a\\u001b[2Jb\\u001b]0;title\\u0007c\\u001bd',
+    );
+    // A sequence cut between two chunks is neutralized in each.
+    expect(displayAnsiLogText('x\u001b[3') + displayAnsiLogText('1my')).toBe('x\\u001b[31my');
+    // Format characters as in the text view; an overlong parameter list is not SGR.
+    expect(displayAnsiLogText('\u202eexe\u001b[' + '1;'.repeat(20) + 'm')).toBe(
+      displayLogText('\u202eexe\u001b[' + '1;'.repeat(20) + 'm'),
+    );
   });
 });

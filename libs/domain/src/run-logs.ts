@@ -101,6 +101,25 @@ export function displayLogText(raw: string): string {
   return raw.replace(INTERPRETED, visible);
 }
 
+/** An ANSI colour/style sequence (SGR): ESC `[`, up to 32 digits and semicolons, `m`. */
+// eslint-disable-next-line no-control-regex -- matching the ESC of a colour sequence is the point
+const SGR = /\x1b\[[0-9;]{0,32}m/g;
+
+/**
+ * Stored output for a renderer of ANSI colours (the web console, ADR 0052): as `displayLogText`,
+ * except that a whole SGR sequence within one chunk is kept as it is. Every other escape sequence,
+ * and an SGR cut between two chunks, is neutralized as in `displayLogText`.
+ */
+export function displayAnsiLogText(raw: string): string {
+  let out = '';
+  let last = 0;
+  for (const match of raw.matchAll(SGR)) {
+    out += displayLogText(raw.slice(last, match.index)) + match[0];
+    last = match.index + match[0].length;
+  }
+  return out + displayLogText(raw.slice(last));
+}
+
 export type LogChunkDecision =
   /** Appended as the attempt's next chunk. */
   | { readonly kind: 'store' }

@@ -5,7 +5,7 @@ import { DocumentBuilder, OpenAPIObject, SecuritySchemeObject, SwaggerModule } f
 import { UnavailableError } from '@ql/domain';
 import { INGRESS_PREFIX } from '@ql/contracts';
 import { loadConfig } from '../config/config';
-import { ADMIN_SECURITY, ADMIN_TAG, PROBES_TAG } from '../http/admin-docs';
+import { ADMIN_SECURITY, ADMIN_TAG, CONSOLE_TAG, PROBES_TAG } from '../http/admin-docs';
 import { INGRESS_SECURITY, INGRESS_TAG } from '../http/ingress-docs';
 
 /** Where the admin listener serves Swagger UI (public, like `/openapi.json`). */
@@ -92,6 +92,10 @@ const base = () =>
     })
     .addTag(ADMIN_TAG, 'admin API on the admin listener; every mutation is audited')
     .addTag(PROBES_TAG, 'probes and this document on the admin listener; no credentials')
+    .addTag(
+      CONSOLE_TAG,
+      'the web console: its page and assets on the admin listener (sign-in is `POST /api/v1/session`)',
+    )
     .addTag(INGRESS_TAG, 'worker ingress on its own mTLS listener (see the servers of its paths)')
     .build();
 

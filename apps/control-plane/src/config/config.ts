@@ -59,6 +59,7 @@ export interface ControlPlaneConfig {
   readonly ingressRatePerSecond: number;
   readonly ingressRateBurst: number;
   readonly ingressRatePerSlot: number;
+  readonly consoleDir: string;
   readonly consoleSessionIdleMs: number;
   readonly consoleSessionMaxMs: number;
   readonly consoleCookieSecure: 'auto' | 'always' | 'never';
@@ -334,6 +335,13 @@ export const SETTINGS = [
     default: '250',
     doc: 'requests per second a worker gets for each of its slots (`maxConcurrentRuns`, as its session says), with a burst of twice that, when more than the two settings above; 0: the same flat limit for every worker',
     parse: int(0, 100_000),
+  },
+  {
+    key: 'consoleDir',
+    env: 'QL_CONSOLE_DIR',
+    default: '',
+    doc: 'folder of the built web console the admin listener serves at `/`; empty: the one `npm run build` made (`dist/console`)',
+    parse: optional,
   },
   {
     key: 'consoleSessionIdleMs',

@@ -6,6 +6,7 @@ import { AdminErrorResponses } from './error-responses';
 /** OpenAPI tags and security scheme of the admin listener (openapi-document.ts declares them). */
 export const ADMIN_TAG = 'admin';
 export const PROBES_TAG = 'probes';
+export const CONSOLE_TAG = 'console';
 export const ADMIN_SECURITY = 'apiKey';
 
 /** Class-level: an admin API controller (API key, problem+json errors). */

@@ -191,6 +191,11 @@ export class RunsController {
     'seconds to hold an empty page of a live run until output or its end is stored (long poll)',
     0,
   )
+  @TextQuery(
+    'view',
+    '`text` (default): every control and format character shown as a visible escape (`\\u001b`); `ansi`: the same, but whole ANSI colour sequences (SGR, `ESC[…m`) within one chunk are kept for a renderer of colours',
+    { type: 'string', enum: ['text', 'ansi'], default: 'text' },
+  )
   @ApiOkResponse({ type: LogPageDto })
   @AdminErrorResponses({ 404: 'no such run' })
   logs(

@@ -18,6 +18,7 @@ import {
   UNKNOWN_LOG_STREAM,
   ValidationError,
   canonicalJson,
+  displayAnsiLogText,
   displayLogText,
   readEnum,
   readInt,
@@ -119,7 +120,8 @@ export class RunsService {
    */
   async logs(id: string, query: unknown, signal: AbortSignal = new AbortController().signal) {
     const runId = parseResourceId(id, 'runId');
-    const q = readObject(query ?? {}, 'query', ['after', 'limit', 'wait']);
+    const q = readObject(query ?? {}, 'query', ['after', 'limit', 'wait', 'view']);
+    const view = readLogView(q.view);
     const after = q.after === undefined ? 0 : readQueryInt(q.after, 'after', 0, LOG_POSITION_MAX);
     const limit = readLimit(q.limit);
     const waitMs = q.wait === undefined ? 0 : readQueryInt(q.wait, 'wait', 0, LOG_WAIT_MAX_SECONDS) * 1000;
@@ -142,7 +144,7 @@ export class RunsService {
         return current;
       });
     return {
-      items: page.entries.map(toLogView),
+      items: page.entries.map((e) => toLogView(e, view)),
       nextAfter: page.entries.at(-1)?.position ?? after,
       runEnded: page.runEnded,
       truncated: page.truncated,
@@ -203,15 +205,21 @@ function toEventView(e: RunEvent) {
   return { seq: e.seq, type: e.type, attemptId: e.attemptId, at: iso(e.at), detail: e.detail };
 }
 
+/** `?view=`: `text` (default) neutralizes every escape; `ansi` keeps colour sequences (ADR 0052). */
+function readLogView(value: unknown): 'text' | 'ansi' {
+  if (value === undefined || value === 'text' || value === 'ansi') return value ?? 'text';
+  throw new ValidationError('view', 'invalid_view', 'view: must be text or ansi');
+}
+
 /** The one place stored output becomes a view: its text neutralized, its stream named (ADR 0032). */
-function toLogView(e: LogEntry) {
+function toLogView(e: LogEntry, view: 'text' | 'ansi') {
   return {
     position: e.position,
     attemptId: e.attemptId,
     seq: e.seq,
     kind: e.kind,
     stream: e.stream ?? UNKNOWN_LOG_STREAM,
-    text: displayLogText(e.raw),
+    text: view === 'ansi' ? displayAnsiLogText(e.raw) : displayLogText(e.raw),
     at: iso(e.at),
   };
 }

@@ -1,0 +1,112 @@
+/** The parts of the admin API's answers the console shows (docs/openapi.json has them whole). */
+
+export interface Worker {
+  workerId: string;
+  disabled: boolean;
+  status: 'online' | 'draining' | 'expired' | 'offline' | 'disabled';
+  sessionId: string | null;
+  maxConcurrentRuns: number | null;
+  availableSlots: number | null;
+  softwareVersion: string | null;
+  capabilities: {
+    labels?: Record<string, string> | null;
+    runtimes?: { name: string; version?: string }[];
+  } | null;
+  lastSeenAt: string | null;
+  registeredAt: string | null;
+  certificateNotAfter?: string | null;
+}
+export interface WorkerDetail extends Worker {
+  activeRuns?: { runId: string; attemptId: string; leaseExpiresAt: string }[];
+}
+export interface TaskSpec {
+  name: string;
+  command: string;
+  runtime: string;
+  timeoutMs?: number;
+  cron?: string | null;
+  timezone?: string | null;
+  env?: Record<string, string> | null;
+  priority?: number;
+  [key: string]: unknown;
+}
+export interface Task {
+  id: string;
+  name: string;
+  revision: number;
+  spec: TaskSpec;
+  createdAt: string;
+  updatedAt: string;
+}
+export interface Revision {
+  revision: number;
+  digest: string;
+  spec: TaskSpec;
+  createdAt: string;
+}
+export interface Run {
+  id: string;
+  taskId: string;
+  revision: number;
+  status: string;
+  trigger: string;
+  attemptCount: number;
+  cancelRequested: boolean;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+export interface Attempt {
+  id: string;
+  attemptNo: number;
+  status: string;
+  workerId: string | null;
+  exitCode: number | null;
+  createdAt: string;
+  finishedAt: string | null;
+}
+export interface RunEvent {
+  seq: number;
+  type: string;
+  attemptId: string | null;
+  at: string;
+  detail: Record<string, unknown> | null;
+}
+export interface RunDetail extends Run {
+  attempts: Attempt[];
+  events: RunEvent[];
+  pending?: {
+    considered: number;
+    matching: number;
+    reasons: Record<string, number>;
+    computedAt: string;
+  } | null;
+  placement?: { pending?: RunDetail['pending'] } | null;
+}
+export interface LogEntry {
+  position: number;
+  attemptId: string;
+  kind: string;
+  stream: string;
+  text: string;
+  at: string;
+}
+export interface LogPage {
+  items: LogEntry[];
+  nextAfter: number;
+  runEnded: boolean;
+  truncated: boolean;
+}
+export interface Page<T> {
+  items: T[];
+  nextAfter?: string | null;
+  nextBefore?: string | null;
+}
+export interface AuditEntry {
+  id: string;
+  at: string;
+  actor: string;
+  action: string;
+  target: string;
+  detail?: Record<string, unknown>;
+}
