@@ -6,6 +6,7 @@ import { href } from '../router';
 import type { LogEntry, LogPage, Page, Run, RunDetail } from '../types';
 import { ConfirmButton, ErrorNote, Loading, Section, Status, useLoad } from '../ui';
 
+// RUN_STATUSES of libs/domain/src/runs.ts, whose module needs Node (the console bundles only pure files).
 const STATUSES = [
   'queued',
   'dispatching',
