@@ -126,7 +126,10 @@ async function main(): Promise<number> {
     if (outcome.kind === 'identity') {
       // The session still holds (a superseded certificate keeps serving it): drain and go offline first.
       await lifecycle.stop().catch(() => undefined);
-      log.error(lossMessage(config.workerId, outcome.error), { loss: outcome.error.loss, code: outcome.error.code });
+      log.error(lossMessage(config.workerId, outcome.error), {
+        loss: outcome.error.loss,
+        code: outcome.error.code,
+      });
       return exitOf(outcome.error);
     }
     if (outcome.kind === 'fenced' && outcome.event.reason === WORKER_DISABLED_REASON) {
@@ -182,7 +185,8 @@ function exitOf(error: IdentityLostError): number {
 }
 
 function lossMessage(workerId: string, error: IdentityLostError): string {
-  if (error.loss === 'worker_disabled') return disabledMessage(workerId, 'its certificate renewal was refused');
+  if (error.loss === 'worker_disabled')
+    return disabledMessage(workerId, 'its certificate renewal was refused');
   return `worker exiting (${error.loss}, exit code ${exitOf(error)}): ${error.message}`;
 }
 

@@ -80,7 +80,9 @@ const logLevel = oneOf(WORKER_LOG_LEVELS);
 const enrollToken: Parser<string> = (raw, name) => {
   const text = raw.trim();
   if (text && !/^qlet_[A-Za-z0-9_-]{43}$/.test(text))
-    throw new WorkerConfigError(`${name} is not an enrollment token (qlet_ and 43 characters); its value is not shown`);
+    throw new WorkerConfigError(
+      `${name} is not an enrollment token (qlet_ and 43 characters); its value is not shown`,
+    );
   return text;
 };
 

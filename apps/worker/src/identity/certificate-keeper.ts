@@ -64,7 +64,8 @@ export class CertificateKeeper {
   private readonly stopped = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   /** The certificate held now; `rotated` false for a certificate this control plane does not issue. */
-  private held: { readonly current: CurrentCertificate; readonly obtainedAtMs: number; rotated: boolean } | undefined;
+  private held:
+    { readonly current: CurrentCertificate; readonly obtainedAtMs: number; rotated: boolean } | undefined;
   private readonly lost: Promise<IdentityLostError>;
   private announceLost!: (error: IdentityLostError) => void;
 
@@ -176,7 +177,10 @@ export class CertificateKeeper {
           // A hand-made certificate, or no issuer: used as it is, not renewed by this process.
           this.held!.rotated = false;
           unlinkQuietly(this.files.pendingKeyPath);
-          this.log.info('certificate not renewed: the control plane does not rotate it', describeError(error));
+          this.log.info(
+            'certificate not renewed: the control plane does not rotate it',
+            describeError(error),
+          );
           return;
         }
         if (error.code === 'certificate_superseded') throw superseded(this.config.workerId, error);
@@ -204,7 +208,11 @@ export class CertificateKeeper {
     const key = newWorkerKey();
     this.files.writePendingKey(key.keyPem);
     const caPem = readFileSync(this.config.tlsCaPath);
-    const body = { workerId: this.config.workerId, token, csr: buildCsr(this.config.workerId, key.privateKey) };
+    const body = {
+      workerId: this.config.workerId,
+      token,
+      csr: buildCsr(this.config.workerId, key.privateKey),
+    };
     this.log.info('worker enrolling with its token', { why });
     let answer: unknown;
     try {
@@ -265,14 +273,17 @@ function superseded(workerId: string, error: IngressCallError): IdentityLostErro
 function readIssued(answer: unknown, workerId: string, privateKey: KeyObject): IssuedCertificateResponse {
   const a = answer as Partial<IssuedCertificateResponse> | null;
   const bad = (why: string) => new IngressCallError('certificate', 200, 'invalid_response', why);
-  if (!a || typeof a !== 'object' || a.workerId !== workerId) throw bad('the certificate answer is not for this worker');
-  if (typeof a.certificatePem !== 'string' || typeof a.chainPem !== 'string') throw bad('the certificate answer has no PEM');
+  if (!a || typeof a !== 'object' || a.workerId !== workerId)
+    throw bad('the certificate answer is not for this worker');
+  if (typeof a.certificatePem !== 'string' || typeof a.chainPem !== 'string')
+    throw bad('the certificate answer has no PEM');
   let certificate: X509Certificate;
   try {
     certificate = new X509Certificate(a.certificatePem);
   } catch {
     throw bad('the certificate answer is not a certificate');
   }
-  if (!certificate.checkPrivateKey(privateKey)) throw bad('the certificate is not over the key the worker sent');
+  if (!certificate.checkPrivateKey(privateKey))
+    throw bad('the certificate is not over the key the worker sent');
   return a as IssuedCertificateResponse;
 }

@@ -238,10 +238,22 @@ export class WorkerIngressHttpsClient {
     try {
       context = createSecureContext({ minVersion: 'TLSv1.3', ca: caPem });
     } catch (error) {
-      throw new IngressCallError('enroll', 0, 'credentials_invalid', 'the CA bundle cannot be used', errorCode(error));
+      throw new IngressCallError(
+        'enroll',
+        0,
+        'credentials_invalid',
+        'the CA bundle cannot be used',
+        errorCode(error),
+      );
     }
-    return this.sendToOrigins('enroll', options, context, INGRESS_ENROLL_PATH, payload, CERTIFICATE_ANSWER_CAP, () =>
-      this.oneOffAgent(context),
+    return this.sendToOrigins(
+      'enroll',
+      options,
+      context,
+      INGRESS_ENROLL_PATH,
+      payload,
+      CERTIFICATE_ANSWER_CAP,
+      () => this.oneOffAgent(context),
     );
   }
 
@@ -251,7 +263,14 @@ export class WorkerIngressHttpsClient {
     const payload = payloadOf(INGRESS_CERTIFICATE_ACTION, body);
     const context = await this.currentContext(INGRESS_CERTIFICATE_ACTION);
     const path = ingressCertificatePath(this.options.workerId);
-    return this.sendToOrigins(INGRESS_CERTIFICATE_ACTION, options, context, path, payload, CERTIFICATE_ANSWER_CAP);
+    return this.sendToOrigins(
+      INGRESS_CERTIFICATE_ACTION,
+      options,
+      context,
+      path,
+      payload,
+      CERTIFICATE_ANSWER_CAP,
+    );
   }
 
   private checkOpen(action: string): void {
