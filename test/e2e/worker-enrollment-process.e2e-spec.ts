@@ -103,6 +103,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
         new X509Certificate(readFileSync(m.cert)).publicKey.export({ type: 'spki', format: 'der' }),
       ).toEqual(publicKey);
       expect(w.transcript()).not.toContain(secret);
+      // Register recorded the certificate the session came with (ADR 0045 §4), shown in the admin view.
+      const detail = (await h.t.admin('GET', '/api/v1/workers/enr-join')).body as {
+        certificateFingerprint: string;
+      };
+      expect(detail.certificateFingerprint).toBe(fingerprintOf(m.cert));
       const runId = await h.trigger(await h.createTask({ runtime: 'shell', command: 'echo joined' }));
       expect((await h.untilRunEnds(runId)).status).toBe('succeeded');
       expect(await h.output(runId)).toBe('joined\n');
