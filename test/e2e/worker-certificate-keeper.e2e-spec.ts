@@ -35,7 +35,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate keeper (%s)',
 
   beforeAll(async () => {
     db = await createTestDatabase(dialect);
-    pki = await createTestPki([]);
+    pki = await createTestPki(['keep-hand']);
     t = await startTestPlane(db, pki, { ...issuerEnv(pki), QL_INGRESS_RATE_BURST: '100000' });
     dir = mkdtempSync(join(tmpdir(), 'ql-keeper-'));
   });
@@ -60,13 +60,14 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate keeper (%s)',
     workerId: string,
     enrollToken = '',
     wrap?: (calls: CertificateCalls) => CertificateCalls,
+    files?: { certPath: string; keyPath: string },
   ) => {
     const config = loadWorkerConfig({
       QL_WORKER_ID: workerId,
       QL_WORKER_CONTROL_PLANE_URL: t.plane.ingressUrl,
       QL_WORKER_TLS_CA: pki.caCertPath,
-      QL_WORKER_TLS_CERT: join(dir, workerId, 'worker.crt'),
-      QL_WORKER_TLS_KEY: join(dir, workerId, 'worker.key'),
+      QL_WORKER_TLS_CERT: files?.certPath ?? join(dir, workerId, 'worker.crt'),
+      QL_WORKER_TLS_KEY: files?.keyPath ?? join(dir, workerId, 'worker.key'),
       QL_WORKER_ENROLL_TOKEN: enrollToken,
     });
     const credentials = fileCredentials({
@@ -182,5 +183,49 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate keeper (%s)',
     expect(existsSync(`${config.tlsKeyPath}.pending`)).toBe(false);
     expect(lines.some((l) => l.includes('worker certificate renewed'))).toBe(true);
     expect(await forks()).toBe(forksBefore);
+  });
+
+  it('refuses an answer for another worker or over another key, and writes nothing', async () => {
+    const { keeper: joining, client: c1 } = keeperFor('keep-check', await token('keep-check'));
+    await joining.prepare(new AbortController().signal);
+    await c1.close();
+    const other = await (async () => {
+      const { keeper, client, config } = keeperFor('keep-other', await token('keep-other'));
+      await keeper.prepare(new AbortController().signal);
+      await client.close();
+      return readFileSync(config.tlsCertPath, 'utf8');
+    })();
+    for (const [what, change] of [
+      ['another worker id', (a: Record<string, string>) => ({ ...a, workerId: 'keep-other' })],
+      ['a certificate over another key', (a: Record<string, string>) => ({ ...a, certificatePem: other })],
+    ] as const) {
+      const { keeper, config, client } = keeperFor('keep-check', '', (calls) => ({
+        ...calls,
+        renewCertificate: async (body, options) =>
+          change((await calls.renewCertificate(body, options)) as Record<string, string>),
+      }));
+      const before = readFileSync(config.tlsCertPath, 'utf8');
+      await expect(keeper.prepare(new AbortController().signal)).rejects.toMatchObject({
+        code: 'invalid_response',
+      });
+      await client.close();
+      expect({ what, same: readFileSync(config.tlsCertPath, 'utf8') === before }).toEqual({
+        what,
+        same: true,
+      });
+      // The real worker's renewal of this pending key is still answered (a replay), so it is kept.
+      expect(existsSync(`${config.tlsKeyPath}.pending`)).toBe(true);
+    }
+  });
+
+  it('keeps a certificate the control plane did not issue (hand-made): not renewed, nothing written', async () => {
+    const files = pki.workers['keep-hand']!;
+    const before = readFileSync(files.certPath, 'utf8');
+    const { keeper, client, lines } = keeperFor('keep-hand', '', undefined, files);
+    await keeper.prepare(new AbortController().signal);
+    await client.close();
+    expect(readFileSync(files.certPath, 'utf8')).toBe(before);
+    expect(existsSync(`${files.keyPath}.pending`)).toBe(false);
+    expect(lines.some((l) => l.includes('certificate_unknown'))).toBe(true);
   });
 });

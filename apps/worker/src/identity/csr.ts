@@ -4,7 +4,7 @@ import { KeyObject, createPublicKey, generateKeyPairSync, sign } from 'node:cryp
  * The worker's PKCS#10 request (RFC 2986), written here in DER with node:crypto alone: an EC P-256
  * key, `CN=<worker id>`, no attributes or extensions (the control plane decides the certificate from
  * the token, never from the CSR: ADR 0045 §2), signed ECDSA with SHA-256. @peculiar/x509 builds the
- * same on Node 20's webcrypto, but loading it costs an idle worker about 14 MiB of RSS for good, and
+ * same on Node 20's webcrypto, but loading it costs an idle worker about 13 MiB of RSS for good, and
  * the worker makes a CSR at every start (ADR 0045 §4): these 40 lines cost nothing.
  */
 
