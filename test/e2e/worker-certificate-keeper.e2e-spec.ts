@@ -94,6 +94,14 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate keeper (%s)',
     return { keeper, config, client, lines };
   };
 
+  /** Enrolls `workerId` through a keeper, as a worker's first start does; its settings. */
+  const enrolled = async (workerId: string) => {
+    const { keeper, client, config } = keeperFor(workerId, await token(workerId));
+    await keeper.prepare(new AbortController().signal);
+    await client.close();
+    return config;
+  };
+
   it('enrolls with the worker id, the token and a CSR over its own key, nothing more', async () => {
     const secret = await token('keep-join');
     const sent: unknown[] = [];
@@ -124,9 +132,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate keeper (%s)',
   });
 
   it('a renewal whose answer never landed is replayed at the next start: the same certificate, no fork', async () => {
-    const { keeper: joining, client: c1 } = keeperFor('keep-crash', await token('keep-crash'));
-    await joining.prepare(new AbortController().signal);
-    await c1.close();
+    await enrolled('keep-crash');
     let answered: { fingerprint: string } | undefined;
     const {
       keeper: crashing,
@@ -158,9 +164,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate keeper (%s)',
   });
 
   it('a crash between the two renames: the next start puts the pending key in place and renews', async () => {
-    const { keeper: joining, client: c1 } = keeperFor('keep-rename', await token('keep-rename'));
-    await joining.prepare(new AbortController().signal);
-    await c1.close();
+    await enrolled('keep-rename');
     let answer: { certificatePem: string; chainPem: string } | undefined;
     const {
       keeper: crashing,
@@ -186,15 +190,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate keeper (%s)',
   });
 
   it('refuses an answer for another worker or over another key, and writes nothing', async () => {
-    const { keeper: joining, client: c1 } = keeperFor('keep-check', await token('keep-check'));
-    await joining.prepare(new AbortController().signal);
-    await c1.close();
-    const other = await (async () => {
-      const { keeper, client, config } = keeperFor('keep-other', await token('keep-other'));
-      await keeper.prepare(new AbortController().signal);
-      await client.close();
-      return readFileSync(config.tlsCertPath, 'utf8');
-    })();
+    await enrolled('keep-check');
+    const other = readFileSync((await enrolled('keep-other')).tlsCertPath, 'utf8');
     for (const [what, change] of [
       ['another worker id', (a: Record<string, string>) => ({ ...a, workerId: 'keep-other' })],
       ['a certificate over another key', (a: Record<string, string>) => ({ ...a, certificatePem: other })],

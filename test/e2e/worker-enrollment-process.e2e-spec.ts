@@ -157,31 +157,30 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       expect(await exitCode(w)).toBe(WORKER_EXIT.ok);
     });
 
-    it('a disabled worker cannot rotate: exit 5, no certificate issued', async () => {
-      const m = machine('disabled');
-      const first = start('enr-off', m, { QL_WORKER_ENROLL_TOKEN: await token('enr-off') });
+    /** A worker enrolled, online once and stopped; then `admin` is done to it and it starts again. */
+    const restartAfter = async (id: string, admin: 'disable' | 'revoke') => {
+      const m = machine(id);
+      const first = start(id, m, { QL_WORKER_ENROLL_TOKEN: await token(id) });
       await h.untilOnline(first);
       first.kill('SIGTERM');
       expect(await exitCode(first)).toBe(WORKER_EXIT.ok);
       const held = fingerprintOf(m.cert);
-      expect((await h.t.admin('POST', '/api/v1/workers/enr-off/disable', {})).status).toBe(200);
-      const again = start('enr-off', m);
-      expect(await exitCode(again)).toBe(WORKER_EXIT.disabled);
+      expect((await h.t.admin('POST', `/api/v1/workers/${id}/${admin}`, {})).status).toBe(200);
+      const again = start(id, m);
+      return { m, held, again, code: await exitCode(again) };
+    };
+
+    it('a disabled worker cannot rotate: exit 5, no certificate issued', async () => {
+      const { m, held, again, code } = await restartAfter('enr-off', 'disable');
+      expect(code).toBe(WORKER_EXIT.disabled);
       expect(again.transcript()).toContain('its certificate renewal was refused');
       expect(fingerprintOf(m.cert)).toBe(held);
       expect(existsSync(`${m.key}.pending`)).toBe(true); // never answered: the next start replays it
     });
 
     it('a revoked worker cannot rotate: its start fails, no certificate issued', async () => {
-      const m = machine('revoked');
-      const first = start('enr-rev', m, { QL_WORKER_ENROLL_TOKEN: await token('enr-rev') });
-      await h.untilOnline(first);
-      first.kill('SIGTERM');
-      expect(await exitCode(first)).toBe(WORKER_EXIT.ok);
-      const held = fingerprintOf(m.cert);
-      expect((await h.t.admin('POST', '/api/v1/workers/enr-rev/revoke', {})).status).toBe(200);
-      const again = start('enr-rev', m);
-      expect(await exitCode(again)).toBe(WORKER_EXIT.failed);
+      const { m, held, again, code } = await restartAfter('enr-rev', 'revoke');
+      expect(code).toBe(WORKER_EXIT.failed);
       expect(again.transcript()).toContain('worker_authentication_required');
       expect(fingerprintOf(m.cert)).toBe(held);
     });
