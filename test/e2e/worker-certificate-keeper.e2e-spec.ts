@@ -12,7 +12,10 @@ import { join } from 'node:path';
 import { loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
 import { CertificateCalls, CertificateKeeper } from '../../apps/worker/src/identity/certificate-keeper';
 import { fileCredentials } from '../../apps/worker/src/ingress-client/file-credentials';
-import { WorkerIngressHttpsClient } from '../../apps/worker/src/ingress-client/worker-ingress-https.client';
+import {
+  IngressCallError,
+  WorkerIngressHttpsClient,
+} from '../../apps/worker/src/ingress-client/worker-ingress-https.client';
 import { JsonLineLog } from '../../apps/worker/src/logging/worker-log';
 import { loadX509 } from '../../apps/control-plane/src/pki';
 import { issuerEnv } from '../support/enrolled-worker';
@@ -61,6 +64,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate keeper (%s)',
     enrollToken = '',
     wrap?: (calls: CertificateCalls) => CertificateCalls,
     files?: { certPath: string; keyPath: string },
+    now?: () => number,
   ) => {
     const config = loadWorkerConfig({
       QL_WORKER_ID: workerId,
@@ -90,6 +94,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate keeper (%s)',
       wrap ? wrap(calls) : calls,
       () => credentials.recheck(),
       new JsonLineLog('debug', (l) => lines.push(l)),
+      now,
     );
     return { keeper, config, client, lines };
   };
@@ -224,5 +229,58 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate keeper (%s)',
     expect(readFileSync(files.certPath, 'utf8')).toBe(before);
     expect(existsSync(`${files.keyPath}.pending`)).toBe(false);
     expect(lines.some((l) => l.includes('certificate_unknown'))).toBe(true);
+  });
+
+  it('a renewal without an answer is sent again, the same CSR, with backoff, until it is answered', async () => {
+    const config = await enrolled('keep-retry');
+    const sent: string[] = [];
+    const { keeper, client, lines } = keeperFor('keep-retry', '', (calls) => ({
+      ...calls,
+      renewCertificate: async (body, options) => {
+        sent.push((body as { csr: string }).csr);
+        if (sent.length <= 2)
+          throw new IngressCallError(
+            'certificate',
+            503,
+            'worker_ingress_unavailable',
+            'the database is away',
+          );
+        return calls.renewCertificate(body, options);
+      },
+    }));
+    const before = fingerprintOf(config.tlsCertPath);
+    await keeper.prepare(new AbortController().signal);
+    await client.close();
+    expect(sent).toHaveLength(3);
+    expect(new Set(sent).size).toBe(1); // one key for every try: a lost answer is a replay, not a fork
+    expect(lines.filter((l) => l.includes('certificate renewal failed; sending it again'))).toHaveLength(2);
+    expect(fingerprintOf(config.tlsCertPath)).not.toBe(before);
+    expect(keeper.fingerprint).toBe(fingerprintOf(config.tlsCertPath));
+  });
+
+  it('while running, a renewal that gets no answer until the certificate expires loses the identity (exit 6)', async () => {
+    await enrolled('keep-expire');
+    let offsetMs = 0;
+    let tries = 0;
+    const { keeper, client } = keeperFor(
+      'keep-expire',
+      '',
+      (calls) => ({
+        ...calls,
+        renewCertificate: async (body, options) => {
+          if (++tries === 1) return calls.renewCertificate(body, options); // the start's renewal
+          throw new IngressCallError('certificate', 0, 'transport_error', 'the control plane is away');
+        },
+      }),
+      undefined,
+      () => Date.now() + offsetMs,
+    );
+    await keeper.prepare(new AbortController().signal);
+    offsetMs = 365 * 24 * 3_600_000; // the machine's clock says the certificate's life is over
+    keeper.startRenewing();
+    const lost = await keeper.whenLost();
+    await client.close();
+    expect({ loss: lost.loss, tries }).toEqual({ loss: 'certificate_expired', tries: 2 });
+    expect(lost.message).toMatch(/enroll again with a new token/);
   });
 });
