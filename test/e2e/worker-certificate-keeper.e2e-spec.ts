@@ -253,7 +253,10 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate keeper (%s)',
     await client.close();
     expect(sent).toHaveLength(3);
     expect(new Set(sent).size).toBe(1); // one key for every try: a lost answer is a replay, not a fork
-    expect(lines.filter((l) => l.includes('certificate renewal failed; sending it again'))).toHaveLength(2);
+    // Before a session, an outage is register's: one warning, then one recovery line (ADR 0040).
+    const said = lines.map((l) => (JSON.parse(l) as { msg: string }).msg);
+    expect(said.filter((m) => m === 'register failed')).toHaveLength(1);
+    expect(said.filter((m) => m === 'register recovered')).toHaveLength(1);
     expect(fingerprintOf(config.tlsCertPath)).not.toBe(before);
     expect(keeper.fingerprint).toBe(fingerprintOf(config.tlsCertPath));
   });

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { IssuedCertificateResponse } from '@ql/contracts';
 import type { WorkerConfig } from '../config/worker-config';
 import { IngressCallError, IngressCallOptions } from '../ingress-client/worker-ingress-https.client';
+import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerLog } from '../logging/worker-log';
 import { describeError, isRetryable, pause, retryAfterOf } from '../runs/lease-channel';
 import { unlinkQuietly } from '../journal/durable-files';
@@ -111,7 +112,9 @@ export class CertificateKeeper {
     if (token)
       this.log.info('QL_WORKER_ENROLL_TOKEN is set but the worker holds a usable certificate: not enrolling');
     this.held = { current, obtainedAtMs: this.now(), rotated: true };
-    await this.renew(signal, this.files.readPendingKey());
+    // Before a session, an unreachable control plane is register's outage (ADR 0040): one warning,
+    // summaries with growing spacing, one recovery line, whichever call of the start meets it.
+    await this.renew(signal, new RepeatedFailureLog(this.log, 'register'), this.files.readPendingKey());
   }
 
   /** After register: renew at the configured share of the certificate's life, then again, and so on. */
@@ -134,7 +137,7 @@ export class CertificateKeeper {
   private async renewWhileRunning(): Promise<void> {
     const signal = this.stopped.signal;
     try {
-      await this.renew(signal);
+      await this.renew(signal, new RepeatedFailureLog(this.log, 'certificate renewal'));
       this.startRenewing();
     } catch (error) {
       if (signal.aborted) return;
@@ -159,7 +162,7 @@ export class CertificateKeeper {
    * with backoff while no answer comes (the session goes on meanwhile), until the certificate expires;
    * a refusal is thrown.
    */
-  private async renew(signal: AbortSignal, replay?: KeyObject): Promise<void> {
+  private async renew(signal: AbortSignal, failures: RepeatedFailureLog, replay?: KeyObject): Promise<void> {
     let privateKey = replay;
     if (!privateKey) {
       const made = newWorkerKey();
@@ -173,6 +176,7 @@ export class CertificateKeeper {
         answer = await this.calls.renewCertificate(body, { signal });
       } catch (error) {
         if (!(error instanceof IngressCallError)) throw error;
+        if (!isRetryable(error) || isNotRotated(error)) failures.succeeded(); // it answered
         if (isNotRotated(error)) {
           // A hand-made certificate, or no issuer: used as it is, not renewed by this process.
           this.held!.rotated = false;
@@ -190,7 +194,7 @@ export class CertificateKeeper {
         const notAfterMs = this.held!.current.notAfterMs;
         const waitMs = Math.min(Math.max(pauseMs, retryAfterOf(error) ?? 0), notAfterMs - this.now());
         if (waitMs <= 0) throw expired(this.config.workerId, this.held!.current);
-        this.log.warn('certificate renewal failed; sending it again', {
+        failures.failed({
           retryInMs: waitMs,
           notAfter: new Date(notAfterMs).toISOString(),
           ...describeError(error),
@@ -199,6 +203,7 @@ export class CertificateKeeper {
         if (signal.aborted) throw error;
         continue;
       }
+      failures.succeeded();
       return this.install(answer, privateKey, 'renewed');
     }
   }
