@@ -63,6 +63,40 @@ export function describeWorkerSessionContract(dialect: string, makeTarget: () =>
       expect(stored?.capabilitiesDigest).toBe(snapshot().capabilities.digest);
     });
 
+    it('records the certificate fingerprint each session registered with (ADR 0045 §4)', async () => {
+      const w = workerId();
+      const [first, second, unrecorded] = [newSessionId(), newSessionId(), newSessionId()];
+      const [a, b] = ['a'.repeat(64), 'b'.repeat(64)];
+      await repo.register({
+        workerId: w,
+        sessionId: first,
+        snapshot: snapshot(),
+        leaseMs: LEASE,
+        certificateFingerprint: a,
+      });
+      await repo.register({
+        workerId: w,
+        sessionId: second,
+        snapshot: snapshot(),
+        leaseMs: LEASE,
+        certificateFingerprint: b,
+      });
+      expect(await repo.sessionCertificate(first)).toBe(a);
+      expect(await repo.sessionCertificate(second)).toBe(b);
+      // A replay writes nothing: the fingerprint stays the first one's.
+      await repo.register({
+        workerId: w,
+        sessionId: second,
+        snapshot: snapshot(),
+        leaseMs: LEASE,
+        certificateFingerprint: a,
+      });
+      expect(await repo.sessionCertificate(second)).toBe(b);
+      await register(workerId(), unrecorded);
+      expect(await repo.sessionCertificate(unrecorded)).toBeNull();
+      expect(await repo.sessionCertificate(newSessionId())).toBeNull();
+    });
+
     it('same session and content is an idempotent replay; different content is a 409 conflict', async () => {
       const w = workerId();
       const s = newSessionId();

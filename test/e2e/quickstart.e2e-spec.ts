@@ -3,7 +3,7 @@
  * process with its control plane and worker children — supervising its worker, leaving a running
  * instance alone, and stopping everything when the terminal closes.
  */
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ingressPath } from '@ql/contracts';
@@ -98,6 +98,15 @@ describe('the quickstart (npm start) with its control plane and worker processes
     expect(existsSync(join(dir, 'worker', 'worker-1', 'journal', 'journal.log'))).toBe(true);
   });
 
+  it('its worker joins through enrollment: a token made for it, its own 0600 key beside its journal (ADR 0045)', () => {
+    const tls = join(dir, 'worker', 'worker-1', 'tls');
+    expect(statSync(join(tls, 'worker.key')).mode & 0o777).toBe(0o600);
+    expect(existsSync(join(tls, 'worker.crt'))).toBe(true);
+    expect(quickstartLine(first, 'worker-1 enrolls with a new token')).toHaveLength(1);
+    expect(first.lines.some((l) => l.msg === 'worker certificate enrolled')).toBe(true);
+    expect(first.transcript()).not.toMatch(/qlet_/); // the token is in no line
+  });
+
   it('runs its control plane under the V8 flags of ADR 0020 and the environment of ADR 0024', () => {
     const children = readFileSync(`/proc/${first.pid}/task/${first.pid}/children`, 'utf8')
       .trim()
@@ -105,7 +114,9 @@ describe('the quickstart (npm start) with its control plane and worker processes
     const argvs = children.map((pid) =>
       readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean),
     );
-    const at = argvs.findIndex((argv) => /apps\/control-plane\/src\/main\.[jt]s$/.test(argv[argv.length - 1]!));
+    const at = argvs.findIndex((argv) =>
+      /apps\/control-plane\/src\/main\.[jt]s$/.test(argv[argv.length - 1]!),
+    );
     expect(argvs[at]?.slice(1, 1 + CONTROL_PLANE_NODE_FLAGS.length)).toEqual([...CONTROL_PLANE_NODE_FLAGS]);
     // …and with the launchers' environment (ADR 0024).
     const environ = readFileSync(`/proc/${children[at]}/environ`, 'utf8').split('\0');

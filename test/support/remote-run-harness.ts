@@ -172,6 +172,8 @@ export class RunWorker extends EntryPoint {
   }
 }
 
+type HarnessPki = Awaited<ReturnType<typeof createTestPki>>;
+
 export class RemoteRunHarness {
   private readonly workers: RunWorker[] = [];
   private readonly root = tempDir('ql-remote-runs-');
@@ -186,11 +188,12 @@ export class RemoteRunHarness {
   static async start(
     dialect: Dialect,
     workerIds: string[],
-    planeEnv: Record<string, string> = {},
+    planeEnv: Record<string, string> | ((pki: HarnessPki) => Record<string, string>) = {},
   ): Promise<RemoteRunHarness> {
     const db = await createTestDatabase(dialect);
     const pki = await createTestPki(workerIds);
-    const t = await startTestPlane(db, pki, { ...FAST_PLANE_ENV, ...planeEnv });
+    const env = typeof planeEnv === 'function' ? planeEnv(pki) : planeEnv;
+    const t = await startTestPlane(db, pki, { ...FAST_PLANE_ENV, ...env });
     return new RemoteRunHarness(t, db, pki);
   }
 
@@ -252,8 +255,13 @@ export class RemoteRunHarness {
       QL_WORKER_ID: workerId,
       QL_WORKER_CONTROL_PLANE_URL: this.t.plane.ingressUrl,
       QL_WORKER_TLS_CA: this.pki.caCertPath,
-      QL_WORKER_TLS_CERT: this.pki.workers[workerId]!.certPath,
-      QL_WORKER_TLS_KEY: this.pki.workers[workerId]!.keyPath,
+      // A worker the PKI has no certificate for enrolls: the test gives its files and token.
+      ...(this.pki.workers[workerId]
+        ? {
+            QL_WORKER_TLS_CERT: this.pki.workers[workerId].certPath,
+            QL_WORKER_TLS_KEY: this.pki.workers[workerId].keyPath,
+          }
+        : {}),
       QL_WORKER_HEARTBEAT_MS: '200',
       QL_WORKER_REQUEST_TIMEOUT_MS: String(WORKER_REQUEST_TIMEOUT_MS),
       QL_WORKER_KILL_GRACE_MS: '500',

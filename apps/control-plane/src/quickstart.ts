@@ -1,4 +1,6 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { checkEntryArgs, guardStdio, writeErr, writeOut } from '@ql/contracts';
 import { dirname, extname, join } from 'node:path';
 import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from './node-flags';
@@ -11,9 +13,11 @@ import { EXIT } from './start-failure';
  * `npm start`: the quickstart in one command — the control plane on the configured (by default
  * standalone SQLite) profile, then, once *this* control plane says it is ready (an IPC message, so a
  * control plane already running on the same ports is never mistaken for it), one local worker
- * (`worker-1`, using the dev PKI the control plane created), supervised: restarted with a backoff
- * after a non-zero exit (a fenced or expired session exits 3 by design), except after a
- * configuration error (2). SIGINT/SIGTERM/SIGHUP stops the worker first (drain, offline), then the
+ * (`worker-1`), supervised: restarted with a backoff after a non-zero exit (a fenced or expired
+ * session exits 3 by design), except after a configuration error (2), a disabled worker (5), a
+ * superseded certificate (7) or a refused enrollment (8). The worker joins through enrollment (ADR
+ * 0045): its key and certificate live beside its journal (`./var/worker/<id>/tls/`), and whenever it
+ * holds no usable certificate the quickstart makes it a token (`enroll-token create`) first. SIGINT/SIGTERM/SIGHUP stops the worker first (drain, offline), then the
  * control plane.
  */
 
@@ -72,13 +76,67 @@ const controlPlane = spawn(process.execPath, [...CONTROL_PLANE_NODE_FLAGS, ...en
   detached: true,
 });
 
+/** The worker's own files (ADR 0045): beside its state, made by the worker when it enrolls. */
+const workerFiles = (state: string) => ({
+  cert: process.env.QL_WORKER_TLS_CERT ?? join(state, 'tls', 'worker.crt'),
+  key: process.env.QL_WORKER_TLS_KEY ?? join(state, 'tls', 'worker.key'),
+});
+
+/** Whether `path` holds a certificate that has not expired (its key is the worker's to check). */
+function usableCertificate(path: string): boolean {
+  try {
+    return Date.parse(new X509Certificate(readFileSync(path)).validTo) > Date.now();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A token for the worker when it needs one (no usable certificate yet): `cli enroll-token create
+ * --worker <id>`, run the way the control plane runs, on its database. Its JSON answer is read here and
+ * the token handed to the worker's environment only: never logged, never written.
+ */
+function enrollmentToken(certPath: string): Promise<string | undefined> {
+  if (process.env.QL_WORKER_ENROLL_TOKEN) return Promise.resolve(process.env.QL_WORKER_ENROLL_TOKEN);
+  if (usableCertificate(certPath)) return Promise.resolve(undefined);
+  return new Promise((resolve, reject) =>
+    execFile(
+      process.execPath,
+      [...entry('cli'), 'enroll-token', 'create', '--worker', workerId],
+      { env: { ...process.env, ...CONTROL_PLANE_ENV }, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (error) return reject(new Error(`enroll-token create failed: ${stderr.trim() || error.message}`));
+        try {
+          resolve((JSON.parse(stdout) as { token: string }).token);
+        } catch {
+          reject(new Error('enroll-token create did not answer JSON'));
+        }
+      },
+    ),
+  );
+}
+
 function startWorker(from: ReadyMessage): void {
   if (stopping) return;
-  const startedAt = Date.now();
-  const pki = `${from.devPkiDir}/workers/${workerId}`;
-  // Its journal and run folders sit beside the dev PKI (`./var/worker/<id>/…` by default): a quickstart
-  // pointed at another folder keeps all of its state there, and two of them never share a journal.
+  // Its journal, run folders and TLS files sit beside the dev PKI (`./var/worker/<id>/…` by default): a
+  // quickstart pointed at another folder keeps all of its state there, and two never share a journal.
   const state = join(dirname(from.devPkiDir), 'worker', workerId);
+  const files = workerFiles(state);
+  enrollmentToken(files.cert).then(
+    (token) => spawnWorker(from, state, files, token),
+    (error: Error) => log('error', `${workerId} could not be enrolled: ${error.message}; not starting it`),
+  );
+}
+
+function spawnWorker(
+  from: ReadyMessage,
+  state: string,
+  files: { cert: string; key: string },
+  token: string | undefined,
+): void {
+  if (stopping) return;
+  const startedAt = Date.now();
+  if (token) log('info', `${workerId} enrolls with a new token`);
   const child = spawn(workerLauncher, [], {
     stdio: 'inherit',
     detached: true,
@@ -91,8 +149,9 @@ function startWorker(from: ReadyMessage): void {
       QL_WORKER_CONTROL_PLANE_URL:
         process.env.QL_WORKER_CONTROL_PLANE_URL ?? `https://127.0.0.1:${new URL(from.ingressUrl).port}`,
       QL_WORKER_TLS_CA: process.env.QL_WORKER_TLS_CA ?? from.tlsCaPath,
-      QL_WORKER_TLS_CERT: process.env.QL_WORKER_TLS_CERT ?? `${pki}.crt`,
-      QL_WORKER_TLS_KEY: process.env.QL_WORKER_TLS_KEY ?? `${pki}.key`,
+      QL_WORKER_TLS_CERT: files.cert,
+      QL_WORKER_TLS_KEY: files.key,
+      ...(token ? { QL_WORKER_ENROLL_TOKEN: token } : {}),
       QL_WORKER_JOURNAL_DIR: process.env.QL_WORKER_JOURNAL_DIR ?? join(state, 'journal'),
       QL_WORKER_WORK_DIR: process.env.QL_WORKER_WORK_DIR ?? join(state, 'runs'),
     },
@@ -108,13 +167,24 @@ function startWorker(from: ReadyMessage): void {
     worker = undefined;
     if (stopping) return;
     const how = exitText(code, signal);
-    if (code === WORKER_EXIT.ok || code === WORKER_EXIT.config || code === WORKER_EXIT.disabled) {
+    const final: readonly (number | null)[] = [
+      WORKER_EXIT.ok,
+      WORKER_EXIT.config,
+      WORKER_EXIT.disabled,
+      WORKER_EXIT.certificateSuperseded,
+      WORKER_EXIT.enrollmentRefused,
+    ];
+    if (final.includes(code)) {
       const why =
         code === WORKER_EXIT.config
           ? ' (configuration error: fix the QL_WORKER_* settings)'
           : code === WORKER_EXIT.disabled
             ? ` (disabled by an operator: POST /api/v1/workers/${workerId}/enable, then stop and run npm start again)`
-            : '';
+            : code === WORKER_EXIT.certificateSuperseded
+              ? ' (its certificate was renewed elsewhere: revoke the worker, remove its tls folder, run npm start again)'
+              : code === WORKER_EXIT.enrollmentRefused
+                ? ' (its enrollment token was refused)'
+                : '';
       log('error', `${workerId} exited with ${how}${why}; not restarting it`, { code, signal });
       return;
     }

@@ -20,6 +20,22 @@ export const WORKER_EXIT = {
    * `POST /api/v1/workers/{id}/enable`; the quickstart and the systemd unit do not restart it.
    */
   disabled: 5,
+  /**
+   * The worker's certificate expired before it could be renewed (ADR 0045 §3): it cannot renew or
+   * register any more. An admin makes a new token (`npm run enroll-token -- create --worker <id>`) and
+   * the worker starts again with it in `QL_WORKER_ENROLL_TOKEN`.
+   */
+  certificateExpired: 6,
+  /**
+   * `certificate_superseded` (ADR 0045 §4): the certificate was renewed by another process, so this
+   * worker's identity was used from another machine. Revoke the worker, then enroll this machine again.
+   */
+  certificateSuperseded: 7,
+  /**
+   * `enrollment_refused`: the control plane refused the enrollment token (invalid, expired, revoked,
+   * used, exhausted or for another worker id; the code is printed). A new token is needed.
+   */
+  enrollmentRefused: 8,
 } as const;
 
 /** The refusal that makes a worker exit `disabled` rather than `fenced` or `failed`. */

@@ -5,12 +5,14 @@ import { WorkerConfig, WorkerConfigError, loadWorkerConfig, workerConfigTable } 
 import { checkRunAs, resolveRunAs } from './executor/run-as';
 import { LocalProcessExecutor } from './executor/local-process.executor';
 import { containmentLine } from './host/cgroup';
+import { CertificateKeeper, IdentityLostError } from './identity/certificate-keeper';
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
 import { JOURNAL_USAGE, journalCommand } from './journal/journal-command';
 import { JournalLockedError } from './journal/journal-lock';
 import { WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
 import { JsonLineLog, NestJsonLogger, WorkerLog } from './logging/worker-log';
 import { WorkerModule } from './worker.module';
+import { WORKER_CERTIFICATE } from './worker.tokens';
 import { WORKER_DISABLED_REASON, WORKER_EXIT } from './worker-exit';
 
 /**
@@ -85,8 +87,11 @@ async function main(): Promise<number> {
     logger: new NestJsonLogger(log),
     abortOnError: false,
   });
+  // The module read its settings: nothing the worker starts later needs to see the token (ADR 0045 §2).
+  delete process.env.QL_WORKER_ENROLL_TOKEN;
   try {
     const lifecycle = app.get(WorkerLifecycleService);
+    const certificate = app.get<CertificateKeeper>(WORKER_CERTIFICATE);
     const containment = containmentLine(app.get(LocalProcessExecutor).containment());
     log[containment.level](containment.msg, containment.fields);
     try {
@@ -102,6 +107,10 @@ async function main(): Promise<number> {
         log.error('worker refused to start: its journal folder is in use', describe(error));
         return WORKER_EXIT.journalLocked;
       }
+      if (error instanceof IdentityLostError) {
+        log.error(lossMessage(config.workerId, error), { loss: error.loss, code: error.code });
+        return exitOf(error);
+      }
       if (error instanceof IngressCallError && error.reason === WORKER_DISABLED_REASON) {
         log.error(disabledMessage(config.workerId, 'its registration was refused'), describe(error));
         return WORKER_EXIT.disabled;
@@ -112,7 +121,17 @@ async function main(): Promise<number> {
     const outcome = await Promise.race([
       signal.then((name) => ({ kind: 'signal' as const, name })),
       lifecycle.whenFenced().then((event) => ({ kind: 'fenced' as const, event })),
+      certificate.whenLost().then((error) => ({ kind: 'identity' as const, error })),
     ]);
+    if (outcome.kind === 'identity') {
+      // The session still holds (a superseded certificate keeps serving it): drain and go offline first.
+      await lifecycle.stop().catch(() => undefined);
+      log.error(lossMessage(config.workerId, outcome.error), {
+        loss: outcome.error.loss,
+        code: outcome.error.code,
+      });
+      return exitOf(outcome.error);
+    }
     if (outcome.kind === 'fenced' && outcome.event.reason === WORKER_DISABLED_REASON) {
       log.error(disabledMessage(config.workerId, 'its session was fenced'), { ...outcome.event });
       return WORKER_EXIT.disabled;
@@ -147,6 +166,28 @@ function disabledMessage(workerId: string, what: string): string {
     `worker exiting: an operator disabled ${workerId} (${what}); restarting will not help: ` +
     `POST /api/v1/workers/${workerId}/enable, then start the worker again (exit code ${WORKER_EXIT.disabled})`
   );
+}
+
+/** ADR 0045: the exit code of an identity the worker lost (6, 7, 8; 5 disabled; 1 any other refusal). */
+function exitOf(error: IdentityLostError): number {
+  switch (error.loss) {
+    case 'certificate_expired':
+      return WORKER_EXIT.certificateExpired;
+    case 'certificate_superseded':
+      return WORKER_EXIT.certificateSuperseded;
+    case 'enrollment_refused':
+      return WORKER_EXIT.enrollmentRefused;
+    case 'worker_disabled':
+      return WORKER_EXIT.disabled;
+    default:
+      return WORKER_EXIT.failed;
+  }
+}
+
+function lossMessage(workerId: string, error: IdentityLostError): string {
+  if (error.loss === 'worker_disabled')
+    return disabledMessage(workerId, 'its certificate renewal was refused');
+  return `worker exiting (${error.loss}, exit code ${exitOf(error)}): ${error.message}`;
 }
 
 /** QL_WORKER_RUN_AS resolved and proven to work (ADR 0031): `uid:gid (label)`, or null when unset. */

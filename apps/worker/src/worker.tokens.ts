@@ -2,6 +2,10 @@
 export const WORKER_CONFIG = Symbol('WorkerConfig');
 export const WORKER_INGRESS_CLIENT = Symbol('WorkerIngressClient');
 export const HOST_PROBE = Symbol('HostProbe');
+/** The certificate/key/CA files the client reads (`FileCredentials`): the renewer tells it of new ones. */
+export const WORKER_CREDENTIALS = Symbol('WorkerCredentials');
+/** The worker's certificate keeper (enrollment and rotation, ADR 0045). */
+export const WORKER_CERTIFICATE = Symbol('WorkerCertificate');
 
 /** The software version the worker declares at registration; kept equal to package.json by a test. */
 export const WORKER_SOFTWARE_VERSION = '0.1.0';

@@ -17,6 +17,8 @@ export interface RegisterSessionCommand {
   readonly sessionId: string;
   readonly snapshot: RegistrationSnapshot;
   readonly leaseMs: number;
+  /** SHA-256 (hex) of the client certificate the session registered with (ADR 0045 §4), kept per session. */
+  readonly certificateFingerprint?: string;
 }
 
 export interface SessionCommand {
@@ -116,6 +118,8 @@ export interface WorkerSessionRepository {
   listWorkers(query: WorkerListQuery): Promise<WorkerRecord[]>;
   /** Live leases of any of the worker's sessions, soonest expiry first, at most `limit`. */
   activeRuns(workerId: string, limit: number): Promise<WorkerActiveRun[]>;
+  /** The certificate fingerprint a session registered with; null when none was recorded (or no such session). */
+  sessionCertificate(sessionId: string): Promise<string | null>;
   /**
    * Admin drain: the live, online session goes to draining (capacity 0) without moving its version,
    * so the worker's next heartbeat is accepted and answers `draining`. NotFoundError for an unknown

@@ -251,9 +251,14 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
       if (!written) throw new Error('registration lost its row under the worker lock');
       await writeLabels(tx, workerId, snapshot.capabilities.capabilities.labels);
       await tx.run(
-        `INSERT INTO worker_sessions (session_id, worker_id, generation, started_at)
-         VALUES (:sessionId, :workerId, :generation, {now})`,
-        { sessionId, workerId, generation: decision.generation },
+        `INSERT INTO worker_sessions (session_id, worker_id, generation, started_at, certificate_fingerprint)
+         VALUES (:sessionId, :workerId, :generation, {now}, :fingerprint)`,
+        {
+          sessionId,
+          workerId,
+          generation: decision.generation,
+          fingerprint: command.certificateFingerprint ?? null,
+        },
       );
       return { outcome: decision.kind === 'create' ? 'created' : 'replaced', session: toSession(written) };
     });
@@ -393,6 +398,14 @@ export class SqlWorkerSessionRepository implements WorkerSessionRepository {
     const { sql, params } = listWorkersSql(COLUMNS, query);
     const rows = await this.db.many<AdminWorkerRow>(sql, params);
     return rows.map(toRecord);
+  }
+
+  async sessionCertificate(sessionId: string): Promise<string | null> {
+    const row = await this.db.one<{ certificate_fingerprint: string | null }>(
+      'SELECT certificate_fingerprint FROM worker_sessions WHERE session_id = :sessionId',
+      { sessionId },
+    );
+    return row?.certificate_fingerprint ?? null;
   }
 
   async activeRuns(workerId: string, limit: number): Promise<WorkerActiveRun[]> {

@@ -78,7 +78,8 @@ export class AdminService {
     const worker = await this.sessions.findWorker(id);
     if (!worker) throw new NotFoundError('worker');
     const activeRuns = await this.sessions.activeRuns(id, MAX_CONCURRENT_RUNS);
-    return { ...toWorkerView(worker), activeRuns: activeRuns.map(toActiveRunView) };
+    const certificateFingerprint = await this.sessions.sessionCertificate(worker.session.sessionId);
+    return { ...toWorkerView(worker), certificateFingerprint, activeRuns: activeRuns.map(toActiveRunView) };
   }
 
   /** R-ADM-1: capacity 0 now; the worker learns it from its next heartbeat answer. */

@@ -58,6 +58,7 @@ export class RegistryService {
       sessionId: parseSessionId(sessionId),
       snapshot,
       leaseMs: this.config.sessionLeaseMs,
+      certificateFingerprint: principal.fingerprint256,
     });
     // The rate limit sizes this worker's bucket from its slots (ADR 0042), from answers, not reads.
     this.rateLimit.learnSlots(principal.workerId, result.session.maxConcurrentRuns);

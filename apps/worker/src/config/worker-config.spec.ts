@@ -12,6 +12,8 @@ describe('loadWorkerConfig', () => {
       tlsCaPath: './var/pki/ca.crt',
       tlsCertPath: './var/pki/workers/worker-1.crt',
       tlsKeyPath: './var/pki/workers/worker-1.key',
+      enrollToken: '',
+      certRenewAtPercent: 67,
       maxConcurrentRuns: 1,
       heartbeatMs: 5000,
       pullIntervalMs: 1000,
@@ -44,6 +46,26 @@ describe('loadWorkerConfig', () => {
     );
     expect(() => loadWorkerConfig({ QL_WORKER_KEEP_FAILED_BYTES: '-1' })).toThrow(
       /QL_WORKER_KEEP_FAILED_BYTES/,
+    );
+  });
+
+  it('reads an enrollment token, and refuses a malformed one without echoing it (ADR 0045)', () => {
+    const token = `qlet_${'A'.repeat(43)}`;
+    expect(loadWorkerConfig({ QL_WORKER_ENROLL_TOKEN: token }).enrollToken).toBe(token);
+    const wrong = `qlet_${'s3cret'.repeat(7)}`;
+    let message = '';
+    try {
+      loadWorkerConfig({ QL_WORKER_ENROLL_TOKEN: wrong });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/QL_WORKER_ENROLL_TOKEN is not an enrollment token/);
+    expect(message).not.toContain('s3cret');
+    expect(() => loadWorkerConfig({ QL_WORKER_CA: '/ca.crt' })).toThrow(
+      /unknown worker setting.*QL_WORKER_CA/,
+    );
+    expect(() => loadWorkerConfig({ QL_WORKER_CERT_RENEW_AT_PERCENT: '91' })).toThrow(
+      /QL_WORKER_CERT_RENEW_AT_PERCENT/,
     );
   });
 

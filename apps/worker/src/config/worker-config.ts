@@ -26,6 +26,10 @@ export interface WorkerConfig {
   readonly tlsCaPath: string;
   readonly tlsCertPath: string;
   readonly tlsKeyPath: string;
+  /** ADR 0045 §2: the token to enroll with when there is no usable certificate; never logged or written. */
+  readonly enrollToken: string;
+  /** ADR 0045 §3: renew when this share (%) of the certificate's remaining life, as received, has passed. */
+  readonly certRenewAtPercent: number;
   readonly maxConcurrentRuns: number;
   readonly heartbeatMs: number;
   readonly pullIntervalMs: number;
@@ -71,6 +75,16 @@ const workerId: Parser<string> = (raw, name) => {
 };
 
 const logLevel = oneOf(WORKER_LOG_LEVELS);
+
+/** Empty, or `qlet_` and 43 base64url characters; never echoed in an error (it is a secret). */
+const enrollToken: Parser<string> = (raw, name) => {
+  const text = raw.trim();
+  if (text && !/^qlet_[A-Za-z0-9_-]{43}$/.test(text))
+    throw new WorkerConfigError(
+      `${name} is not an enrollment token (qlet_ and 43 characters); its value is not shown`,
+    );
+  return text;
+};
 
 /** `auto`, `off`, or an absolute path without `.`/`..` segments. */
 const cgroupSetting: Parser<CgroupSetting> = (raw, name) => {
@@ -224,6 +238,20 @@ export const WORKER_SETTINGS = [
     default: pki((id) => `workers/${id}.key`),
     doc: "PEM of this worker's private key; checked at most once a second before a call, read again when it changed",
     parse: path,
+  },
+  {
+    key: 'enrollToken',
+    env: 'QL_WORKER_ENROLL_TOKEN',
+    default: '',
+    doc: 'enrollment token (`qlet_…`, from `npm run enroll-token -- create --worker <id>`): when the files of QL_WORKER_TLS_CERT/QL_WORKER_TLS_KEY hold no usable certificate (none, unreadable, not of the key, expired), the worker makes its own key (EC P-256, 0600), sends a CSR with the token to the control plane over server-authenticated TLS (QL_WORKER_TLS_CA) and writes the certificate it gets there; with a usable certificate it is ignored. Never logged or written to disk; the CA it trusts is QL_WORKER_TLS_CA (`QL_WORKER_CA` is not a setting: refused as unknown)',
+    parse: enrollToken,
+  },
+  {
+    key: 'certRenewAtPercent',
+    env: 'QL_WORKER_CERT_RENEW_AT_PERCENT',
+    default: '67',
+    doc: 'a certificate issued by the control plane is renewed (new key, over mTLS, no restart) once this share (1..90 %) of its life, counted from when the worker received it, has passed; also at every start before register. A failed renewal is sent again with backoff until the certificate expires (then exit 6)',
+    parse: int(1, 90),
   },
   {
     key: 'maxConcurrentRuns',

@@ -45,6 +45,17 @@ describe('fileCredentials (R-WIRE-4, ADR 0023)', () => {
     }
   });
 
+  it('recheck(): a renewal just renamed new files into place; the next call reads them, not a second later', async () => {
+    const mono = 1_000;
+    const provider = fileCredentials(paths, { nowNs: settled, monotonicMs: () => mono });
+    await provider();
+    writeFileSync(join(dir, 'cert.new'), 'CERT-2');
+    renameSync(join(dir, 'cert.new'), paths.certPath);
+    expect(text(await provider())).toEqual(['CA-1', 'CERT-1', 'KEY-1']); // within the second: not looked at
+    provider.recheck();
+    expect(text(await provider())).toEqual(['CA-1', 'CERT-2', 'KEY-1']);
+  });
+
   it('returns the very same buffers while no file changed', async () => {
     const provider = fileCredentials(paths, { nowNs: settled, checkEveryMs: 0 });
     const first = await provider();

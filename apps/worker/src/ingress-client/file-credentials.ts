@@ -32,14 +32,14 @@ export interface FileCredentialsOptions {
 export function fileCredentials(
   paths: { caPath: string; certPath: string; keyPath: string },
   options: FileCredentialsOptions = {},
-): WorkerCredentialsProvider {
+): FileCredentials {
   const nowNs = options.nowNs ?? (() => BigInt(Date.now()) * 1_000_000n);
   const monotonicMs = options.monotonicMs ?? monotonicNow;
   const checkEveryMs = options.checkEveryMs ?? CHECK_EVERY_MS;
   const files = [paths.caPath, paths.certPath, paths.keyPath] as const;
   let cached: { readonly key: string; readonly credentials: WorkerTlsCredentials } | undefined;
   let checkedAt = -Infinity;
-  return async () => {
+  const provider = async () => {
     if (cached && monotonicMs() - checkedAt < checkEveryMs) return cached.credentials;
     checkedAt = monotonicMs();
     const statAt = nowNs();
@@ -56,4 +56,9 @@ export function fileCredentials(
     cached = statAt - lastChange >= RACY_CHANGE_NS ? { key, credentials } : undefined;
     return credentials;
   };
+  // The renewer renamed new files into place: the next call looks at them, not in a second.
+  return Object.assign(provider, { recheck: () => void (checkedAt = -Infinity) });
 }
+
+/** The provider, and `recheck()`: the files changed (a renewal), look at them on the next call. */
+export type FileCredentials = WorkerCredentialsProvider & { recheck(): void };

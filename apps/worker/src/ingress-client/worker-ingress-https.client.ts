@@ -8,11 +8,14 @@ import { SecureContext, createSecureContext } from 'node:tls';
 import type { Socket } from 'node:net';
 import {
   INGRESS_ACTIONS,
+  INGRESS_CERTIFICATE_ACTION,
+  INGRESS_ENROLL_PATH,
   IngressAction,
   HeartbeatResponse,
   RegisterResponse,
   SessionResponse,
   ingressBodyLimit,
+  ingressCertificatePath,
   ingressPath,
 } from '@ql/contracts';
 import { isUuidV7, isWorkerId } from '@ql/domain';
@@ -29,6 +32,8 @@ import {
 
 /** R-WIRE-4 / §12: no ingress answer may be larger than this. */
 export const INGRESS_RESPONSE_CAP_BYTES = 128 * 1024;
+/** A certificate and its chain: a few KiB. */
+const CERTIFICATE_ANSWER_CAP = 64 * 1024;
 
 /**
  * PEM material for one call; asked of the provider every time so rotation needs no restart. A provider
@@ -215,18 +220,65 @@ export class WorkerIngressHttpsClient {
     }
     if (!isUuidV7(sessionId))
       throw new IngressCallError(action, 0, 'invalid_request', 'session id is not a UUIDv7');
-    const payload = Buffer.from(JSON.stringify(body ?? null), 'utf8');
-    const limit = ingressBodyLimit(action);
-    if (payload.length > limit) {
+    const payload = payloadOf(action, body);
+    const cap = Math.min(options.maxResponseBytes ?? INGRESS_RESPONSE_CAP_BYTES, INGRESS_RESPONSE_CAP_BYTES);
+    const context = await this.currentContext(action);
+    const path = ingressPath(this.options.workerId, sessionId, action);
+    return (await this.sendToOrigins(action, options, context, path, payload, cap)) as IngressResponse<A>;
+  }
+
+  /**
+   * Joining (ADR 0045 §2): `POST …/enroll` over server-authenticated TLS, without a client
+   * certificate (the worker has none yet), on a one-off socket per origin tried.
+   */
+  async enroll(body: unknown, caPem: string | Buffer, options: IngressCallOptions = {}): Promise<unknown> {
+    this.checkOpen('enroll');
+    const payload = payloadOf('enroll', body);
+    let context: SecureContext;
+    try {
+      context = createSecureContext({ minVersion: 'TLSv1.3', ca: caPem });
+    } catch (error) {
       throw new IngressCallError(
-        action,
+        'enroll',
         0,
-        'request_too_large',
-        `request body is ${payload.length} bytes; the limit is ${limit}`,
+        'credentials_invalid',
+        'the CA bundle cannot be used',
+        errorCode(error),
       );
     }
-    const cap = Math.min(options.maxResponseBytes ?? INGRESS_RESPONSE_CAP_BYTES, INGRESS_RESPONSE_CAP_BYTES);
+    return this.sendToOrigins(
+      'enroll',
+      options,
+      context,
+      INGRESS_ENROLL_PATH,
+      payload,
+      CERTIFICATE_ANSWER_CAP,
+      () => this.oneOffAgent(context),
+    );
+  }
 
+  /** Rotation (ADR 0045 §3): `POST …/workers/{id}/certificate` over mTLS with the current credentials. */
+  async renewCertificate(body: unknown, options: IngressCallOptions = {}): Promise<unknown> {
+    this.checkOpen(INGRESS_CERTIFICATE_ACTION);
+    const payload = payloadOf(INGRESS_CERTIFICATE_ACTION, body);
+    const context = await this.currentContext(INGRESS_CERTIFICATE_ACTION);
+    const path = ingressCertificatePath(this.options.workerId);
+    return this.sendToOrigins(
+      INGRESS_CERTIFICATE_ACTION,
+      options,
+      context,
+      path,
+      payload,
+      CERTIFICATE_ANSWER_CAP,
+    );
+  }
+
+  private checkOpen(action: string): void {
+    if (this.closed) throw new IngressCallError(action, 0, 'client_closed', 'the ingress client is closed');
+  }
+
+  /** The TLS context of the credentials the provider gives now (read again at most once a second). */
+  private async currentContext(action: string): Promise<SecureContext> {
     let credentials: WorkerTlsCredentials;
     try {
       credentials = await this.options.credentials();
@@ -240,10 +292,20 @@ export class WorkerIngressHttpsClient {
         errorCode(error),
       );
     }
-    if (this.closed) throw new IngressCallError(action, 0, 'client_closed', 'the ingress client is closed');
-    const context = this.contextFor(action, credentials);
-    const path = ingressPath(this.options.workerId, sessionId, action);
-    return (await this.sendToOrigins(action, options, context, path, payload, cap)) as IngressResponse<A>;
+    this.checkOpen(action);
+    return this.contextFor(action, credentials);
+  }
+
+  /** An agent for one call (enrollment): no keep-alive, destroyed when the call ends (retired). */
+  private oneOffAgent(secureContext: SecureContext): AgentEntry {
+    const entry: AgentEntry = {
+      agent: new Agent({ keepAlive: false, maxSockets: 1, secureContext }),
+      sockets: new Set(),
+      inflight: 0,
+      retired: true,
+    };
+    this.entries.add(entry);
+    return entry;
   }
 
   /**
@@ -257,6 +319,8 @@ export class WorkerIngressHttpsClient {
     path: string,
     payload: Buffer,
     cap: number,
+    agentOf: (target: IngressOrigin) => AgentEntry = (target) =>
+      this.agentFor(target, context, options.lane ?? 'calls'),
   ): Promise<unknown> {
     const deadline = Date.now() + (options.timeoutMs ?? this.timeoutMs);
     const count = this.targets.length;
@@ -266,7 +330,7 @@ export class WorkerIngressHttpsClient {
       const index = (first + i) % count;
       const target = this.targets[index]!;
       const remaining = Math.max(1, deadline - Date.now());
-      const entry = this.agentFor(target, context, options.lane ?? 'calls');
+      const entry = agentOf(target);
       entry.inflight++;
       try {
         const value = await this.send(action, options, {
@@ -602,6 +666,21 @@ export class WorkerIngressHttpsClient {
       succeed(body);
     });
   }
+}
+
+/** The body of `action` as bytes, refused here when over the route's limit. */
+function payloadOf(action: string, body: unknown): Buffer {
+  const payload = Buffer.from(JSON.stringify(body ?? null), 'utf8');
+  const limit = ingressBodyLimit(action);
+  if (payload.length > limit) {
+    throw new IngressCallError(
+      action,
+      0,
+      'request_too_large',
+      `request body is ${payload.length} bytes; the limit is ${limit}`,
+    );
+  }
+  return payload;
 }
 
 function failureParts(failures: readonly { readonly origin: string; readonly error: IngressCallError }[]) {

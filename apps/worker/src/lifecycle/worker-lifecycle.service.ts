@@ -35,6 +35,7 @@ import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerRuns } from '../runs/run-supervisor';
 import {
   HOST_PROBE,
+  WORKER_CERTIFICATE,
   WORKER_CONFIG,
   WORKER_INGRESS_CLIENT,
   WORKER_PROTOCOL_VERSION,
@@ -52,6 +53,13 @@ export class StartCancelled extends Error {
     super('the worker was stopped before it registered');
     this.name = 'StartCancelled';
   }
+}
+
+/** The slice of the certificate keeper the lifecycle drives (ADR 0045). */
+export interface WorkerCertificate {
+  prepare(signal: AbortSignal): Promise<void>;
+  startRenewing(): void;
+  stop(): void;
 }
 
 /** The slice of the HTTPS client the lifecycle needs (a fake in unit tests). */
@@ -141,6 +149,8 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     @Optional() private readonly scheduler?: SchedulerRegistry,
     /** The runs to drive; without them the worker only keeps its session. */
     @Optional() @Inject(WORKER_RUNS) private readonly runs?: WorkerRuns,
+    /** Enrollment and rotation (ADR 0045); without it the worker uses its files as they are. */
+    @Optional() @Inject(WORKER_CERTIFICATE) private readonly certificate?: WorkerCertificate,
   ) {
     this.fencedSignal = new Promise((resolve) => (this.announceFenced = resolve));
     this.heartbeatFailures = new RepeatedFailureLog(log, 'heartbeat');
@@ -176,6 +186,9 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       };
       parseRegistration(body); // the control plane's own rules, so a local mistake fails here, clearly
       await this.runs?.open(); // single ownership of the journal before any session exists (R-WRK-1)
+      // ADR 0045 §4: enroll, or renew (a new key), before every register.
+      await this.certificate?.prepare(this.abort.signal);
+      if (this.abort.signal.aborted) throw new StartCancelled();
       const sessionId = this.ids.uuidV7();
       const res = await this.register(sessionId, body);
       const session = readSessionResponse(res, this.config.workerId, sessionId);
@@ -201,11 +214,13 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       });
       this.heartbeats = true;
       this.armHeartbeat();
+      this.certificate?.startRenewing();
       await this.startRuns();
       return res;
     } catch (error) {
       if (this.state !== 'fenced') this.state = 'failed';
       this.stopHeartbeats();
+      this.certificate?.stop();
       await this.runs?.close();
       await this.ingress.close();
       throw error;
@@ -330,6 +345,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       throw new WorkerStopError(phase, `stop ${why} during ${phase}${runs}`);
     } finally {
       clearTimeout(budget);
+      this.certificate?.stop();
       await this.runs?.close();
       await this.ingress.close();
     }
@@ -341,6 +357,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       this.log.warn('worker closed without stop; its session lease will expire', this.logIds());
     }
     this.stopHeartbeats();
+    this.certificate?.stop();
     if (!this.abort.signal.aborted) this.abort.abort();
     await this.runs?.close();
     await this.ingress.close();
@@ -481,6 +498,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     if (this.state === 'fenced') return;
     this.state = 'fenced';
     this.stopHeartbeats();
+    this.certificate?.stop();
     void this.runs?.stopPulling();
     void this.runs?.abandonAll('session_fenced'); // their leases went with the session
     this.abort.abort();

@@ -109,6 +109,15 @@ export class WorkerActiveRunDto {
 
 export class WorkerDetailDto extends WorkerDto {
   @ApiProperty({
+    type: 'string',
+    nullable: true,
+    pattern: '^[0-9a-f]{64}$',
+    description:
+      'SHA-256 (hex) of the client certificate its current session registered with (ADR 0045 §4); null for a session registered before it was recorded',
+  })
+  readonly certificateFingerprint!: string | null;
+
+  @ApiProperty({
     type: () => [WorkerActiveRunDto],
     description: 'live leases of any of its sessions, soonest expiry first (at most 1024)',
   })
