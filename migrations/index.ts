@@ -12,6 +12,7 @@ import { WorkerRecoveryRequired1765411200000 as PostgresRecoveryRequired } from 
 import { EnrollmentTokens1765756800000 as PostgresEnrollmentTokens } from './postgres/1765756800000-enrollment-tokens';
 import { LeaseStepFastCompletion1765843200000 as PostgresFastCompletion } from './postgres/1765843200000-lease-step-fast-completion';
 import { WorkerCertificates1765929600000 as PostgresWorkerCertificates } from './postgres/1765929600000-worker-certificates';
+import { Secrets1766016000000 as PostgresSecrets } from './postgres/1766016000000-secrets';
 import { Initial1764547200000 as SqliteInitial } from './sqlite/1764547200000-initial';
 import { RevokedCertificates1764633600000 as SqliteRevoked } from './sqlite/1764633600000-revoked-certificates';
 import { RunsAndLeases1764720000000 as SqliteRuns } from './sqlite/1764720000000-runs-and-leases';
@@ -21,6 +22,7 @@ import { AdminViews1764979200000 as SqliteAdminViews } from './sqlite/1764979200
 import { WorkerRecoveryRequired1765411200000 as SqliteRecoveryRequired } from './sqlite/1765411200000-worker-recovery-required';
 import { EnrollmentTokens1765756800000 as SqliteEnrollmentTokens } from './sqlite/1765756800000-enrollment-tokens';
 import { WorkerCertificates1765929600000 as SqliteWorkerCertificates } from './sqlite/1765929600000-worker-certificates';
+import { Secrets1766016000000 as SqliteSecrets } from './sqlite/1766016000000-secrets';
 import { LogStreams1765497600000 as LogStreams } from './log-streams';
 
 /** Migrations per dialect, in order. Listed explicitly so tests and the built app load the same set. */
@@ -35,6 +37,7 @@ export const SQLITE_MIGRATIONS = [
   LogStreams,
   SqliteEnrollmentTokens,
   SqliteWorkerCertificates,
+  SqliteSecrets,
 ];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
@@ -52,4 +55,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresEnrollmentTokens,
   PostgresFastCompletion,
   PostgresWorkerCertificates,
+  PostgresSecrets,
 ];
