@@ -2,14 +2,16 @@
 // tasks that map them, rotation and the start check, delivery to a live lease's holder only, and the
 // control plane's redaction of stored output.
 import { randomBytes } from 'node:crypto';
-import { ConflictError, FencedError, UnavailableError, ValidationError, parseTaskSpec } from '@ql/domain';
 import {
+  ConflictError,
+  FencedError,
   SecretCipher,
   SecretKeyError,
-  SqlActivationRepository,
-  SqlAuditRepository,
-  SqlSecretRepository,
-} from '@ql/persistence';
+  UnavailableError,
+  ValidationError,
+  parseTaskSpec,
+} from '@ql/domain';
+import { SqlActivationRepository, SqlAuditRepository, SqlSecretRepository } from '@ql/persistence';
 import { AUDIT, DispatchFixture, DispatchTarget, RUN_LEASE, expectFence, offered } from './dispatch.contract';
 
 const KEY_A = randomBytes(32);

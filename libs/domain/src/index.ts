@@ -23,3 +23,4 @@ export * from './enrollment-tokens';
 export * from './worker-certificates';
 export * from './secrets';
 export * from './redaction';
+export * from './secret-cipher';

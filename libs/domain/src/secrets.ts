@@ -114,9 +114,16 @@ export interface SecretRotation {
   readonly current: number;
 }
 
+export type SecretPutMode = 'create' | 'replace' | 'upsert';
+
 export interface SecretRepository {
-  /** Creates or replaces; the audit entry (no value) commits with it. */
-  put(name: string, value: string, audit: AuditEntry): Promise<{ record: SecretRecord; created: boolean }>;
+  /** Creates or replaces (as `mode` allows); the audit entry (no value) commits with it. */
+  put(
+    name: string,
+    value: string,
+    audit: AuditEntry,
+    mode?: SecretPutMode,
+  ): Promise<{ record: SecretRecord; created: boolean }>;
   /** Refused (conflict `secret_in_use`) while a live task's current revision maps it. */
   delete(name: string, audit: AuditEntry): Promise<SecretRecord>;
   list(query: { after?: string; limit: number }): Promise<SecretRecord[]>;

@@ -16,7 +16,7 @@ import { SqlLeaseRepository } from './lease.repository';
 import { DEFAULT_CLAIM_BATCH } from './claim-batch';
 import { SqlActivationRepository } from './activation.repository';
 import { SqlSecretRepository } from './secret.repository';
-import { SecretCipher } from './secret-cipher';
+import { SecretCipher } from '@ql/domain';
 
 export type DatabaseTarget =
   | { readonly dialect: 'sqlite'; readonly path: string; readonly busyRetries?: number }

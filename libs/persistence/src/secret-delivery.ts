@@ -12,7 +12,7 @@ import {
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
 import { leaseViolation, readFencedLease } from './lease-fence';
-import { SealedSecret, SecretCipher } from './secret-cipher';
+import { SealedSecret, SecretCipher } from '@ql/domain';
 import { SqlDatabase, SqlExecutor, toInt } from './sql-executor';
 import { readRevision } from './task.repository';
 

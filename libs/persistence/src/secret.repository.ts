@@ -6,6 +6,7 @@ import {
   NotFoundError,
   SecretRecord,
   SecretRepository,
+  SecretPutMode,
   SecretRotation,
   TaskSpec,
   UnavailableError,
@@ -13,7 +14,7 @@ import {
   secretNamesOf,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
-import { SecretCipher } from './secret-cipher';
+import { SecretCipher } from '@ql/domain';
 import {
   SecretDelivery,
   SecretRow,
@@ -47,7 +48,8 @@ export class SqlSecretRepository implements SecretRepository {
     return this.cipher;
   }
 
-  async put(name: string, value: string, audit: AuditEntry) {
+  /** `create` refuses an existing name (conflict `secret_exists`), `replace` a missing one (not found). */
+  async put(name: string, value: string, audit: AuditEntry, mode: SecretPutMode = 'upsert') {
     const sealed = this.sealer().seal(name, value);
     return this.db.transaction(async (tx) => {
       const existing = await tx.one<{ name: string }>(
@@ -56,6 +58,9 @@ export class SqlSecretRepository implements SecretRepository {
           name,
         },
       );
+      if (existing && mode === 'create')
+        throw new ConflictError('secret_exists', `a secret named ${name} exists; replace it with PUT`);
+      if (!existing && mode === 'replace') throw new NotFoundError('secret');
       const params = { name, keyId: sealed.keyId, nonce: sealed.nonce, ciphertext: sealed.ciphertext };
       if (existing)
         await tx.run(

@@ -10,6 +10,7 @@ import {
   settingsTable,
 } from '@ql/contracts';
 import { RUN_LOG_LIMITS } from '@ql/domain';
+import { SECRET_KEY_ID_PATTERN, SecretCipher, parseSecretKey } from '@ql/domain';
 
 export { ConfigError };
 
@@ -40,6 +41,9 @@ export interface ControlPlaneConfig {
   readonly workerIssuerKeyPath: string;
   readonly workerCertTtlMs: number;
   readonly enrollRatePerMinute: number;
+  readonly secretsKey: string;
+  readonly secretsKeyId: string;
+  readonly secretsPreviousKeys: string;
   readonly sessionLeaseMs: number;
   readonly heartbeatBatchWindowMs: number;
   readonly heartbeatBatchMax: number;
@@ -68,6 +72,10 @@ const trustDomain: Parser<string> = (raw, name) => {
   return raw;
 };
 const optional: Parser<string> = (raw) => raw.trim();
+const keyId: Parser<string> = (raw, name) => {
+  if (!SECRET_KEY_ID_PATTERN.test(raw)) throw new ConfigError(`${name}=${raw} is not 1–32 of A-Za-z0-9._-`);
+  return raw;
+};
 const pki = (file: string) => (c: Partial<ControlPlaneConfig>) => `${c.devPkiDir ?? './var/pki'}/${file}`;
 
 /** Order matters where a default depends on an earlier setting. */
@@ -204,6 +212,27 @@ export const SETTINGS = [
     default: '30',
     doc: 'enrollment requests one source address may send per minute (`POST /api/v3/worker-ingress/enroll`, the one ingress route served without a client certificate)',
     parse: int(1, 10_000),
+  },
+  {
+    key: 'secretsKey',
+    env: 'QL_SECRETS_KEY',
+    default: '',
+    doc: 'the key secrets are encrypted with (AES-256-GCM, ADR 0050): 32 random bytes in base64 (`openssl rand -base64 32`); empty: secrets cannot be stored or delivered, and a start with secrets stored fails',
+    parse: optional,
+  },
+  {
+    key: 'secretsKeyId',
+    env: 'QL_SECRETS_KEY_ID',
+    default: 'primary',
+    doc: 'the id stored with each value `QL_SECRETS_KEY` encrypts (1–32 of `A-Za-z0-9._-`); give a new key a new id',
+    parse: keyId,
+  },
+  {
+    key: 'secretsPreviousKeys',
+    env: 'QL_SECRETS_PREVIOUS_KEYS',
+    default: '',
+    doc: 'earlier keys that still decrypt, `id:base64` separated by commas, while `npm run secret -- rotate` re-encrypts everything to the current key; a start with a value under an id no key has fails',
+    parse: optional,
   },
   {
     key: 'sessionLeaseMs',
@@ -356,7 +385,46 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneCo
     throw new ConfigError('QL_PROFILE=cluster-control refuses SQLite: set QL_DATABASE_URL=postgres://…');
   }
   checkWorkerIssuer(result);
+  secretCipherOf(result);
   return result;
+}
+
+/**
+ * The cipher of the configured secret keys (ADR 0050), or undefined without `QL_SECRETS_KEY`; a
+ * malformed key, or previous keys without a current one, is a configuration error. Never logged.
+ */
+export function secretCipherOf(
+  c: Pick<ControlPlaneConfig, 'secretsKey' | 'secretsKeyId' | 'secretsPreviousKeys'>,
+): SecretCipher | undefined {
+  const previous = new Map<string, Buffer>();
+  for (const entry of c.secretsPreviousKeys
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
+    const at = entry.indexOf(':');
+    const id = entry.slice(0, at);
+    if (at < 0 || !SECRET_KEY_ID_PATTERN.test(id))
+      throw new ConfigError(
+        'QL_SECRETS_PREVIOUS_KEYS: each entry is id:base64-key (the key is not repeated here)',
+      );
+    if (id === c.secretsKeyId || previous.has(id))
+      throw new ConfigError(`QL_SECRETS_PREVIOUS_KEYS: key id ${id} is given twice`);
+    previous.set(id, key(entry.slice(at + 1), `QL_SECRETS_PREVIOUS_KEYS (${id})`));
+  }
+  if (!c.secretsKey) {
+    if (previous.size > 0)
+      throw new ConfigError('QL_SECRETS_PREVIOUS_KEYS needs QL_SECRETS_KEY, the current key');
+    return undefined;
+  }
+  return new SecretCipher(c.secretsKeyId, key(c.secretsKey, 'QL_SECRETS_KEY'), previous);
+}
+
+function key(raw: string, what: string): Buffer {
+  try {
+    return parseSecretKey(raw, what);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
 }
 
 /** The issuer is all or nothing: a certificate and exactly one source of its key (ADR 0045 §5). */
