@@ -187,10 +187,11 @@ export class RemoteRunHarness {
     dialect: Dialect,
     workerIds: string[],
     planeEnv: Record<string, string> = {},
+    planeOptions: Parameters<typeof startTestPlane>[3] = {},
   ): Promise<RemoteRunHarness> {
     const db = await createTestDatabase(dialect);
     const pki = await createTestPki(workerIds);
-    const t = await startTestPlane(db, pki, { ...FAST_PLANE_ENV, ...planeEnv });
+    const t = await startTestPlane(db, pki, { ...FAST_PLANE_ENV, ...planeEnv }, planeOptions);
     return new RemoteRunHarness(t, db, pki);
   }
 

@@ -61,7 +61,8 @@ export class LogStore {
     let values = this.redactions.get(attemptId);
     if (!values) {
       values = await this.redaction(tx, run);
-      if (this.redactions.size >= REDACTION_CACHE_MAX) this.redactions.delete(this.redactions.keys().next().value!);
+      if (this.redactions.size >= REDACTION_CACHE_MAX)
+        this.redactions.delete(this.redactions.keys().next().value!);
       this.redactions.set(attemptId, values);
     }
     return redactText(text, values);
