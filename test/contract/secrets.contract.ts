@@ -273,6 +273,18 @@ export function describeSecretsContract(dialect: string, makeTarget: () => Dispa
       expect(String((error as Error).message)).toContain(c.two);
     });
 
+    it('values over 96 KiB in all are refused as secrets_too_large: nothing served', async () => {
+      const big = [name('big'), name('big'), name('big')];
+      for (const [i, s] of big.entries()) await put(s, `${i}`.repeat(33 * 1024));
+      const c = await f.claimedRun(name(`big-${dialect}`), {
+        secretEnv: { A: big[0], B: `${big[1]}&${big[2]}` },
+      });
+      await acts.starting(c.fence);
+      const error = await refusal(secrets.deliver(c.fence));
+      expect(error).toBeInstanceOf(UnavailableError);
+      expect(error).toMatchObject({ reason: 'secrets_too_large' });
+    });
+
     it('stores output with every mapped value, and each joined value, as *** (again after the worker)', async () => {
       const c = await mappedRun();
       await acts.starting(c.fence);

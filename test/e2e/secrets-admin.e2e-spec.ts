@@ -3,7 +3,6 @@
 // answer, audit row, log line or database byte, and a start whose key is missing or wrong refused.
 import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import type { LoggerService } from '@nestjs/common';
 import { ConfigError, loadConfig } from '../../apps/control-plane/src/config/config';
 import { snapshotDatabase } from '../support/db-snapshot';
 import {
@@ -14,23 +13,13 @@ import {
   createTestPki,
   startTestPlane,
 } from '../support/test-plane';
+import { CapturedLog } from '../support/captured-log';
 
 const PATH = '/api/v1/secrets';
 const KEY = randomBytes(32).toString('base64');
 const SECRET_ENV = { QL_SECRETS_KEY: KEY, QL_SECRETS_KEY_ID: 'k1' };
 const VALUE = 'pt_key=AAAA-e2e-secret-value;pt_pin=jd_e2e;';
 const OTHER = 'pt_key=BBBB-e2e-other-value;pt_pin=jd_e2e;';
-
-class CapturedLog implements LoggerService {
-  readonly lines: string[] = [];
-  private keep = (...args: unknown[]) => void this.lines.push(JSON.stringify(args));
-  log = this.keep;
-  error = this.keep;
-  warn = this.keep;
-  debug = this.keep;
-  verbose = this.keep;
-  fatal = this.keep;
-}
 
 describe.each<Dialect>(['sqlite', 'postgres'])('secrets, admin API (%s)', (dialect) => {
   let db: TestDatabase;

@@ -6,24 +6,13 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { LoggerService } from '@nestjs/common';
 import { Client } from 'pg';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { RemoteRunHarness, RunWorker, finishedEvent } from '../support/remote-run-harness';
 import type { Dialect } from '../support/test-plane';
+import { CapturedLog } from '../support/captured-log';
 
 jest.setTimeout(240_000);
-
-class CapturedLog implements LoggerService {
-  readonly lines: string[] = [];
-  private keep = (...args: unknown[]) => void this.lines.push(JSON.stringify(args));
-  log = this.keep;
-  error = this.keep;
-  warn = this.keep;
-  debug = this.keep;
-  verbose = this.keep;
-  fatal = this.keep;
-}
 
 /** Random, so a hit can only be this test's value. */
 const COOKIE_1 = `pt_key=${randomBytes(16).toString('hex')};pt_pin=jd_one;`;
