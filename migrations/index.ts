@@ -12,6 +12,7 @@ import { WorkerRecoveryRequired1765411200000 as PostgresRecoveryRequired } from 
 import { EnrollmentTokens1765756800000 as PostgresEnrollmentTokens } from './postgres/1765756800000-enrollment-tokens';
 import { LeaseStepFastCompletion1765843200000 as PostgresFastCompletion } from './postgres/1765843200000-lease-step-fast-completion';
 import { WorkerCertificates1765929600000 as PostgresWorkerCertificates } from './postgres/1765929600000-worker-certificates';
+import { Secrets1766023200000 as PostgresSecrets } from './postgres/1766023200000-secrets';
 import { SessionCertificate1766016000000 as PostgresSessionCertificate } from './postgres/1766016000000-session-certificate';
 import { ConsoleSessions1766448000000 as PostgresConsoleSessions } from './postgres/1766448000000-console-sessions';
 import { Initial1764547200000 as SqliteInitial } from './sqlite/1764547200000-initial';
@@ -23,6 +24,7 @@ import { AdminViews1764979200000 as SqliteAdminViews } from './sqlite/1764979200
 import { WorkerRecoveryRequired1765411200000 as SqliteRecoveryRequired } from './sqlite/1765411200000-worker-recovery-required';
 import { EnrollmentTokens1765756800000 as SqliteEnrollmentTokens } from './sqlite/1765756800000-enrollment-tokens';
 import { WorkerCertificates1765929600000 as SqliteWorkerCertificates } from './sqlite/1765929600000-worker-certificates';
+import { Secrets1766023200000 as SqliteSecrets } from './sqlite/1766023200000-secrets';
 import { SessionCertificate1766016000000 as SqliteSessionCertificate } from './sqlite/1766016000000-session-certificate';
 import { ConsoleSessions1766448000000 as SqliteConsoleSessions } from './sqlite/1766448000000-console-sessions';
 import { LogStreams1765497600000 as LogStreams } from './log-streams';
@@ -40,6 +42,7 @@ export const SQLITE_MIGRATIONS = [
   SqliteEnrollmentTokens,
   SqliteWorkerCertificates,
   SqliteSessionCertificate,
+  SqliteSecrets,
   SqliteConsoleSessions,
 ];
 export const POSTGRES_MIGRATIONS = [
@@ -59,5 +62,6 @@ export const POSTGRES_MIGRATIONS = [
   PostgresFastCompletion,
   PostgresWorkerCertificates,
   PostgresSessionCertificate,
+  PostgresSecrets,
   PostgresConsoleSessions,
 ];

@@ -33,6 +33,8 @@ const VIEWER_ROUTES = [
   'GET /api/v1/runs/:runId/logs',
   'GET /api/v1/session',
   'DELETE /api/v1/session',
+  'GET /api/v1/secrets',
+  'GET /api/v1/secrets/:name',
   'GET /metrics',
 ];
 
@@ -85,6 +87,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
       'POST /api/v1/tasks': taskBody('made-by-a-viewer'),
       'PUT /api/v1/tasks/:taskId': taskBody('edited-by-a-viewer'),
       'POST /api/v1/tasks/:taskId/runs': {},
+      'POST /api/v1/secrets': { name: 'made-by-a-viewer', value: 'v' },
+      'PUT /api/v1/secrets/:name': { value: 'replaced-by-a-viewer' },
     };
     return { path, body: bodies[routeKey(route)] };
   };
@@ -92,7 +96,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
   beforeAll(async () => {
     db = await createTestDatabase(dialect);
     pki = await createTestPki(['worker-a']);
-    t = await startTestPlane(db, pki);
+    t = await startTestPlane(db, pki, { QL_SECRETS_KEY: randomBytes(32).toString('base64') });
+    expect((await t.admin('POST', '/api/v1/secrets', { name: 'roles', value: 'v' })).status).toBe(201);
     const reg = await t.ingress(
       readPair(pki.workers['worker-a']!),
       ingressPath('worker-a', newSessionId(), 'register'),
@@ -113,6 +118,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
       taskId,
       runId,
       id: (key.body as { id: string }).id,
+      name: 'roles',
     };
     routes = handlerRoutes(t.plane.admin);
     const document = await t.admin('GET', '/openapi.json', undefined, null);
@@ -165,7 +171,10 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
     for (const route of routes.filter((r) => r.role === 'viewer')) {
       const res = await t.admin(route.method, sample(route).path, undefined, t.viewerToken);
       const expected = SESSION_ONLY.includes(routeKey(route)) ? 404 : 200;
-      expect({ route: routeKey(route), status: res.status }).toEqual({ route: routeKey(route), status: expected });
+      expect({ route: routeKey(route), status: res.status }).toEqual({
+        route: routeKey(route),
+        status: expected,
+      });
     }
   });
 
@@ -205,6 +214,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
         'GET /api/v1/runs/:runId/logs after',
         'GET /api/v1/runs/:runId/logs limit',
         'GET /api/v1/runs/:runId/logs wait',
+        'GET /api/v1/secrets limit',
         'GET /api/v1/tasks limit',
         'GET /api/v1/tasks/:taskId/revisions before',
         'GET /api/v1/tasks/:taskId/revisions limit',

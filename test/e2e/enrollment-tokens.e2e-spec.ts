@@ -5,7 +5,6 @@ import { createHash } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import type { LoggerService } from '@nestjs/common';
 import { EnrollmentRefusedError } from '@ql/domain';
 import { loadConfig } from '../../apps/control-plane/src/config/config';
 import { EnrollmentTokensService } from '../../apps/control-plane/src/enrollment/enrollment-tokens.service';
@@ -20,21 +19,10 @@ import {
   createTestPki,
   startTestPlane,
 } from '../support/test-plane';
+import { CapturedLog } from '../support/captured-log';
 
 const PATH = '/api/v1/enrollment-tokens';
 const digestOf = (token: string) => createHash('sha256').update(token).digest('hex');
-
-/** Every line the control plane logs, at every level, as text. */
-class CapturedLog implements LoggerService {
-  readonly lines: string[] = [];
-  private keep = (...args: unknown[]) => void this.lines.push(JSON.stringify(args));
-  log = this.keep;
-  error = this.keep;
-  warn = this.keep;
-  debug = this.keep;
-  verbose = this.keep;
-  fatal = this.keep;
-}
 
 interface TokenView {
   id: string;

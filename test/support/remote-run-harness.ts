@@ -189,11 +189,12 @@ export class RemoteRunHarness {
     dialect: Dialect,
     workerIds: string[],
     planeEnv: Record<string, string> | ((pki: HarnessPki) => Record<string, string>) = {},
+    planeOptions: Parameters<typeof startTestPlane>[3] = {},
   ): Promise<RemoteRunHarness> {
     const db = await createTestDatabase(dialect);
     const pki = await createTestPki(workerIds);
     const env = typeof planeEnv === 'function' ? planeEnv(pki) : planeEnv;
-    const t = await startTestPlane(db, pki, { ...FAST_PLANE_ENV, ...env });
+    const t = await startTestPlane(db, pki, { ...FAST_PLANE_ENV, ...env }, planeOptions);
     return new RemoteRunHarness(t, db, pki);
   }
 

@@ -17,6 +17,7 @@ import { DispatchLeasesModule } from './leases/dispatch-leases.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { WorkerRegistryModule } from './registry/worker-registry.module';
 import { RunsModule } from './runs/runs.module';
+import { SecretsAdminModule, SecretsIngressModule } from './secrets/secrets.module';
 
 /**
  * The two listeners of the control plane compose the feature modules; each module's controllers
@@ -42,6 +43,7 @@ export class AdminAppModule {
         EnrollmentAdminModule,
         ConsoleModule,
         RunsModule,
+        SecretsAdminModule,
         MetricsModule.forListener('admin'),
       ],
       providers: [
@@ -66,6 +68,7 @@ export class IngressAppModule {
         DispatchLeasesModule,
         ActivationModule,
         EnrollmentIngressModule,
+        SecretsIngressModule,
         MetricsModule.forListener('ingress'),
       ],
       providers: [

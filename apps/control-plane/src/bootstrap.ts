@@ -6,7 +6,8 @@ import { Clock } from '@ql/domain';
 import { INGRESS_MAX_BODY } from '@ql/contracts';
 import { serveApiDocs } from './api-docs';
 import { AdminAppModule, IngressAppModule } from './app.modules';
-import { ControlPlaneConfig } from './config/config';
+import { ConfigError, ControlPlaneConfig } from './config/config';
+import { SecretKeyError, UnavailableError } from '@ql/domain';
 import { ControlPlaneCore, openCore } from './core/core';
 import {
   ADMIN_EDGE,
@@ -64,6 +65,7 @@ export async function startControlPlane(
   const logger = options.logger === undefined ? new JsonLogger(LEVELS[config.logLevel]) : options.logger;
   const core = await openCore(config, options.clock, workerIssuer);
   try {
+    await checkSecretKeys(core);
     const admin = await NestFactory.create<NestFastifyApplication>(
       AdminAppModule.forCore(core),
       new FastifyAdapter({ bodyLimit: ADMIN_MAX_BODY, ...edgeServerOptions(ADMIN_EDGE) }),
@@ -111,6 +113,25 @@ export async function startControlPlane(
     core.offerWaiters.close();
     await core.queueSignals.close();
     await core.db.close();
+    throw error;
+  }
+}
+
+/**
+ * ADR 0050: a value under each stored key id is decrypted before the listeners open, so a key that
+ * is missing or wrong stops the start as a configuration error naming the key id, never later at a
+ * run. A database not migrated yet holds no secrets (a cluster replica before `npm run migrate`).
+ */
+async function checkSecretKeys(core: ControlPlaneCore): Promise<void> {
+  if (!(await core.db.migrationsApplied())) return;
+  try {
+    await core.repositories.secrets.checkKeys();
+  } catch (error) {
+    if (
+      error instanceof SecretKeyError ||
+      (error instanceof UnavailableError && error.reason === 'secrets_key_missing')
+    )
+      throw new ConfigError(error.message);
     throw error;
   }
 }

@@ -1,7 +1,7 @@
 import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, ControlPlaneConfig, configTable, loadConfig } from './config/config';
+import { ConfigError, ControlPlaneConfig, configTable, loadConfig, secretCipherOf } from './config/config';
 import { EXIT, describeStartFailure, redactDatabaseUrl } from './start-failure';
 
 interface Command {
@@ -52,6 +52,20 @@ const COMMANDS: Record<string, Command> = {
       ['--count <n>', 'with --pattern: how many worker ids it enrolls, each once (1..1000)'],
       ['--ttl <duration>', 'create: its lifetime, 90s, 30m, 1h (the default) … 7d'],
       ['--after <id>', 'list: continue after this token id (nextAfter); --limit 1..200, 50 by default'],
+    ],
+  },
+  secret: {
+    usage:
+      'secret set <name> (the value on stdin); list [--after <name>] [--limit <n>]; delete <name>; rotate',
+    summary:
+      'store, list or delete secrets in QL_DATABASE_URL (named on stderr), encrypted with QL_SECRETS_KEY; rotate re-encrypts every value to the current key (ADR 0050). Values never appear in an answer',
+    options: [
+      [
+        'set <name>',
+        'create or replace; reads the value from stdin (one trailing line break dropped), never from argv',
+      ],
+      ['--after <name>', 'list: continue after this name (nextAfter); --limit 1..200, 50 by default'],
+      ['rotate', 'every value under QL_SECRETS_PREVIOUS_KEYS re-encrypted under QL_SECRETS_KEY / _KEY_ID'],
     ],
   },
   openapi: {
@@ -187,6 +201,38 @@ async function run(command: string, args: string[]): Promise<number> {
         );
       });
     }
+    case 'secret': {
+      const { parseSecretCommand, runSecretCommand, valueFromStdin } =
+        require('./secrets/secret-command') as typeof import('./secrets/secret-command');
+      const { ValidationError } = require('@ql/domain') as typeof import('@ql/domain');
+      let parsed;
+      try {
+        parsed = parseSecretCommand(args);
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        process.stderr.write(`${error.message}\n${commandHelp(command)}\n`);
+        return EXIT.config;
+      }
+      const secretCommand = parsed;
+      return withDatabase(command, config, false, async ({ repos }) => {
+        const { Logger } = require('@nestjs/common') as typeof import('@nestjs/common');
+        Logger.overrideLogger(false); // stdout is the command's answer
+        const { SecretsService } =
+          require('./secrets/secrets.service') as typeof import('./secrets/secrets.service');
+        return runSecretCommand(
+          secretCommand,
+          new SecretsService(repos.secrets),
+          async () => {
+            if (process.stdin.isTTY) process.stderr.write('secret value (end with Ctrl-D): ');
+            const chunks: Buffer[] = [];
+            for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+            return valueFromStdin(Buffer.concat(chunks));
+          },
+          (text) => process.stdout.write(text),
+          (text) => process.stderr.write(text),
+        );
+      });
+    }
     case 'openapi': {
       // Builds both applications' module graphs in preview mode: no database, no listener.
       const { values } = parseArgs({ args, options: { out: { type: 'string' } } });
@@ -230,7 +276,7 @@ async function withDatabase(
     : undefined;
   sayDatabase(config, sqlitePath);
   if (sqlitePath && !existsSync(sqlitePath) && !create) {
-    const what = command === 'api-key' ? 'a key' : 'a token';
+    const what = command === 'api-key' ? 'a key' : command === 'secret' ? 'a secret' : 'a token';
     process.stderr.write(
       `${command}: no database at ${resolve(sqlitePath)}: ${what} there would not open a control plane that uses ` +
         "another database. Set QL_DATABASE_URL to the control plane's database (the same as `npm start` " +
@@ -246,7 +292,12 @@ async function withDatabase(
   const db = await persistence.openDatabase(target, systemClock, target.dialect === 'sqlite');
   try {
     const ids = createIdGenerator();
-    return await fn({ repos: persistence.createRepositories(db, ids), ids, clock: systemClock });
+    const secretCipher = secretCipherOf(config);
+    return await fn({
+      repos: persistence.createRepositories(db, ids, { secretCipher }),
+      ids,
+      clock: systemClock,
+    });
   } finally {
     await db.close();
   }

@@ -35,6 +35,8 @@ export const INGRESS_ACTIONS = [
   'start-failure',
   'completion',
   'logs',
+  // ADR 0050: the lease holder's secret values, after `starting`.
+  'secrets',
 ] as const;
 export type IngressAction = (typeof INGRESS_ACTIONS)[number];
 
@@ -80,6 +82,8 @@ export const INGRESS_ERROR_CODES = [
   'certificate_revoked',
   'certificate_unknown',
   'worker_disabled',
+  // A mapped secret is gone or cannot be decrypted (ADR 0050); `reason` says which.
+  'secrets_unavailable',
 ] as const;
 export type IngressErrorCode = (typeof INGRESS_ERROR_CODES)[number];
 

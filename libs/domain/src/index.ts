@@ -21,4 +21,7 @@ export * from './stats-ports';
 export * from './heartbeat-batcher';
 export * from './enrollment-tokens';
 export * from './worker-certificates';
+export * from './secrets';
+export * from './redaction';
+export * from './secret-cipher';
 export * from './console-sessions';

@@ -3,6 +3,7 @@ import { parseCron } from './cron';
 import { DEFAULT_CRON_TIMEZONE, parseTimezone } from './cron-zone';
 import { ValidationError } from './errors';
 import { PlacementSpec, parsePlacementSpec } from './placement';
+import { parseSecretEnv } from './secrets';
 import { compareCodeUnits, readEnum, readInt, readObject, readRecord, readString } from './strict';
 
 export const TASK_RUNTIMES = ['shell', 'node', 'python'] as const;
@@ -55,6 +56,12 @@ export interface TaskSpec {
   readonly timeoutMs: number;
   readonly retry: RetryPolicy | null;
   readonly env: Readonly<Record<string, string>>;
+  /**
+   * Env names the child gets from secrets (ADR 0050): the secret's name, or several joined by `&` or a
+   * line feed. Absent when empty, so specs written before secrets keep their digests. The values are
+   * fetched by the lease holder after `starting`; the spec (and so the offer) holds only names.
+   */
+  readonly secretEnv?: Readonly<Record<string, string>>;
   readonly cron: string | null;
   /**
    * The IANA zone the cron expression's wall-clock times are in; absent means UTC (and a UTC zone is
@@ -79,6 +86,7 @@ const FIELDS = [
   'timeoutMs',
   'retry',
   'env',
+  'secretEnv',
   'cron',
   'timezone',
   'priority',
@@ -103,6 +111,13 @@ export function parseTaskSpec(input: unknown): CanonicalTaskSpec {
       'requires_cron',
       'timezone: requires_cron: a time zone applies to a cron only',
     );
+  const secretEnv =
+    raw.secretEnv === undefined || raw.secretEnv === null
+      ? {}
+      : parseSecretEnv(raw.secretEnv, ENV_KEY_PATTERN, TASK_LIMITS.envKeyLength);
+  const env = readEnv(raw.env ?? {});
+  const both = Object.keys(secretEnv).find((key) => key in env);
+  if (both !== undefined) throw new ValidationError(`secretEnv.${both}`, 'also_in_env');
   const spec: TaskSpec = {
     name: readString(raw.name, 'name', { max: TASK_LIMITS.nameLength, pattern: TASK_NAME_PATTERN }),
     command,
@@ -115,7 +130,8 @@ export function parseTaskSpec(input: unknown): CanonicalTaskSpec {
         ? TASK_LIMITS.defaultTimeoutMs
         : readInt(raw.timeoutMs, 'timeoutMs', TASK_LIMITS.minTimeoutMs, TASK_LIMITS.maxTimeoutMs),
     retry: raw.retry === undefined || raw.retry === null ? null : readRetry(raw.retry),
-    env: readEnv(raw.env ?? {}),
+    env,
+    ...(Object.keys(secretEnv).length === 0 ? {} : { secretEnv }),
     cron,
     ...(timezone === DEFAULT_CRON_TIMEZONE ? {} : { timezone }),
     priority: raw.priority === undefined ? 0 : readInt(raw.priority, 'priority', 0, TASK_LIMITS.maxPriority),

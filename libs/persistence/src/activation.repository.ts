@@ -41,7 +41,7 @@ import {
   toLease,
 } from './lease-fence';
 import { applyLeaseStep } from './lease-step.postgres';
-import { LogStore } from './run-log.store';
+import { LogStore, RedactionSource } from './run-log.store';
 import {
   ATTEMPT_COLUMNS,
   AttemptRow,
@@ -142,9 +142,14 @@ export class SqlActivationRepository implements ActivationRepository {
 
   constructor(
     private readonly db: SqlDatabase,
-    options: { logCapBytes?: number } = {},
+    options: { logCapBytes?: number; redaction?: RedactionSource } = {},
   ) {
-    this.logs = new LogStore(db, (tx, command) => this.hold(tx, command), options.logCapBytes);
+    this.logs = new LogStore(
+      db,
+      (tx, command) => this.hold(tx, command),
+      options.logCapBytes,
+      options.redaction,
+    );
   }
 
   starting(command: LeaseFenceCommand): Promise<ActivationResult> {

@@ -18,3 +18,5 @@ export * from './stats.repository';
 export * from './activation.repository';
 export * from './queue-signals';
 export * from './postgres/postgres-signals';
+export * from './secret.repository';
+export * from './secret-delivery';

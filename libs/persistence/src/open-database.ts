@@ -16,6 +16,8 @@ import { SqlOperationalStatsRepository } from './stats.repository';
 import { SqlLeaseRepository } from './lease.repository';
 import { DEFAULT_CLAIM_BATCH } from './claim-batch';
 import { SqlActivationRepository } from './activation.repository';
+import { SqlSecretRepository } from './secret.repository';
+import { SecretCipher } from '@ql/domain';
 
 export type DatabaseTarget =
   | { readonly dialect: 'sqlite'; readonly path: string; readonly busyRetries?: number }
@@ -61,17 +63,20 @@ export interface Repositories {
   readonly leases: SqlLeaseRepository;
   readonly stats: SqlOperationalStatsRepository;
   readonly activation: SqlActivationRepository;
+  readonly secrets: SqlSecretRepository;
 }
 
 /**
- * `logCapBytes`: the per-run cap of stored output (the domain's default when not given);
+ * `secretCipher`: the keys secrets are sealed with (ADR 0050); without it secrets cannot be stored or
+ * delivered. `logCapBytes`: the per-run cap of stored output (the domain's default when not given);
  * `claimBatchMax`: claims one PostgreSQL claim statement carries at most (ADR 0027).
  */
 export function createRepositories(
   db: SqlDatabase,
   ids: IdGenerator,
-  options: { logCapBytes?: number; claimBatchMax?: number } = {},
+  options: { logCapBytes?: number; claimBatchMax?: number; secretCipher?: SecretCipher } = {},
 ): Repositories {
+  const secrets = new SqlSecretRepository(db, ids, options.secretCipher);
   return {
     sessions: new SqlWorkerSessionRepository(db, ids),
     apiKeys: new SqlApiKeyRepository(db, ids),
@@ -87,6 +92,10 @@ export function createRepositories(
       maxSize: options.claimBatchMax ?? DEFAULT_CLAIM_BATCH.maxSize,
     }),
     stats: new SqlOperationalStatsRepository(db),
-    activation: new SqlActivationRepository(db, { logCapBytes: options.logCapBytes }),
+    activation: new SqlActivationRepository(db, {
+      logCapBytes: options.logCapBytes,
+      redaction: secrets.redaction,
+    }),
+    secrets,
   };
 }

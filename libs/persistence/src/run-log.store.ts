@@ -10,6 +10,7 @@ import {
   RunRecord,
   decideLogChunk,
   isTerminalRun,
+  redactText,
   truncationMarker,
   utf8Length,
 } from '@ql/domain';
@@ -24,6 +25,11 @@ interface Held {
   now: number;
 }
 type Hold = (tx: SqlExecutor, command: LeaseFenceCommand) => Promise<Held>;
+/** The secret values to redact from a run's output (ADR 0050); empty when its revision maps none. */
+export type RedactionSource = (tx: SqlExecutor, run: RunRecord) => Promise<string[]>;
+
+/** Attempts whose redaction values are known (the values the attempt was given stay what it had). */
+const REDACTION_CACHE_MAX = 256;
 
 interface LogRow {
   position: number | string;
@@ -44,7 +50,23 @@ export class LogStore {
     private readonly db: SqlDatabase,
     private readonly hold: Hold,
     private readonly capBytes: number = RUN_LOG_LIMITS.defaultRunCapBytes,
+    private readonly redaction?: RedactionSource,
   ) {}
+
+  private readonly redactions = new Map<string, string[]>();
+
+  /** `text` with every secret value of the run replaced by `***` (the worker did so too; this is again). */
+  private async redact(tx: SqlExecutor, run: RunRecord, attemptId: string, text: string): Promise<string> {
+    if (!this.redaction) return text;
+    let values = this.redactions.get(attemptId);
+    if (!values) {
+      values = await this.redaction(tx, run);
+      if (this.redactions.size >= REDACTION_CACHE_MAX)
+        this.redactions.delete(this.redactions.keys().next().value!);
+      this.redactions.set(attemptId, values);
+    }
+    return redactText(text, values);
+  }
 
   // Same fence and lock order as an acknowledgement; a stored chunk replays even after the attempt ended.
   async append(command: LogChunkCommand): Promise<StoredLogChunk> {
@@ -59,8 +81,9 @@ export class LogStore {
   async appendHeld(
     tx: SqlExecutor,
     { lease, run, attempt, now }: Held,
-    command: Pick<LogChunkCommand, 'seq' | 'stream' | 'text' | 'leaseVersion'>,
+    given: Pick<LogChunkCommand, 'seq' | 'stream' | 'text' | 'leaseVersion'>,
   ): Promise<StoredLogChunk> {
+    const command = { ...given, text: await this.redact(tx, run, attempt.id, given.text) };
     const counters = await tx.one<{
       log_next_seq: number | string;
       log_bytes: number | string;

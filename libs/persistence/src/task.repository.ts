@@ -11,6 +11,7 @@ import {
   TaskSpec,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
+import { syncTaskSecretUses } from './secret.repository';
 import { SqlDatabase, SqlExecutor, isUniqueViolation, toInt, toMs } from './sql-executor';
 
 interface TaskRow {
@@ -50,6 +51,7 @@ export class SqlTaskRepository implements TaskRepository {
           { id, name: spec.spec.name, digest: spec.digest, spec: spec.canonical, cron: spec.spec.cron },
         );
         await insertRevision(tx, id, 1, spec);
+        await syncTaskSecretUses(tx, id, spec.spec);
         await appendAudit(tx, this.ids, audit);
         return toTask(row!);
       });
@@ -84,6 +86,7 @@ export class SqlTaskRepository implements TaskRepository {
           },
         );
         await insertRevision(tx, id, revision, spec);
+        await syncTaskSecretUses(tx, id, spec.spec);
         await appendAudit(tx, this.ids, { ...audit, detail: { ...audit.detail, revision } });
         return { task: toTask(row!), changed: true };
       });
@@ -119,6 +122,7 @@ export class SqlTaskRepository implements TaskRepository {
         { id },
       );
       if (!row) throw new NotFoundError('task');
+      await syncTaskSecretUses(tx, id, null);
       await appendAudit(tx, this.ids, audit);
       return toTask(row);
     });

@@ -1,4 +1,5 @@
-// Size: one table of every setting with its parser and documentation; splitting it would scatter the README table it generates.
+// Size: every control-plane setting in one list, each with its default, parser and line of documentation
+// (the README table is generated from it); splitting the list would split that one source.
 import {
   ConfigError,
   Parser,
@@ -11,6 +12,10 @@ import {
   settingsTable,
 } from '@ql/contracts';
 import { RUN_LOG_LIMITS } from '@ql/domain';
+import { SECRET_KEY_ID_PATTERN } from '@ql/domain';
+import { secretCipherOf } from './secret-keys';
+
+export { secretCipherOf };
 
 export { ConfigError };
 
@@ -41,6 +46,9 @@ export interface ControlPlaneConfig {
   readonly workerIssuerKeyPath: string;
   readonly workerCertTtlMs: number;
   readonly enrollRatePerMinute: number;
+  readonly secretsKey: string;
+  readonly secretsKeyId: string;
+  readonly secretsPreviousKeys: string;
   readonly sessionLeaseMs: number;
   readonly heartbeatBatchWindowMs: number;
   readonly heartbeatBatchMax: number;
@@ -73,6 +81,10 @@ const trustDomain: Parser<string> = (raw, name) => {
   return raw;
 };
 const optional: Parser<string> = (raw) => raw.trim();
+const keyId: Parser<string> = (raw, name) => {
+  if (!SECRET_KEY_ID_PATTERN.test(raw)) throw new ConfigError(`${name}=${raw} is not 1–32 of A-Za-z0-9._-`);
+  return raw;
+};
 const pki = (file: string) => (c: Partial<ControlPlaneConfig>) => `${c.devPkiDir ?? './var/pki'}/${file}`;
 
 /** Order matters where a default depends on an earlier setting. */
@@ -209,6 +221,27 @@ export const SETTINGS = [
     default: '30',
     doc: 'enrollment requests one source address may send per minute (`POST /api/v3/worker-ingress/enroll`, the one ingress route served without a client certificate)',
     parse: int(1, 10_000),
+  },
+  {
+    key: 'secretsKey',
+    env: 'QL_SECRETS_KEY',
+    default: '',
+    doc: 'the key secrets are encrypted with (AES-256-GCM, ADR 0050): 32 random bytes in base64 (`openssl rand -base64 32`); empty: secrets cannot be stored or delivered, and a start with secrets stored fails',
+    parse: optional,
+  },
+  {
+    key: 'secretsKeyId',
+    env: 'QL_SECRETS_KEY_ID',
+    default: 'primary',
+    doc: 'the id stored with each value `QL_SECRETS_KEY` encrypts (1–32 of `A-Za-z0-9._-`); give a new key a new id',
+    parse: keyId,
+  },
+  {
+    key: 'secretsPreviousKeys',
+    env: 'QL_SECRETS_PREVIOUS_KEYS',
+    default: '',
+    doc: 'earlier keys that still decrypt, `id:base64` separated by commas, while `npm run secret -- rotate` re-encrypts everything to the current key; a start with a value under an id no key has fails',
+    parse: optional,
   },
   {
     key: 'sessionLeaseMs',
@@ -389,6 +422,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneCo
     throw new ConfigError('QL_PROFILE=cluster-control refuses SQLite: set QL_DATABASE_URL=postgres://…');
   }
   checkWorkerIssuer(result);
+  secretCipherOf(result);
   return result;
 }
 

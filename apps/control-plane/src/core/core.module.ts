@@ -13,6 +13,7 @@ import {
   LEASE_REPOSITORY,
   ACTIVATION_REPOSITORY,
   WORKER_CERTIFICATE_REPOSITORY,
+  SECRET_REPOSITORY,
 } from '@ql/domain';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { RunLogWaiters } from '../runs/run-log-waiters';
@@ -40,6 +41,7 @@ export class CoreModule {
       { provide: RUN_REPOSITORY, useValue: core.repositories.runs },
       { provide: LEASE_REPOSITORY, useValue: core.repositories.leases },
       { provide: ACTIVATION_REPOSITORY, useValue: core.repositories.activation },
+      { provide: SECRET_REPOSITORY, useValue: core.repositories.secrets },
       { provide: ControlPlaneMetrics, useValue: core.metrics },
       { provide: RunLogWaiters, useValue: core.logWaiters },
       { provide: OfferWaiters, useValue: core.offerWaiters },

@@ -9,7 +9,7 @@ import {
   parseDatabaseUrl,
 } from '@ql/persistence';
 import { createIdGenerator, systemClock } from '@ql/contracts';
-import { ControlPlaneConfig } from '../config/config';
+import { ControlPlaneConfig, secretCipherOf } from '../config/config';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { RunLogWaiters } from '../runs/run-log-waiters';
 import { OfferWaiters } from '../leases/offer-waiters';
@@ -85,6 +85,7 @@ export async function openCore(
   const repositories = createRepositories(db, ids, {
     logCapBytes: config.runLogCapBytes,
     claimBatchMax: config.claimBatchMax,
+    secretCipher: secretCipherOf(config),
   });
   const metrics = new ControlPlaneMetrics(repositories.stats);
   const migrations = new MigrationGate(db);

@@ -31,6 +31,7 @@ export const IngressOperation = (
   summary: string,
   ok: Parameters<typeof ApiOkResponse>[0],
   fences: readonly IngressErrorCode[],
+  own?: Parameters<typeof IngressErrorResponses>[1],
 ) =>
   applyDecorators(
     ApiOperation({
@@ -39,5 +40,5 @@ export const IngressOperation = (
       description: `Body at most ${ingressBodyLimit(action) / 1024} KiB of strict JSON; unknown fields are refused.`,
     }),
     ApiOkResponse(ok),
-    IngressErrorResponses(fences),
+    IngressErrorResponses(fences, own),
   );

@@ -20,6 +20,7 @@ import { HeldLease, LeaseChannel, callInTerm, describeError, isLeaseFenced } fro
 import type { LeaseRenewer } from './lease-renewer';
 import { LogUploader } from './log-uploader';
 import { completionSummary, finishLostRecord } from './attempt-outcome';
+import { fetchSecrets, secretValuesToRedact } from './attempt-secrets';
 import { monotonicNow } from '../host/monotonic';
 
 export interface AttemptDeps {
@@ -214,8 +215,13 @@ export class AttemptRunner {
     await journal.transition(offerId, 'starting_acknowledged');
     if (this.cancelWanted) return this.startFailure('cancel_requested');
     this.checkLease();
-    await journal.transition(offerId, 'launching');
     const spec = this.offer.execution.spec;
+    // ADR 0050: the values come now, for the child's environment only: never journaled or logged.
+    const secretEnv = await fetchSecrets(this.deps.channel, this.lease, this.term(), this.offer);
+    if (secretEnv === null) return this.startFailure('secrets_unavailable');
+    this.uploader.redact(secretValuesToRedact(spec, secretEnv));
+    this.checkLease();
+    await journal.transition(offerId, 'launching');
     let local: LocalRun;
     try {
       local = await this.deps.executor.launch({
@@ -223,7 +229,7 @@ export class AttemptRunner {
         attemptId: this.attemptId,
         runtime: spec.runtime,
         command: spec.command,
-        env: spec.env,
+        env: { ...spec.env, ...secretEnv },
         timeoutMs: spec.timeoutMs,
         onOutput: (chunk) => this.uploader.push(chunk),
       });

@@ -52,10 +52,20 @@ export class LogUploader {
     return this.seq;
   }
 
+  /** The attempt's secret values: each becomes `***` in what is uploaded (ADR 0050). Before output. */
+  redact(values: readonly string[]): void {
+    this.text.redact(values);
+  }
+
   push(chunk: OutputChunk): void {
     if (this.stopped) return;
+    this.enqueue(this.text.texts(chunk));
+  }
+
+  private enqueue(texts: readonly LogText[]): void {
+    if (texts.length === 0) return;
     const at = monotonicNow();
-    for (const text of this.text.texts(chunk)) this.queue.push({ ...text, at });
+    for (const text of texts) this.queue.push({ ...text, at });
     this.wake?.(); // the queue may now be past what the completion can carry
     this.kick();
   }
@@ -71,6 +81,8 @@ export class LogUploader {
    * `finish()` has said which ones ride on the completion instead.
    */
   hold(): void {
+    // The output has ended: the tail the redaction held back is output too.
+    if (!this.stopped) this.enqueue(this.text.end());
     this.holding = true;
     this.wake?.();
   }
@@ -101,6 +113,7 @@ export class LogUploader {
    * the upload goes on as usual.
    */
   takeAll(): FinalLogChunk[] | null {
+    if (!this.stopped) this.enqueue(this.text.end());
     if (this.started || this.stopped || finalTailStart(this.queue, this.seq) > 0) return null;
     this.stopped = true;
     return this.queue.splice(0).map(({ stream, text }, i) => ({ seq: this.seq + i, stream, text }));

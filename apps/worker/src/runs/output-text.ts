@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import type { LogStream } from '@ql/domain';
+import { LogStream, StreamRedactor } from '@ql/domain';
 import type { OutputChunk } from '../executor/output-limiter';
 
 /** The most UTF-8 bytes one `logs` chunk carries (RUN_LOG_LIMITS.chunkBytes on the control plane). */
@@ -23,15 +23,39 @@ export interface LogText {
  */
 export class OutputText {
   private readonly decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
+  /** Per stream: the attempt's secret values become `***` (ADR 0050), also across chunks. */
+  private redactors: Record<'stdout' | 'stderr', StreamRedactor> | null = null;
 
   constructor(private readonly maxBytes: number = LOG_TEXT_MAX_BYTES) {}
 
+  /** From now on every value in `values` is `***` in the texts (set before the process starts). */
+  redact(values: readonly string[]): void {
+    const redactor = () => new StreamRedactor(values);
+    this.redactors = values.length === 0 ? null : { stdout: redactor(), stderr: redactor() };
+  }
+
   texts(chunk: OutputChunk): LogText[] {
-    const decoded = chunk.truncated
-      ? chunk.data.toString('utf8')
-      : this.decoders[chunk.stream].write(chunk.data);
-    const stream = chunk.truncated ? 'system' : chunk.stream;
-    return splitUtf8(decoded.replace(REFUSED, '\uFFFD'), this.maxBytes).map((text) => ({ stream, text }));
+    if (chunk.truncated) {
+      // The cap's marker comes last: what the redaction held back goes out before it.
+      const marker = { stream: 'system' as const, text: chunk.data.toString('utf8') };
+      return [...this.end(), ...this.pieces('system', marker.text)];
+    }
+    const decoded = this.decoders[chunk.stream].write(chunk.data);
+    return this.pieces(chunk.stream, this.redactors ? this.redactors[chunk.stream].write(decoded) : decoded);
+  }
+
+  /** The output has ended: what the redaction still holds back, redacted. */
+  end(): LogText[] {
+    if (!this.redactors) return [];
+    const { stdout, stderr } = this.redactors;
+    return [...this.pieces('stdout', stdout.end()), ...this.pieces('stderr', stderr.end())];
+  }
+
+  private pieces(stream: LogStream, text: string): LogText[] {
+    return splitUtf8(text.replace(REFUSED, '\uFFFD'), this.maxBytes).map((piece) => ({
+      stream,
+      text: piece,
+    }));
   }
 }
 

@@ -28,7 +28,8 @@ export class TaskDto {
 
   @ApiProperty({
     type: () => TaskSpecDto,
-    description: 'canonical: every field present (but timezone, absent for UTC), sets sorted',
+    description:
+      'canonical: every field present (but timezone, absent for UTC, and secretEnv, absent when empty), sets sorted',
   })
   readonly spec!: TaskSpecDto;
 

@@ -1,6 +1,7 @@
 import {
   CRON_MAX_LENGTH,
   ENV_KEY_PATTERN,
+  SECRET_LIMITS,
   TASK_EXECUTORS,
   TASK_LIMITS,
   TASK_NAME_PATTERN,
@@ -78,6 +79,21 @@ export class TaskSpecDto {
     { presence: 'nullable', description: `non-secret; at most ${TASK_LIMITS.envBytes / 1024} KiB in all` },
   )
   env?: Record<string, string> | null;
+
+  @TextMapField(
+    {
+      maxEntries: SECRET_LIMITS.mappedEnvEntries,
+      key: { max: TASK_LIMITS.envKeyLength, pattern: ENV_KEY_PATTERN },
+      value: { max: SECRET_LIMITS.secretsPerEnv * (SECRET_LIMITS.nameLength + 1), multiline: true },
+    },
+    {
+      presence: 'nullable',
+      description:
+        'env names the command gets from secrets (ADR 0050): a secret name, or several joined by `&` or a line feed, the values then joined the same way (QingLong’s `JD_COOKIE`); every name must exist; absent when empty; never also in `env`',
+      example: { JD_COOKIE: 'jd-cookie-1&jd-cookie-2' },
+    },
+  )
+  secretEnv?: Record<string, string> | null;
 
   // Tabs may separate the fields, hence multi-line text; the cron syntax is the domain's.
   @TextField(

@@ -1,0 +1,95 @@
+import { OutputText } from './output-text';
+import { readSecretsAnswer, secretValuesToRedact } from './attempt-secrets';
+import { parseTaskSpec } from '@ql/domain';
+
+const SECRET = 'pt_key=é-secret-€;';
+
+/** The texts of `bytes` cut into two chunks at `cut`, per stream, joined (the ended output included). */
+function through(text: OutputText, bytes: Buffer, cut: number): string {
+  const out = [
+    ...text.texts({ seq: 0, stream: 'stdout', data: bytes.subarray(0, cut), truncated: false }),
+    ...text.texts({ seq: 1, stream: 'stdout', data: bytes.subarray(cut), truncated: false }),
+    ...text.end(),
+  ];
+  return out.map((t) => t.text).join('');
+}
+
+describe('the worker redacts an attempt’s secret values from its output (ADR 0050)', () => {
+  it('wherever a chunk boundary falls, inside a multi-byte character too, the value is *** and nothing else changes', () => {
+    const bytes = Buffer.from(`before ${SECRET} middle ${SECRET}\nafter`);
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      const text = new OutputText();
+      text.redact([SECRET]);
+      expect(through(text, bytes, cut)).toBe('before *** middle ***\nafter');
+    }
+  });
+
+  it('the cap’s marker comes after what the redaction held back', () => {
+    const text = new OutputText();
+    text.redact([SECRET]);
+    const first = text.texts({
+      seq: 0,
+      stream: 'stdout',
+      data: Buffer.from(`x ${SECRET.slice(0, 4)}`),
+      truncated: false,
+    });
+    const marker = text.texts({
+      seq: 1,
+      stream: 'stdout',
+      data: Buffer.from('[truncated]'),
+      truncated: true,
+    });
+    expect(first).toEqual([]); // shorter than a value: all of it may be a value's start
+    expect(marker).toEqual([
+      { stream: 'stdout', text: `x ${SECRET.slice(0, 4)}` },
+      { stream: 'system', text: '[truncated]' },
+    ]);
+  });
+
+  it('without values nothing is held back', () => {
+    const text = new OutputText();
+    expect(text.texts({ seq: 0, stream: 'stderr', data: Buffer.from(SECRET), truncated: false })).toEqual([
+      { stream: 'stderr', text: SECRET },
+    ]);
+    expect(text.end()).toEqual([]);
+  });
+
+  it('redacts each secret of a joined mapping too, and reads the answer strictly', () => {
+    const { spec } = parseTaskSpec({
+      name: 't',
+      command: 'x',
+      runtime: 'shell',
+      secretEnv: { JD_COOKIE: 'a&b', ONE: 'c' },
+    });
+    expect(secretValuesToRedact(spec, { JD_COOKIE: 'A1&B2', ONE: 'C&D' }).sort()).toEqual([
+      'A1',
+      'A1&B2',
+      'B2',
+      'C&D',
+    ]);
+    const answer = (body: unknown) => Buffer.from(JSON.stringify(body));
+    const attemptId = '01938e1e-0000-7000-8000-000000000001';
+    expect(
+      readSecretsAnswer(answer({ attemptId, env: { JD_COOKIE: 'v', ONE: 'w' } }), attemptId, spec),
+    ).toEqual({
+      JD_COOKIE: 'v',
+      ONE: 'w',
+    });
+    const refusal = (body: unknown) => {
+      try {
+        readSecretsAnswer(answer(body), attemptId, spec);
+        return 'accepted';
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    expect(refusal({ attemptId: 'other', env: { JD_COOKIE: 'v', ONE: 'w' } })).toBe(
+      'attemptId: other_attempt',
+    );
+    expect(refusal({ attemptId, env: { JD_COOKIE: 'v' } })).toBe('env: not_the_mapped_names');
+    expect(refusal({ attemptId, env: { JD_COOKIE: 'v', ONE: 5 } })).toBe('env.ONE: invalid_value');
+    expect(refusal({ attemptId, env: { JD_COOKIE: 'v', ONE: 'w' }, extra: 1 })).toBe('extra: unknown_field');
+    // No refusal names a value.
+    expect(refusal({ attemptId, env: { JD_COOKIE: 'secret-v', ONE: 7 } })).not.toContain('secret-v');
+  });
+});

@@ -1,0 +1,140 @@
+import {
+  FencedError,
+  IdGenerator,
+  IllegalStateError,
+  LeaseFenceCommand,
+  SECRET_LIMITS,
+  UnavailableError,
+  joinSecretEnv,
+  redactionValues,
+  secretNamesOf,
+  utf8Length,
+} from '@ql/domain';
+import { appendAudit } from './audit.repository';
+import { leaseViolation, readFencedLease } from './lease-fence';
+import { SealedSecret, SecretCipher } from '@ql/domain';
+import { SqlDatabase, SqlExecutor, toInt } from './sql-executor';
+import { readRevision } from './task.repository';
+
+/** What a lease holder gets for its attempt: the env names its revision maps, with their values. */
+export interface SecretDelivery {
+  readonly attemptId: string;
+  readonly env: Record<string, string>;
+}
+
+/**
+ * Secrets for the holder of a live lease (ADR 0050, issue 19 item 6): the session fence, then the lease
+ * (holder, token, generation, active, in term, version — the renew rule), then its attempt, which must
+ * be this lease's and `starting` or `running`. Only then are the values its revision maps opened; one
+ * audit row names them (never a value). Any refusal throws before a value is read.
+ */
+export async function deliverSecrets(
+  db: SqlDatabase,
+  ids: IdGenerator,
+  cipher: SecretCipher | undefined,
+  command: LeaseFenceCommand,
+): Promise<SecretDelivery> {
+  return db.transaction(async (tx) => {
+    const { lease, now } = await readFencedLease(tx, command, '{forUpdate}');
+    const fault = leaseViolation(lease, command, now);
+    if (fault) throw new FencedError('lease', fault);
+    const attempt = await tx.one<{
+      status: string;
+      lease_generation: number | string;
+      task_id: string;
+      revision: number | string;
+    }>(
+      `SELECT a.status, a.lease_generation, r.task_id, r.revision FROM attempts a JOIN runs r ON r.id = a.run_id
+       WHERE a.id = :id`,
+      { id: lease!.attemptId },
+    );
+    if (!attempt) throw new IllegalStateError(`attempt ${lease!.attemptId} of a lease is missing`);
+    if (toInt(attempt.lease_generation) !== lease!.leaseGeneration)
+      throw new FencedError('lease', 'lease_not_active');
+    if (attempt.status !== 'starting' && attempt.status !== 'running')
+      throw new FencedError('lease', 'attempt_not_starting');
+    const revision = await readRevision(tx, attempt.task_id, toInt(attempt.revision));
+    if (!revision) throw new IllegalStateError(`attempt ${lease!.attemptId} pins a missing revision`);
+    const secretEnv = revision.spec.secretEnv ?? {};
+    const names = secretNamesOf(secretEnv);
+    if (names.length === 0) return { attemptId: lease!.attemptId, env: {} };
+    const env = joinSecretEnv(secretEnv, await openSecrets(tx, cipher, names));
+    const bytes = Object.entries(env).reduce((n, [k, v]) => n + utf8Length(k) + utf8Length(v), 0);
+    if (bytes > SECRET_LIMITS.deliveredBytes)
+      throw new UnavailableError(
+        'secrets_too_large',
+        `the mapped secrets total ${bytes} bytes; at most ${SECRET_LIMITS.deliveredBytes} go to one attempt`,
+      );
+    await appendAudit(tx, ids, {
+      actor: `worker:${command.workerId}`,
+      action: 'secret.deliver',
+      target: `attempt:${lease!.attemptId}`,
+      detail: { runId: lease!.runId, secrets: names, env: Object.keys(env) },
+    });
+    return { attemptId: lease!.attemptId, env };
+  });
+}
+
+/**
+ * The control plane's redaction of a run's stored output (issue 19 item 7): every value the run's
+ * revision maps (each secret, and each env value as joined), or none when it maps nothing. A secret
+ * deleted or a key gone since: nothing to redact with, and the worker's redaction stands.
+ */
+export async function redactionValuesFor(
+  tx: SqlExecutor,
+  cipher: SecretCipher | undefined,
+  run: { taskId: string; revision: number },
+): Promise<string[]> {
+  const revision = await readRevision(tx, run.taskId, run.revision);
+  const secretEnv = revision?.spec.secretEnv;
+  const names = secretNamesOf(secretEnv);
+  if (names.length === 0 || !cipher) return [];
+  const values = new Map<string, string>();
+  for (const name of names) {
+    const one = await openSecrets(tx, cipher, [name]).catch(() => new Map<string, string>());
+    for (const [k, v] of one) values.set(k, v);
+  }
+  const joined = values.size === names.length ? Object.values(joinSecretEnv(secretEnv!, values)) : [];
+  return redactionValues([...values.values(), ...joined]);
+}
+
+/** `:n0, :n1, …` and their parameters, for an `IN (…)` of names. */
+export function nameList(names: readonly string[]): { sql: string; params: Record<string, string> } {
+  const params: Record<string, string> = {};
+  names.forEach((name, i) => (params[`n${i}`] = name));
+  return { sql: names.map((_n, i) => `:n${i}`).join(', '), params };
+}
+
+/** `names` opened with `cipher`; a missing name or key is an UnavailableError naming why. */
+export async function openSecrets(
+  on: SqlExecutor,
+  cipher: SecretCipher | undefined,
+  names: readonly string[],
+): Promise<Map<string, string>> {
+  const values = new Map<string, string>();
+  if (names.length === 0) return values;
+  if (!cipher) throw new UnavailableError('secrets_disabled', 'QL_SECRETS_KEY is not set');
+  const list = nameList(names);
+  const rows = await on.many<SecretRow>(
+    `SELECT name, key_id, nonce, ciphertext, created_at, updated_at FROM secrets WHERE name IN (${list.sql})`,
+    list.params,
+  );
+  for (const row of rows) values.set(row.name, cipher.open(row.name, sealedOf(row)));
+  const missing = names.find((n) => !values.has(n));
+  if (missing !== undefined) throw new UnavailableError('secret_missing', `secret ${missing} does not exist`);
+  return values;
+}
+
+/** A stored secret row. */
+export interface SecretRow {
+  name: string;
+  key_id: string;
+  nonce: string;
+  ciphertext: string;
+  created_at: number | Date;
+  updated_at: number | Date;
+}
+
+export function sealedOf(row: SecretRow): SealedSecret {
+  return { keyId: row.key_id, nonce: row.nonce, ciphertext: row.ciphertext };
+}
