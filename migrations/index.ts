@@ -22,6 +22,8 @@ import { WorkerRecoveryRequired1765411200000 as SqliteRecoveryRequired } from '.
 import { EnrollmentTokens1765756800000 as SqliteEnrollmentTokens } from './sqlite/1765756800000-enrollment-tokens';
 import { WorkerCertificates1765929600000 as SqliteWorkerCertificates } from './sqlite/1765929600000-worker-certificates';
 import { LogStreams1765497600000 as LogStreams } from './log-streams';
+import { Bundles1766030400000 as PostgresBundles } from './postgres/1766030400000-bundles';
+import { Bundles1766030400000 as SqliteBundles } from './sqlite/1766030400000-bundles';
 
 /** Migrations per dialect, in order. Listed explicitly so tests and the built app load the same set. */
 export const SQLITE_MIGRATIONS = [
@@ -35,6 +37,7 @@ export const SQLITE_MIGRATIONS = [
   LogStreams,
   SqliteEnrollmentTokens,
   SqliteWorkerCertificates,
+  SqliteBundles,
 ];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
@@ -52,4 +55,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresEnrollmentTokens,
   PostgresFastCompletion,
   PostgresWorkerCertificates,
+  PostgresBundles,
 ];

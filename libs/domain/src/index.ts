@@ -21,3 +21,4 @@ export * from './stats-ports';
 export * from './heartbeat-batcher';
 export * from './enrollment-tokens';
 export * from './worker-certificates';
+export * from './bundles';

@@ -17,3 +17,4 @@ export * from './stats.repository';
 export * from './activation.repository';
 export * from './queue-signals';
 export * from './postgres/postgres-signals';
+export * from './bundle.repository';
