@@ -3,6 +3,7 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { ActivationModule } from './activation/activation.module';
 import { AdminModule } from './admin/admin.module';
+import { BundlesAdminModule, BundlesIngressModule } from './bundles/bundles.module';
 import { ControlPlaneCore } from './core/core';
 import { CoreModule } from './core/core.module';
 import { EnrollmentAdminModule, EnrollmentIngressModule } from './enrollment/enrollment.module';
@@ -40,6 +41,7 @@ export class AdminAppModule {
         AdminModule,
         EnrollmentAdminModule,
         RunsModule,
+        BundlesAdminModule,
         MetricsModule.forListener('admin'),
       ],
       providers: [
@@ -64,6 +66,7 @@ export class IngressAppModule {
         DispatchLeasesModule,
         ActivationModule,
         EnrollmentIngressModule,
+        BundlesIngressModule,
         MetricsModule.forListener('ingress'),
       ],
       providers: [

@@ -35,6 +35,7 @@ export const INGRESS_ACTIONS = [
   'start-failure',
   'completion',
   'logs',
+  'bundle',
 ] as const;
 export type IngressAction = (typeof INGRESS_ACTIONS)[number];
 
