@@ -51,6 +51,9 @@ export class BundleCache {
   private readonly inUse = new Map<string, number>();
   private readonly loading = new Map<string, Promise<void>>();
   private readonly sizes = new Map<string, number>();
+  /** The order of last use (this process); a restarted worker takes it from the folders' mtimes. */
+  private readonly lastUse = new Map<string, number>();
+  private useSeq = 0;
   private scanned: Promise<void> | null = null;
   /** Downloads this process made (tests and logs). */
   downloads = 0;
@@ -80,7 +83,8 @@ export class BundleCache {
         await pending;
       }
       const dir = join(this.options.root, digest);
-      // Used now: the LRU order is the folder's mtime.
+      this.lastUse.set(digest, ++this.useSeq);
+      // Used now: the folder's mtime keeps the order across a restart.
       const now = new Date();
       await utimes(dir, now, now).catch(() => undefined);
       await this.evict();
@@ -168,27 +172,30 @@ export class BundleCache {
     const root = this.options.root;
     await mkdir(root, { recursive: true, mode: 0o700 });
     await removeTree(join(root, '.tmp')).catch(() => undefined);
+    const found: { digest: string; usedMs: number }[] = [];
     for (const name of await readdir(root)) {
       if (!DIGEST.test(name)) continue;
       const size = Number(await readFile(join(root, SIZE_FILE(name)), 'utf8').catch(() => 'NaN'));
-      if (Number.isSafeInteger(size) && size >= 0) this.sizes.set(name, size);
-      else await removeTree(join(root, name)).catch(() => undefined);
+      const folder = await stat(join(root, name)).catch(() => null);
+      if (folder && Number.isSafeInteger(size) && size >= 0) {
+        this.sizes.set(name, size);
+        found.push({ digest: name, usedMs: folder.mtimeMs });
+      } else await removeTree(join(root, name)).catch(() => undefined);
     }
+    found.sort((a, b) => a.usedMs - b.usedMs);
+    for (const { digest } of found) this.lastUse.set(digest, ++this.useSeq);
   }
 
   /** Oldest use first, skipping bundles in use, until the cache fits its cap. */
   private async evict(): Promise<void> {
     if (this.bytes <= this.options.capBytes) return;
-    const candidates: { digest: string; usedMs: number }[] = [];
-    for (const digest of this.sizes.keys()) {
-      if (this.inUse.has(digest) || this.loading.has(digest)) continue;
-      const s = await stat(join(this.options.root, digest)).catch(() => null);
-      candidates.push({ digest, usedMs: s?.mtimeMs ?? 0 });
-    }
-    candidates.sort((a, b) => a.usedMs - b.usedMs);
-    for (const { digest } of candidates) {
+    const candidates = [...this.sizes.keys()]
+      .filter((digest) => !this.inUse.has(digest) && !this.loading.has(digest))
+      .sort((a, b) => (this.lastUse.get(a) ?? 0) - (this.lastUse.get(b) ?? 0));
+    for (const digest of candidates) {
       if (this.bytes <= this.options.capBytes) return;
       this.sizes.delete(digest);
+      this.lastUse.delete(digest);
       await removeTree(join(this.options.root, digest));
       await rm(join(this.options.root, SIZE_FILE(digest)), { force: true });
       this.log.info('bundle evicted from the cache', { digest, cacheBytes: this.bytes });
