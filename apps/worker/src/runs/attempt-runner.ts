@@ -1,3 +1,5 @@
+// Size: one attempt from accepted to acknowledged completion — every step, the bundle it runs in (ADR 0051), its
+// lease enforcement and its refusals — kept in one class so the order of the steps reads top to bottom.
 import {
   ActivationContractError,
   ExecutionOffer,
