@@ -6,20 +6,12 @@ import { join } from 'node:path';
 import { createIdGenerator, systemClock } from '@ql/contracts';
 import { parseTaskSpec } from '@ql/domain';
 import { SqlTaskRepository, SqliteDatabase } from '@ql/persistence';
-import { CLI, EntryPoint, tempDir } from '../support/entry-points';
+import { runCli, tempDir } from '../support/entry-points';
 
 describe('npm run bundle (the CLI)', () => {
   let dir: string;
   let env: Record<string, string>;
-  const cli = async (...args: string[]) => {
-    const p = new EntryPoint(CLI, env, args);
-    const exit = await p.exited;
-    const stdout = p
-      .messages()
-      .map((line) => line.replace(/^\(not JSON\) /, ''))
-      .join('\n');
-    return { code: exit.code, stdout, stderr: p.stderr.join('\n') };
-  };
+  const cli = (...args: string[]) => runCli(env, ...args);
   const json = (stdout: string) => JSON.parse(stdout) as Record<string, unknown>;
 
   beforeAll(async () => {

@@ -4,24 +4,10 @@ import {
   BundleArchiveError,
   BundleLimits,
   TarEvent,
-  padBlock,
   readBundle,
-  tarHeader,
   writeTar,
 } from './bundle-archive';
-
-/** A raw archive from hand-made entries: [name, typeflag, content or link target]. */
-function craft(entries: readonly [string, string, string?][]): Buffer {
-  const blocks: Buffer[] = [];
-  for (const [name, type, extra = ''] of entries) {
-    const isFile = type === '0';
-    const data = Buffer.from(isFile ? extra : '', 'utf8');
-    blocks.push(tarHeader(name, type, 0o644, data.length, isFile ? '' : extra));
-    if (data.length) blocks.push(padBlock(data));
-  }
-  blocks.push(Buffer.alloc(1024));
-  return gzipSync(Buffer.concat(blocks));
-}
+import { craftedBundle } from '../../../test/support/bundle-fixtures';
 
 async function refusal(bundle: Buffer, limits: BundleLimits = BUNDLE_LIMITS): Promise<string> {
   try {
@@ -92,12 +78,12 @@ describe('bundle archives (ADR 0051)', () => {
       'bad_path',
     ],
   ] as const)('refuses %s', async (_what, entries, rule) => {
-    expect(await refusal(craft(entries as unknown as [string, string, string?][]))).toBe(rule);
+    expect(await refusal(craftedBundle(entries as unknown as [string, string, string?][]))).toBe(rule);
   });
 
   it('accepts a link that stays inside, and a hard link to an earlier file', async () => {
     const summary = await readBundle(
-      craft([
+      craftedBundle([
         ['lib', '5'],
         ['lib/a.js', '0', 'x'],
         ['b.js', '2', 'lib/a.js'],
@@ -109,7 +95,7 @@ describe('bundle archives (ADR 0051)', () => {
 
   it('refuses too many files', async () => {
     const many = Array.from({ length: 11 }, (_, i) => [`f${i}`, '0', ''] as [string, string, string]);
-    expect(await refusal(craft(many), { ...BUNDLE_LIMITS, maxFiles: 10 })).toBe('too_many_files');
+    expect(await refusal(craftedBundle(many), { ...BUNDLE_LIMITS, maxFiles: 10 })).toBe('too_many_files');
   });
 
   it('refuses content over the unpacked bound', async () => {

@@ -14,38 +14,13 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { gzipSync } from 'node:zlib';
-import { BUNDLE_LIMITS, BundleArchiveError, BundleLimits, padBlock, tarHeader, writeTar } from '@ql/contracts';
+import { BUNDLE_LIMITS, BundleArchiveError, BundleLimits } from '@ql/contracts';
 import type { WorkerLog } from '../logging/worker-log';
 import { BundleCache, BundleUnavailableError } from './bundle-cache';
 import { unpackBundle } from './unpack-bundle';
+import { bundleOf, craftedBundle } from '../../../../test/support/bundle-fixtures';
 
 const log: WorkerLog = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
-
-function crafted(entries: readonly (readonly [string, string, string?])[]): Buffer {
-  const blocks: Buffer[] = [];
-  for (const [name, type, extra = ''] of entries) {
-    const data = Buffer.from(type === '0' ? extra : '', 'utf8');
-    blocks.push(tarHeader(name, type, 0o644, data.length, type === '0' ? '' : extra));
-    if (data.length) blocks.push(padBlock(data));
-  }
-  blocks.push(Buffer.alloc(1024));
-  return gzipSync(Buffer.concat(blocks));
-}
-
-function bundle(files: Record<string, Buffer | string>) {
-  const content = gzipSync(
-    writeTar(
-      Object.entries(files).map(([path, data]) => ({
-        path,
-        type: 'file' as const,
-        mode: 0o644,
-        data: Buffer.from(data),
-      })),
-    ),
-  );
-  return { content, digest: createHash('sha256').update(content).digest('hex') };
-}
 
 describe('bundles on the worker (ADR 0051)', () => {
   let root: string;
@@ -68,7 +43,7 @@ describe('bundles on the worker (ADR 0051)', () => {
 
     it('writes files, folders and inside links; a hard link becomes a copy, not a second name', async () => {
       await unpack(
-        crafted([
+        craftedBundle([
           ['lib/', '5'],
           ['lib/a.js', '0', 'A'],
           ['b.js', '2', 'lib/a.js'],
@@ -97,18 +72,18 @@ describe('bundles on the worker (ADR 0051)', () => {
       ],
       ['a block device', [['sda', '4']], 'unsupported_entry'],
     ] as const)('refuses %s and writes nothing outside', async (_what, entries, expected) => {
-      expect(await rule(crafted(entries as unknown as [string, string, string?][]))).toBe(expected);
+      expect(await rule(craftedBundle(entries as unknown as [string, string, string?][]))).toBe(expected);
       expect(existsSync(join(root, '..', 'evil'))).toBe(false);
       expect(readdirSync(root).sort()).toEqual(['b.tar.gz', 'out']);
     });
 
     it('refuses too many files', async () => {
-      const many = crafted(Array.from({ length: 6 }, (_, i) => [`f${i}`, '0', 'x'] as const));
+      const many = craftedBundle(Array.from({ length: 6 }, (_, i) => [`f${i}`, '0', 'x'] as const));
       expect(await rule(many, { ...BUNDLE_LIMITS, maxFiles: 5 })).toBe('too_many_files');
     });
 
     it('refuses too many bytes', async () => {
-      const big = bundle({ big: randomBytes(10_000) }).content;
+      const big = bundleOf({ big: randomBytes(10_000) }).content;
       expect(await rule(big, { ...BUNDLE_LIMITS, maxUnpackedBytes: 9_999 })).toBe('too_big');
     });
   });
@@ -120,7 +95,7 @@ describe('bundles on the worker (ADR 0051)', () => {
     };
 
     it('downloads a miss once, verifies it, serves the hit from disk', async () => {
-      const b = bundle({ 'main.js': 'console.log(1)' });
+      const b = bundleOf({ 'main.js': 'console.log(1)' });
       const cache = new BundleCache({ root, capBytes: 1024 * 1024 }, log);
       const count = { n: 0 };
       const [one, two] = await Promise.all([
@@ -144,8 +119,8 @@ describe('bundles on the worker (ADR 0051)', () => {
     });
 
     it('refuses bytes whose SHA-256 is not the digest, and keeps nothing of them', async () => {
-      const b = bundle({ 'a.js': '1' });
-      const other = bundle({ 'a.js': '2' });
+      const b = bundleOf({ 'a.js': '1' });
+      const other = bundleOf({ 'a.js': '2' });
       const cache = new BundleCache({ root, capBytes: 1024 * 1024 }, log);
       const error = await cache.acquire(b.digest, serving(other.content, { n: 0 })).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(BundleUnavailableError);
@@ -156,7 +131,7 @@ describe('bundles on the worker (ADR 0051)', () => {
     });
 
     it('refuses a malicious bundle the control plane would never have served (defence in depth)', async () => {
-      const evil = crafted([['l', '2', '/etc']]);
+      const evil = craftedBundle([['l', '2', '/etc']]);
       const digest = createHash('sha256').update(evil).digest('hex');
       const cache = new BundleCache({ root, capBytes: 1024 * 1024 }, log);
       const error = await cache.acquire(digest, serving(evil, { n: 0 })).catch((e: unknown) => e);
@@ -165,7 +140,7 @@ describe('bundles on the worker (ADR 0051)', () => {
     });
 
     it('over the cap evicts the least recently used bundle, never one still held', async () => {
-      const [a, b, c] = ['a', 'b', 'c'].map((n) => bundle({ [`${n}.bin`]: randomBytes(600) }));
+      const [a, b, c] = ['a', 'b', 'c'].map((n) => bundleOf({ [`${n}.bin`]: randomBytes(600) }));
       const cache = new BundleCache({ root, capBytes: 1300 }, log);
       const count = { n: 0 };
       const useA = await cache.acquire(a!.digest, serving(a!.content, count));
