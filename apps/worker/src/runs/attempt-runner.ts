@@ -94,6 +94,8 @@ export class AttemptRunner {
   private killGraceMs: number;
   /** The cached bundle this attempt holds (never evicted while it runs), released at its end. */
   private bundleUse: BundleUse | undefined;
+  /** Stops this attempt's bundle download when its lease is gone (a stalled answer must not hold it). */
+  private readonly stopFetch = new AbortController();
 
   constructor(
     private readonly deps: AttemptDeps,
@@ -137,6 +139,7 @@ export class AttemptRunner {
     if (this.lostReason === null && reason === 'lease_term_ending')
       this.deps.log.error("lease term ending without a renewal: killing the attempt's processes", this.ids);
     this.lostReason ??= reason;
+    this.stopFetch.abort();
     this.uploader.stop();
     this.local?.cancel();
   }
@@ -349,8 +352,9 @@ export class AttemptRunner {
     if (!bundles || !channel.leaseDownload)
       throw new BundleUnavailableError('no_cache', 'this worker has no bundle cache');
     const download = channel.leaseDownload.bind(channel);
+    const stop = AbortSignal.any([signal, this.stopFetch.signal]);
     const use = await bundles.acquire(pinned.digest, (maxBytes) =>
-      download(() => ({ ...leaseFence(this.lease), digest: pinned.digest }), { signal, maxBytes }),
+      download(() => ({ ...leaseFence(this.lease), digest: pinned.digest }), { signal: stop, maxBytes }),
     );
     this.bundleUse = use;
     this.deps.log.info(use.downloaded ? 'bundle fetched for the attempt' : 'bundle taken from the cache', {
