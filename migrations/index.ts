@@ -28,6 +28,8 @@ import { Secrets1766023200000 as SqliteSecrets } from './sqlite/1766023200000-se
 import { SessionCertificate1766016000000 as SqliteSessionCertificate } from './sqlite/1766016000000-session-certificate';
 import { ConsoleSessions1766448000000 as SqliteConsoleSessions } from './sqlite/1766448000000-console-sessions';
 import { LogStreams1765497600000 as LogStreams } from './log-streams';
+import { Bundles1766030400000 as PostgresBundles } from './postgres/1766030400000-bundles';
+import { Bundles1766030400000 as SqliteBundles } from './sqlite/1766030400000-bundles';
 
 /** Migrations per dialect, in order. Listed explicitly so tests and the built app load the same set. */
 export const SQLITE_MIGRATIONS = [
@@ -43,6 +45,7 @@ export const SQLITE_MIGRATIONS = [
   SqliteWorkerCertificates,
   SqliteSessionCertificate,
   SqliteSecrets,
+  SqliteBundles,
   SqliteConsoleSessions,
 ];
 export const POSTGRES_MIGRATIONS = [
@@ -63,5 +66,6 @@ export const POSTGRES_MIGRATIONS = [
   PostgresWorkerCertificates,
   PostgresSessionCertificate,
   PostgresSecrets,
+  PostgresBundles,
   PostgresConsoleSessions,
 ];

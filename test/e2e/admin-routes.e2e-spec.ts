@@ -22,6 +22,8 @@ import {
 
 /** The routes a viewer key may use; every other non-public route must be marked admin. */
 const VIEWER_ROUTES = [
+  'GET /api/v1/bundles',
+  'GET /api/v1/bundles/:digest',
   'GET /api/v1/enrollment-tokens',
   'GET /api/v1/workers',
   'GET /api/v1/workers/:workerId',
@@ -113,7 +115,13 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
       status: 'cancelled',
     });
     const key = await t.admin('POST', '/api/v1/api-keys', { name: 'spare', role: 'viewer' });
+    const bundle = await t.admin('POST', '/api/v1/bundles?name=a.js', undefined, undefined, {
+      rawBody: Buffer.from('console.log(1)\n'),
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    expect(bundle.status).toBe(200);
     params = {
+      digest: (bundle.body as { digest: string }).digest,
       workerId: 'worker-a',
       taskId,
       runId,
@@ -207,6 +215,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
           .sort(),
       ).toEqual([
         'GET /api/v1/audit limit',
+        'GET /api/v1/bundles limit',
         'GET /api/v1/certificates/revoked limit',
         'GET /api/v1/console-sessions limit',
         'GET /api/v1/enrollment-tokens limit',

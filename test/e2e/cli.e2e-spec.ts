@@ -8,7 +8,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeF
 import { join } from 'node:path';
 import { CLI, EntryPoint, ROOT, tempDir } from '../support/entry-points';
 
-const COMMANDS = ['migrate', 'pki', 'api-key', 'enroll-token', 'secret', 'openapi', 'config-docs'];
+const COMMANDS = ['migrate', 'pki', 'api-key', 'enroll-token', 'secret', 'bundle', 'openapi', 'config-docs'];
 const OPTIONS = [
   '--worker <id>',
   '--server-name <dns>',

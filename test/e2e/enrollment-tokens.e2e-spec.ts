@@ -10,7 +10,7 @@ import { loadConfig } from '../../apps/control-plane/src/config/config';
 import { EnrollmentTokensService } from '../../apps/control-plane/src/enrollment/enrollment-tokens.service';
 import { ensureDevPki } from '../../apps/control-plane/src/pki';
 import { snapshotDatabase } from '../support/db-snapshot';
-import { CLI, CONTROL_PLANE, EntryPoint, tempDir } from '../support/entry-points';
+import { CLI, CONTROL_PLANE, EntryPoint, runCli, tempDir } from '../support/entry-points';
 import {
   Dialect,
   TestDatabase,
@@ -266,16 +266,7 @@ describe('a real control-plane process at debug level never logs a token (ADR 00
 describe('npm run enroll-token (the CLI)', () => {
   let dir: string;
   let env: Record<string, string>;
-  const cli = async (...args: string[]) => {
-    const p = new EntryPoint(CLI, env, args);
-    const exit = await p.exited;
-    // Its answer is pretty-printed JSON: the log-line reader kept each line as text.
-    const stdout = p
-      .messages()
-      .map((line) => line.replace(/^\(not JSON\) /, ''))
-      .join('\n');
-    return { code: exit.code, stdout, stderr: p.stderr.join('\n') };
-  };
+  const cli = (...args: string[]) => runCli(env, ...args);
 
   beforeAll(async () => {
     dir = tempDir('ql-enroll-cli-');

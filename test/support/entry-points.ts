@@ -31,6 +31,20 @@ export const CONTROL_PLANE = 'apps/control-plane/src/main.ts';
 export const CLI = 'apps/control-plane/src/cli.ts';
 export const WORKER = 'apps/worker/src/main.ts';
 
+/**
+ * Runs the CLI once with `env` and `args`: its exit code, its stdout (pretty-printed JSON answers are
+ * kept line by line as text) and its stderr.
+ */
+export async function runCli(env: Record<string, string>, ...args: string[]) {
+  const p = new EntryPoint(CLI, env, args);
+  const exit = await p.exited;
+  const stdout = p
+    .messages()
+    .map((line) => line.replace(/^\(not JSON\) /, ''))
+    .join('\n');
+  return { code: exit.code, stdout, stderr: p.stderr.join('\n') };
+}
+
 export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }

@@ -18,6 +18,8 @@ export interface HttpResult {
   readonly headers: Record<string, string | string[] | undefined>;
   readonly body: unknown;
   readonly raw: string;
+  /** The answer's bytes as received (ingress calls only): a binary answer such as a bundle. */
+  readonly bytes?: Buffer;
 }
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -198,8 +200,9 @@ function send(
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
       res.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parseJson(raw), raw });
+        const bytes = Buffer.concat(chunks);
+        const raw = bytes.toString('utf8');
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parseJson(raw), raw, bytes });
       });
     });
     req.end(payload);

@@ -4,6 +4,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { ActivationModule } from './activation/activation.module';
 import { AdminModule } from './admin/admin.module';
 import { ConsoleModule } from './console/console.module';
+import { BundlesAdminModule, BundlesIngressModule } from './bundles/bundles.module';
 import { ControlPlaneCore } from './core/core';
 import { CoreModule } from './core/core.module';
 import { EnrollmentAdminModule, EnrollmentIngressModule } from './enrollment/enrollment.module';
@@ -44,6 +45,7 @@ export class AdminAppModule {
         ConsoleModule,
         RunsModule,
         SecretsAdminModule,
+        BundlesAdminModule,
         MetricsModule.forListener('admin'),
       ],
       providers: [
@@ -69,6 +71,7 @@ export class IngressAppModule {
         ActivationModule,
         EnrollmentIngressModule,
         SecretsIngressModule,
+        BundlesIngressModule,
         MetricsModule.forListener('ingress'),
       ],
       providers: [

@@ -8,6 +8,8 @@ import { serveApiDocs } from './api-docs';
 import { AdminAppModule, IngressAppModule } from './app.modules';
 import { ConfigError, ControlPlaneConfig } from './config/config';
 import { SecretKeyError, UnavailableError } from '@ql/domain';
+import { configureBundleUploads } from './bundles/bundle-uploads';
+import { ControlPlaneConfig } from './config/config';
 import { ControlPlaneCore, openCore } from './core/core';
 import {
   ADMIN_EDGE,
@@ -72,6 +74,7 @@ export async function startControlPlane(
       { logger, abortOnError: false, bodyParser: false },
     );
     configureAdminEdge(admin.getHttpAdapter().getInstance(), ADMIN_MAX_BODY);
+    configureBundleUploads(admin.getHttpAdapter().getInstance(), config.bundleMaxBytes);
     // A handshake without a trusted certificate is let through for the enrollment route only: the
     // gate, the first hook, refuses everything else on such a connection (ADR 0045 §2).
     const ingressAdapter = new FastifyAdapter({

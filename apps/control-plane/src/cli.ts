@@ -68,6 +68,18 @@ const COMMANDS: Record<string, Command> = {
       ['rotate', 'every value under QL_SECRETS_PREVIOUS_KEYS re-encrypted under QL_SECRETS_KEY / _KEY_ID'],
     ],
   },
+  bundle: {
+    usage: 'bundle push <folder|file.tar.gz|file>; list [--after <digest>] [--limit <n>]; delete <digest>',
+    summary:
+      'push, list or delete script bundles in QL_DATABASE_URL (named on stderr); push packs a folder into a .tar.gz itself, checks it as the upload route does and prints its digest (ADR 0051)',
+    options: [
+      [
+        'push <folder>',
+        'every file and folder under it (links refused); a .tar.gz as is; any other file alone',
+      ],
+      ['delete <digest>', 'refused while a live task or an unfinished run pins it (exit 1)'],
+    ],
+  },
   openapi: {
     usage: 'openapi [--out <file>]',
     summary: 'print the OpenAPI document (admin API and worker ingress)',
@@ -233,6 +245,32 @@ async function run(command: string, args: string[]): Promise<number> {
         );
       });
     }
+    case 'bundle': {
+      const { parseBundleCommand, runBundleCommand } =
+        require('./bundles/bundle-command') as typeof import('./bundles/bundle-command');
+      const { ValidationError } = require('@ql/domain') as typeof import('@ql/domain');
+      let parsed;
+      try {
+        parsed = parseBundleCommand(args);
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        process.stderr.write(`${error.message}\n${commandHelp(command)}\n`);
+        return EXIT.config;
+      }
+      const bundleCommand = parsed;
+      return withDatabase(command, config, false, async ({ ids }, db) => {
+        const { BundlesService } =
+          require('./bundles/bundles.service') as typeof import('./bundles/bundles.service');
+        const { SqlBundleRepository } = require('@ql/persistence') as Persistence;
+        const service = new BundlesService(new SqlBundleRepository(db, ids), config);
+        return runBundleCommand(
+          bundleCommand,
+          service,
+          (text) => process.stdout.write(text),
+          (text) => process.stderr.write(text),
+        );
+      });
+    }
     case 'openapi': {
       // Builds both applications' module graphs in preview mode: no database, no listener.
       const { values } = parseArgs({ args, options: { out: { type: 'string' } } });
@@ -269,14 +307,21 @@ async function withDatabase(
   command: string,
   config: ControlPlaneConfig,
   create: boolean,
-  fn: (db: CommandDatabase) => Promise<number>,
+  fn: (db: CommandDatabase, sql: import('@ql/persistence').SqlDatabase) => Promise<number>,
 ): Promise<number> {
   const sqlitePath = /^sqlite:/.test(config.databaseUrl)
     ? config.databaseUrl.slice('sqlite:'.length).replace(/^\/\//, '')
     : undefined;
   sayDatabase(config, sqlitePath);
   if (sqlitePath && !existsSync(sqlitePath) && !create) {
-    const what = command === 'api-key' ? 'a key' : command === 'secret' ? 'a secret' : 'a token';
+    const what =
+      command === 'api-key'
+        ? 'a key'
+        : command === 'secret'
+          ? 'a secret'
+          : command === 'bundle'
+            ? 'a bundle'
+            : 'a token';
     process.stderr.write(
       `${command}: no database at ${resolve(sqlitePath)}: ${what} there would not open a control plane that uses ` +
         "another database. Set QL_DATABASE_URL to the control plane's database (the same as `npm start` " +
@@ -293,11 +338,14 @@ async function withDatabase(
   try {
     const ids = createIdGenerator();
     const secretCipher = secretCipherOf(config);
-    return await fn({
-      repos: persistence.createRepositories(db, ids, { secretCipher }),
-      ids,
-      clock: systemClock,
-    });
+    return await fn(
+      {
+        repos: persistence.createRepositories(db, ids, { secretCipher }),
+        ids,
+        clock: systemClock,
+      },
+      db,
+    );
   } finally {
     await db.close();
   }

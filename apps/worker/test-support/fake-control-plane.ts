@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
 import { monotonicNow } from '../src/host/monotonic';
 import {
   EXECUTION_OFFER_SCHEMA,
@@ -140,6 +142,28 @@ export class FakeControlPlane implements WorkerIngress {
     } finally {
       this.inflight--;
     }
+  }
+
+  /** ADR 0051: the bytes a bundle fetch answers with (a test sets it); absent: 404, as for no bundle. */
+  serveBundle?: (call: Call, signal: AbortSignal | undefined) => Readable;
+
+  /** The `bundle` call: the lease fence as the real one checks it, then what `serveBundle` streams. */
+  async download(
+    sessionId: string,
+    body: unknown,
+    options: { readonly signal?: AbortSignal; readonly maxBytes: number },
+  ): Promise<IncomingMessage> {
+    const call: Call = { action: 'bundle', sessionId, body: body as Record<string, unknown>, at: Date.now() };
+    this.calls.push(call);
+    await new Promise((resolve) => setImmediate(resolve));
+    const l = this.leases.get(call.body.offerId as string);
+    if (!l || l.token !== call.body.leaseToken || l.state !== 'active')
+      throw new IngressCallError('bundle', 409, 'worker_lease_fenced', 'lease fenced', 'lease_not_active');
+    if (!this.serveBundle) throw new IngressCallError('bundle', 404, 'worker_route_not_found', 'no bundle');
+    const stream = this.serveBundle(call, options.signal);
+    // As the HTTPS client does: the caller's abort ends the answer.
+    options.signal?.addEventListener('abort', () => stream.destroy(new Error('aborted')), { once: true });
+    return stream as IncomingMessage;
   }
 
   async close(): Promise<void> {}

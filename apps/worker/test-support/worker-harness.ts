@@ -50,6 +50,7 @@ export class WorkerHarness {
       QL_WORKER_KILL_GRACE_MS: '200',
       QL_WORKER_JOURNAL_DIR: join(this.root, 'journal'),
       QL_WORKER_WORK_DIR: join(this.root, 'runs'),
+      QL_WORKER_BUNDLE_CACHE_DIR: join(this.root, 'bundles'),
       ...env,
     });
     const log = new JsonLineLog('debug', (l) => this.lines.push(JSON.parse(l) as LogLine));

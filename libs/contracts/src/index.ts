@@ -7,3 +7,4 @@ export * from './run-activation';
 export * from './stdio';
 export * from './entry-args';
 export * from './deferred-date-formats';
+export * from './bundle-archive';

@@ -37,6 +37,7 @@ export const INGRESS_ACTIONS = [
   'logs',
   // ADR 0050: the lease holder's secret values, after `starting`.
   'secrets',
+  'bundle',
 ] as const;
 export type IngressAction = (typeof INGRESS_ACTIONS)[number];
 

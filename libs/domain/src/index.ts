@@ -25,3 +25,4 @@ export * from './secrets';
 export * from './redaction';
 export * from './secret-cipher';
 export * from './console-sessions';
+export * from './bundles';

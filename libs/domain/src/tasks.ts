@@ -1,3 +1,4 @@
+import { TaskBundle, parseTaskBundle } from './bundles';
 import { canonicalJson, sha256Hex, utf8Length } from './canonical-json';
 import { parseCron } from './cron';
 import { DEFAULT_CRON_TIMEZONE, parseTimezone } from './cron-zone';
@@ -69,6 +70,11 @@ export interface TaskSpec {
    */
   readonly timezone?: string;
   readonly priority: number;
+  /**
+   * The script bundle the command runs in (issue 19, ADR 0051): its digest and a folder inside it.
+   * Absent without one, so specs written before bundles existed keep their digests.
+   */
+  readonly bundle?: TaskBundle;
 }
 
 export interface CanonicalTaskSpec {
@@ -90,6 +96,7 @@ const FIELDS = [
   'cron',
   'timezone',
   'priority',
+  'bundle',
 ] as const;
 
 /** Strictly parses a task body (create or update) into its canonical revision spec. */
@@ -135,6 +142,7 @@ export function parseTaskSpec(input: unknown): CanonicalTaskSpec {
     cron,
     ...(timezone === DEFAULT_CRON_TIMEZONE ? {} : { timezone }),
     priority: raw.priority === undefined ? 0 : readInt(raw.priority, 'priority', 0, TASK_LIMITS.maxPriority),
+    ...(raw.bundle === undefined || raw.bundle === null ? {} : { bundle: parseTaskBundle(raw.bundle) }),
   };
   const canonical = canonicalJson(spec);
   if (utf8Length(canonical) > TASK_LIMITS.specBytes) throw new ValidationError('', 'too_large');

@@ -20,3 +20,4 @@ export * from './queue-signals';
 export * from './postgres/postgres-signals';
 export * from './secret.repository';
 export * from './secret-delivery';
+export * from './bundle.repository';

@@ -1,5 +1,5 @@
-/** Named parameters (`:name`) bound by name; booleans are encoded per dialect. */
-export type SqlParams = Readonly<Record<string, string | number | boolean | null>>;
+/** Named parameters (`:name`) bound by name; booleans are encoded per dialect; a Buffer is a BLOB / bytea. */
+export type SqlParams = Readonly<Record<string, string | number | boolean | null | Buffer>>;
 
 /** The statements a repository issues, either autocommit or inside one transaction. */
 export interface SqlExecutor {

@@ -12,6 +12,7 @@ import {
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
 import { syncTaskSecretUses } from './secret.repository';
+import { lockPinnedBundle } from './bundle.repository';
 import { SqlDatabase, SqlExecutor, isUniqueViolation, toInt, toMs } from './sql-executor';
 
 interface TaskRow {
@@ -45,10 +46,18 @@ export class SqlTaskRepository implements TaskRepository {
   async create(id: string, spec: CanonicalTaskSpec, audit: AuditEntry): Promise<TaskRecord> {
     try {
       return await this.db.transaction(async (tx) => {
+        if (spec.spec.bundle) await lockPinnedBundle(tx, spec.spec.bundle.digest);
         const row = await tx.one<TaskRow>(
-          `INSERT INTO tasks (id, name, revision, digest, spec_json, cron, created_at, updated_at)
-           VALUES (:id, :name, 1, :digest, :spec, :cron, {now}, {now}) RETURNING ${TASK_COLUMNS}`,
-          { id, name: spec.spec.name, digest: spec.digest, spec: spec.canonical, cron: spec.spec.cron },
+          `INSERT INTO tasks (id, name, revision, digest, spec_json, cron, bundle_digest, created_at, updated_at)
+           VALUES (:id, :name, 1, :digest, :spec, :cron, :bundle, {now}, {now}) RETURNING ${TASK_COLUMNS}`,
+          {
+            id,
+            name: spec.spec.name,
+            digest: spec.digest,
+            spec: spec.canonical,
+            cron: spec.spec.cron,
+            bundle: spec.spec.bundle?.digest ?? null,
+          },
         );
         await insertRevision(tx, id, 1, spec);
         await syncTaskSecretUses(tx, id, spec.spec);
@@ -71,11 +80,13 @@ export class SqlTaskRepository implements TaskRepository {
         );
         if (!current) throw new NotFoundError('task');
         if (current.digest === spec.digest) return { task: toTask(current), changed: false };
+        if (spec.spec.bundle) await lockPinnedBundle(tx, spec.spec.bundle.digest);
         const revision = toInt(current.revision) + 1;
         const row = await tx.one<TaskRow>(
           `UPDATE tasks SET name = :name, revision = :revision, digest = :digest, spec_json = :spec, cron = :cron,
-             updated_at = {now} WHERE id = :id AND revision = :previous RETURNING ${TASK_COLUMNS}`,
+             bundle_digest = :bundle, updated_at = {now} WHERE id = :id AND revision = :previous RETURNING ${TASK_COLUMNS}`,
           {
+            bundle: spec.spec.bundle?.digest ?? null,
             id,
             name: spec.spec.name,
             revision,
@@ -183,9 +194,9 @@ async function insertRevision(
   spec: CanonicalTaskSpec,
 ): Promise<void> {
   await tx.run(
-    `INSERT INTO task_revisions (task_id, revision, digest, spec_json, created_at)
-     VALUES (:taskId, :revision, :digest, :spec, {now})`,
-    { taskId, revision, digest: spec.digest, spec: spec.canonical },
+    `INSERT INTO task_revisions (task_id, revision, digest, spec_json, bundle_digest, created_at)
+     VALUES (:taskId, :revision, :digest, :spec, :bundle, {now})`,
+    { taskId, revision, digest: spec.digest, spec: spec.canonical, bundle: spec.spec.bundle?.digest ?? null },
   );
 }
 

@@ -61,6 +61,7 @@ export interface ControlPlaneConfig {
   readonly sweepPageSize: number;
   readonly runDeadlineGraceMs: number;
   readonly runLogCapBytes: number;
+  readonly bundleMaxBytes: number;
   readonly cronTickMs: number;
   readonly revocationCacheMs: number;
   readonly ingressConnectionMaxMs: number;
@@ -326,6 +327,13 @@ export const SETTINGS = [
     default: String(RUN_LOG_LIMITS.defaultRunCapBytes),
     doc: 'stored output per run (64 KiB … 64 MiB); past it one truncation marker is kept and later chunks are dropped',
     parse: int(64 * 1024, 64 * 1024 * 1024),
+  },
+  {
+    key: 'bundleMaxBytes',
+    env: 'QL_BUNDLE_MAX_BYTES',
+    default: String(32 * 1024 * 1024),
+    doc: 'largest script bundle an upload may store (1 KiB … 256 MiB): the .tar.gz as sent, or one file once packed; a larger body is refused with 413 before it is read through (ADR 0051)',
+    parse: int(1024, 256 * 1024 * 1024),
   },
   {
     key: 'cronTickMs',

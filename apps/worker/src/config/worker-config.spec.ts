@@ -26,6 +26,8 @@ describe('loadWorkerConfig', () => {
       workDir: './var/worker/worker-1/runs',
       keepFailedRuns: 5,
       keepFailedBytes: 104857600,
+      bundleCacheDir: './var/worker/worker-1/bundles',
+      bundleCacheMb: 256,
       killGraceMs: 5000,
       reaperLingerMs: 2000,
       cgroup: 'auto',

@@ -42,6 +42,8 @@ export interface WorkerConfig {
   readonly workDir: string;
   readonly keepFailedRuns: number;
   readonly keepFailedBytes: number;
+  readonly bundleCacheDir: string;
+  readonly bundleCacheMb: number;
   readonly killGraceMs: number;
   readonly reaperLingerMs: number;
   readonly cgroup: CgroupSetting;
@@ -336,6 +338,20 @@ export const WORKER_SETTINGS = [
     default: '104857600',
     doc: 'bytes the kept failed work folders may hold together (0..1099511627776): the newest are kept while they fit; the first that does not and every older one are removed',
     parse: int(0, 1024 ** 4),
+  },
+  {
+    key: 'bundleCacheDir',
+    env: 'QL_WORKER_BUNDLE_CACHE_DIR',
+    default: perWorker('bundles'),
+    doc: 'folder of unpacked script bundles, one per SHA-256 digest (0700); each attempt runs in its own copy of its bundle, so nothing a run writes reaches the cache (ADR 0051)',
+    parse: path,
+  },
+  {
+    key: 'bundleCacheMb',
+    env: 'QL_WORKER_BUNDLE_CACHE_MB',
+    default: '256',
+    doc: 'MiB the unpacked bundles may hold together (1..1048576); past it the least recently used bundle no running attempt holds is removed. A bundle whose download is larger is refused (the attempt fails to start with `bundle_unavailable`)',
+    parse: int(1, 1024 * 1024),
   },
   {
     key: 'killGraceMs',

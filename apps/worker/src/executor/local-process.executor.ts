@@ -1,6 +1,6 @@
 import type { TaskRuntime } from '@ql/domain';
 import { ChildProcess, spawn } from 'node:child_process';
-import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, lchown, lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AttemptCgroup, CgroupChoice, CgroupSetting, CgroupUsage, chooseRunCgroups } from '../host/cgroup';
 import { containedLine, moveIntoCgroup } from './cgroup-launch';
@@ -44,6 +44,12 @@ export interface LaunchRequest {
   readonly env: Readonly<Record<string, string>>;
   readonly timeoutMs: number;
   readonly onOutput?: (chunk: OutputChunk) => void;
+  /**
+   * ADR 0051: the unpacked bundle (the cache's folder) and the folder inside it the command runs in.
+   * The bundle is copied into the attempt's work folder (`bundle/`) first: what a run writes there
+   * never reaches the cache or the next run.
+   */
+  readonly bundle?: { readonly dir: string; readonly workdir: string };
 }
 
 export interface ProcessOutcome {
@@ -62,7 +68,7 @@ export interface ProcessOutcome {
 export class StartFailedError extends Error {
   override readonly name = 'StartFailedError';
   constructor(
-    readonly code: 'runtime_unavailable' | 'work_dir_exists' | 'spawn_failed',
+    readonly code: 'runtime_unavailable' | 'work_dir_exists' | 'spawn_failed' | 'bundle_workdir_missing',
     message: string,
   ) {
     super(message);
@@ -70,14 +76,23 @@ export class StartFailedError extends Error {
 }
 
 /** How each runtime runs the pinned command (ADR 0008): shell inline, node and python from a script file. */
-function commandLine(runtime: TaskRuntime, command: string, workDir: string) {
+function commandLine(runtime: TaskRuntime, command: string, workDir: string, cwd: string) {
+  // In the work folder itself the script is named relative to it; from a bundle's folder, in full.
+  const script = (name: string) => ({
+    path: join(workDir, name),
+    arg: cwd === workDir ? name : join(workDir, name),
+  });
   switch (runtime) {
     case 'shell':
       return { file: '/bin/sh', args: ['-c', command], script: null };
-    case 'node':
-      return { file: process.execPath, args: ['task.js'], script: join(workDir, 'task.js') };
-    case 'python':
-      return { file: 'python3', args: ['task.py'], script: join(workDir, 'task.py') };
+    case 'node': {
+      const s = script('task.js');
+      return { file: process.execPath, args: [s.arg], script: s.path };
+    }
+    case 'python': {
+      const s = script('task.py');
+      return { file: 'python3', args: [s.arg], script: s.path };
+    }
   }
 }
 
@@ -121,9 +136,11 @@ export class LocalProcessExecutor {
         `work folder ${workDir} exists: this run was launched before`,
       );
     }
-    const line = commandLine(request.runtime, request.command, workDir);
+    const cwd = request.bundle ? await copyBundle(request.bundle, workDir) : workDir;
+    const line = commandLine(request.runtime, request.command, workDir, cwd);
     if (line.script) await writeFile(line.script, request.command, { mode: 0o600 });
     if (runAs) {
+      if (request.bundle) await chownTree(join(workDir, BUNDLE_FOLDER), runAs.uid, runAs.gid);
       // The script and the folder become the run user's (CAP_CHOWN). The folder keeps the worker's
       // group with search only (0710): spawn enters it before dropping to the run user, and a root
       // worker without CAP_DAC_OVERRIDE could not otherwise. chmod while still its owner.
@@ -143,7 +160,7 @@ export class LocalProcessExecutor {
       choice.kind === 'cgroup' ? containedLine(choice.cgroups, request.attemptId, line, env.PATH) : null;
     const spawned = contained ?? { ...line, stdio: [] };
     const child = spawn(spawned.file, spawned.args, {
-      cwd: workDir,
+      cwd,
       env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe', ...spawned.stdio],
@@ -173,6 +190,31 @@ export class LocalProcessExecutor {
     run.done.then(untrack, untrack);
     return run;
   }
+}
+
+/** The attempt's copy of its bundle, under its work folder. */
+export const BUNDLE_FOLDER = 'bundle';
+
+/**
+ * ADR 0051: the cached bundle copied into the attempt's own folder (links copied as links, never
+ * followed), and the folder the command starts in: `workdir` inside that copy, which must be a folder.
+ */
+async function copyBundle(bundle: NonNullable<LaunchRequest['bundle']>, workDir: string): Promise<string> {
+  const copy = join(workDir, BUNDLE_FOLDER);
+  await cp(bundle.dir, copy, { recursive: true, verbatimSymlinks: true, errorOnExist: true, force: false });
+  const cwd = bundle.workdir === '.' ? copy : join(copy, bundle.workdir);
+  const stat = await lstat(cwd).catch(() => null);
+  if (!stat?.isDirectory())
+    throw new StartFailedError('bundle_workdir_missing', `the bundle has no folder "${bundle.workdir}"`);
+  return cwd;
+}
+
+/** The copy becomes the run user's: its scripts may write where they stand. Links are not followed. */
+async function chownTree(path: string, uid: number, gid: number): Promise<void> {
+  await lchown(path, uid, gid);
+  const stat = await lstat(path);
+  if (!stat.isDirectory()) return;
+  for (const name of await readdir(path)) await chownTree(join(path, name), uid, gid);
 }
 
 /** One launched run: its process group, its outcome, and `cancel()`. */

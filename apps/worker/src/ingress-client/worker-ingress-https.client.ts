@@ -309,6 +309,126 @@ export class WorkerIngressHttpsClient {
   }
 
   /**
+   * ADR 0051: the one streamed call, `bundle`. POSTs `body` to the origin that last answered, on a
+   * socket of its own (a download never holds the calls' socket), and resolves once a 200
+   * `application/octet-stream` answer of at most `maxBytes` (its Content-Length) begins: the caller
+   * reads the stream. Any other answer is read as a refusal and rejects like `call` (a 409 fence, a
+   * 404). No failover mid-download: the worker retries the whole fetch.
+   */
+  async download(
+    sessionId: string,
+    body: unknown,
+    options: { readonly signal?: AbortSignal; readonly maxBytes: number; readonly timeoutMs?: number },
+  ): Promise<IncomingMessage> {
+    const action = 'bundle';
+    if (this.closed) throw new IngressCallError(action, 0, 'client_closed', 'the ingress client is closed');
+    if (!isUuidV7(sessionId))
+      throw new IngressCallError(action, 0, 'invalid_request', 'session id is not a UUIDv7');
+    const payload = Buffer.from(JSON.stringify(body ?? null), 'utf8');
+    let credentials: WorkerTlsCredentials;
+    try {
+      credentials = await this.options.credentials();
+    } catch (error) {
+      throw new IngressCallError(
+        action,
+        0,
+        'credentials_unavailable',
+        'could not read the TLS credentials',
+        errorCode(error),
+      );
+    }
+    const context = this.contextFor(action, credentials);
+    const target = this.targets[this.preferred]!;
+    const entry = this.agentFor(target, context, 'bundle');
+    const path = ingressPath(this.options.workerId, sessionId, action);
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+    entry.inflight++;
+    const done = () => {
+      entry.inflight--;
+      if (entry.retired && entry.inflight === 0) this.destroy(entry);
+    };
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      let settled = false;
+      const fail = (error: IngressCallError) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        req.destroy();
+        done();
+        reject(error);
+      };
+      const timer = setTimeout(
+        () => fail(new IngressCallError(action, 0, 'timeout', `no answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      timer.unref();
+      const onAbort = () => fail(new IngressCallError(action, 0, 'aborted', 'the call was aborted'));
+      const req = this.open(target, entry, path, payload.length);
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('socket', (socket: Socket) => {
+        if (!entry.sockets.has(socket)) {
+          entry.sockets.add(socket);
+          socket.once('close', () => entry.sockets.delete(socket));
+        }
+      });
+      req.on('error', (error) =>
+        fail(
+          new IngressCallError(
+            action,
+            0,
+            'transport_error',
+            `transport failed: ${errorCode(error)}`,
+            errorCode(error),
+          ),
+        ),
+      );
+      req.on('response', (res: IncomingMessage) => {
+        const mediaType = (res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+        const declared = Number(res.headers['content-length']);
+        if (res.statusCode === 200 && mediaType === 'application/octet-stream') {
+          if (!Number.isSafeInteger(declared) || declared < 0 || declared > options.maxBytes)
+            return fail(
+              new IngressCallError(
+                action,
+                200,
+                'response_too_large',
+                `the bundle declares ${res.headers['content-length']} bytes; the cap is ${options.maxBytes}`,
+              ),
+            );
+          settled = true;
+          clearTimeout(timer);
+          res.once('close', () => {
+            options.signal?.removeEventListener('abort', onAbort);
+            done();
+          });
+          options.signal?.addEventListener('abort', () => res.destroy(new Error('aborted')), { once: true });
+          return resolve(res);
+        }
+        // A refusal: read it as every other answer is read (JSON, capped), and reject with its code.
+        this.read(
+          res,
+          monotonicNow(),
+          INGRESS_RESPONSE_CAP_BYTES,
+          undefined,
+          (status, code, message, reason, retryAfterMs) =>
+            fail(new IngressCallError(action, status, code, message, reason, retryAfterMs)),
+          () =>
+            fail(
+              new IngressCallError(
+                action,
+                res.statusCode ?? 0,
+                'invalid_response',
+                'a 200 answer that is not a bundle',
+              ),
+            ),
+          () => undefined,
+        );
+      });
+      req.end(payload);
+    });
+  }
+
+  /**
    * R-WRK-7: the origin that last answered first, then the others in order, each once, within one
    * deadline; only a failure of the replica or the path to it moves the call on (`movesToNextOrigin`).
    */

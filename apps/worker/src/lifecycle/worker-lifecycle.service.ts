@@ -1,5 +1,6 @@
 // Size: the worker's one serialized call chain (register, heartbeat loop, drain, offline, fenced, stop
 // budget) and the strict readers of its answers; every ingress call of the worker goes through it.
+import type { IncomingMessage } from 'node:http';
 import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { ScheduledLoop } from '@ql/scheduling';
@@ -73,6 +74,12 @@ export interface WorkerIngress {
   close(): Promise<void>;
   /** A control-plane (database) time, such as a lease expiry, on this machine's clock. */
   toLocalTime(serverMs: number): number;
+  /** ADR 0051: the streamed `bundle` answer (absent in fakes that serve no bundles). */
+  download?(
+    sessionId: string,
+    body: unknown,
+    options: { readonly signal?: AbortSignal; readonly maxBytes: number },
+  ): Promise<IncomingMessage>;
 }
 
 export const WORKER_STATES = [
@@ -308,6 +315,34 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     if (!options.detached) return this.inChain(action, send);
     // A held pull: outside the chain, with the fence of now (ADR 0019).
     return Promise.resolve().then(() => send(this.liveSession(action)));
+  }
+
+  /**
+   * `LeaseChannel` (ADR 0051): the bundle fetch takes its turn in the chain, with the session fence of
+   * that turn, and gives the chain back once the answer begins: the control plane checked both fences
+   * before its first byte, so the download itself holds up no heartbeat or renewal.
+   */
+  leaseDownload(
+    body: () => Record<string, unknown>,
+    options: { readonly signal?: AbortSignal; readonly maxBytes: number },
+  ): Promise<IncomingMessage> {
+    const signal = options.signal ? AbortSignal.any([options.signal, this.abort.signal]) : this.abort.signal;
+    return this.inChain('bundle', async (s) => {
+      if (!this.ingress.download) throw new IllegalStateError('this ingress client serves no bundles');
+      try {
+        const res = await this.ingress.download(
+          s.sessionId,
+          { generation: s.generation, expectedVersion: s.version, ...body() },
+          { maxBytes: options.maxBytes, signal },
+        );
+        this.rateLimits.answered();
+        return res;
+      } catch (error) {
+        this.rateLimits.failed('bundle', error);
+        if (isSessionFenced(error)) this.fence('bundle', error as IngressCallError);
+        throw error;
+      }
+    });
   }
 
   /**

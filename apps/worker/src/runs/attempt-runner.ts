@@ -1,12 +1,16 @@
+// Size: one attempt from accepted to acknowledged completion — every step, the bundle it runs in (ADR 0051), its
+// lease enforcement and its refusals — kept in one class so the order of the steps reads top to bottom.
 import {
   ActivationContractError,
   ExecutionOffer,
   RunActivationResponse,
   parseActivationResponse,
 } from '@ql/contracts';
-import type { FinalLogChunk } from '@ql/domain';
+import type { FinalLogChunk, TaskBundle } from '@ql/domain';
+import { BundleCache, BundleUnavailableError, BundleUse } from '../bundles/bundle-cache';
 import { readRelease } from './lease-answers';
 import {
+  LaunchRequest,
   LocalProcessExecutor,
   LocalRun,
   ProcessOutcome,
@@ -16,7 +20,15 @@ import type { WorkFolders } from '../executor/work-folders';
 import { RecordedOutcome, executorHandleOf } from '../journal/journal-record';
 import type { WorkerJournal } from '../journal/worker-journal';
 import type { WorkerLog } from '../logging/worker-log';
-import { HeldLease, LeaseChannel, callInTerm, describeError, isLeaseFenced } from './lease-channel';
+import {
+  HeldLease,
+  LeaseChannel,
+  callInTerm,
+  describeError,
+  isLeaseFenced,
+  isSessionFenced,
+  leaseFence,
+} from './lease-channel';
 import type { LeaseRenewer } from './lease-renewer';
 import { LogUploader } from './log-uploader';
 import { completionSummary, finishLostRecord } from './attempt-outcome';
@@ -41,6 +53,8 @@ export interface AttemptDeps {
   readonly runningReportDelayMs?: number;
   /** The attempt's work folder, once the journal records it finished (ADR 0038); absent: kept. */
   readonly folders?: Pick<WorkFolders, 'settle'>;
+  /** Unpacked bundles by digest (ADR 0051); absent: a revision pinning a bundle cannot start here. */
+  readonly bundles?: Pick<BundleCache, 'acquire'>;
 }
 
 /**
@@ -79,6 +93,10 @@ export class AttemptRunner {
   private timingOut = false;
   /** SIGTERM comes this long before the hard stop: the configured grace, or less where the term is short. */
   private killGraceMs: number;
+  /** The cached bundle this attempt holds (never evicted while it runs), released at its end. */
+  private bundleUse: BundleUse | undefined;
+  /** Stops this attempt's bundle download when its lease is gone (a stalled answer must not hold it). */
+  private readonly stopFetch = new AbortController();
 
   constructor(
     private readonly deps: AttemptDeps,
@@ -122,6 +140,7 @@ export class AttemptRunner {
     if (this.lostReason === null && reason === 'lease_term_ending')
       this.deps.log.error("lease term ending without a renewal: killing the attempt's processes", this.ids);
     this.lostReason ??= reason;
+    this.stopFetch.abort();
     this.uploader.stop();
     this.local?.cancel();
   }
@@ -174,6 +193,7 @@ export class AttemptRunner {
     } finally {
       clearTimeout(this.enforceTimer);
       this.deps.renewer.release(this.lease.offerId);
+      this.bundleUse?.release();
     }
     // Its processes are gone; the folder goes only if the journal now says the attempt finished.
     await this.deps.folders?.settle(this.deps.journal, this.lease.offerId).catch(() => undefined);
@@ -216,6 +236,17 @@ export class AttemptRunner {
     if (this.cancelWanted) return this.startFailure('cancel_requested');
     this.checkLease();
     const spec = this.offer.execution.spec;
+    let bundle: LaunchRequest['bundle'];
+    if (spec.bundle) {
+      try {
+        bundle = await this.takeBundle(spec.bundle);
+      } catch (error) {
+        // The lease or the session is gone: nothing more is reported (the fence says why).
+        if (this.lostReason || isLeaseFenced(error) || isSessionFenced(error)) throw error;
+        return this.startFailure('bundle_unavailable', error);
+      }
+      this.checkLease();
+    }
     // ADR 0050: the values come now, for the child's environment only: never journaled or logged.
     const secretEnv = await fetchSecrets(this.deps.channel, this.lease, this.term(), this.offer);
     if (secretEnv === null) return this.startFailure('secrets_unavailable');
@@ -232,6 +263,7 @@ export class AttemptRunner {
         env: { ...spec.env, ...secretEnv },
         timeoutMs: spec.timeoutMs,
         onOutput: (chunk) => this.uploader.push(chunk),
+        ...(bundle ? { bundle } : {}),
       });
     } catch (error) {
       return this.startFailure(error instanceof StartFailedError ? error.code : 'spawn_failed', error);
@@ -315,6 +347,27 @@ export class AttemptRunner {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * ADR 0051: the pinned bundle from the cache, or fetched over the fenced `bundle` call (in the
+   * session's call chain, with this lease's fence) on a miss; held until the attempt ends.
+   */
+  private async takeBundle(pinned: TaskBundle): Promise<LaunchRequest['bundle']> {
+    const { bundles, channel, signal } = this.deps;
+    if (!bundles || !channel.leaseDownload)
+      throw new BundleUnavailableError('no_cache', 'this worker has no bundle cache');
+    const download = channel.leaseDownload.bind(channel);
+    const stop = AbortSignal.any([signal, this.stopFetch.signal]);
+    const use = await bundles.acquire(pinned.digest, (maxBytes) =>
+      download(() => ({ ...leaseFence(this.lease), digest: pinned.digest }), { signal: stop, maxBytes }),
+    );
+    this.bundleUse = use;
+    this.deps.log.info(use.downloaded ? 'bundle fetched for the attempt' : 'bundle taken from the cache', {
+      ...this.ids,
+      digest: pinned.digest,
+    });
+    return { dir: use.dir, workdir: pinned.workdir };
   }
 
   private async startFailure(errorCode: string, cause?: unknown): Promise<void> {

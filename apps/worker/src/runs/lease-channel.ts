@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { IngressAction } from '@ql/contracts';
 import { monotonicNow } from '../host/monotonic';
 import { IngressCallError, IngressResponse } from '../ingress-client/worker-ingress-https.client';
@@ -25,6 +26,14 @@ export interface LeaseChannel {
    * converted once, when its answer arrives, with the bound of that answer (ServerClock).
    */
   toLocalTime(serverMs: number): number;
+  /**
+   * ADR 0051: the bundle fetch, in the chain like any lease call; resolves once the answer's bytes
+   * begin (the caller reads them). Absent where no bundle can be fetched (unit-test fakes).
+   */
+  leaseDownload?(
+    body: () => Record<string, unknown>,
+    options: { readonly signal?: AbortSignal; readonly maxBytes: number },
+  ): Promise<IncomingMessage>;
 }
 
 export interface LeaseCallOptions<A extends LeaseAction> {

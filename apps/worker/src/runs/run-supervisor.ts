@@ -5,6 +5,7 @@ import { ScheduledLoop } from '@ql/scheduling';
 import type { WorkerConfig } from '../config/worker-config';
 import { LocalProcessExecutor } from '../executor/local-process.executor';
 import { WorkFolders } from '../executor/work-folders';
+import { BundleCache } from '../bundles/bundle-cache';
 import { WorkerJournal } from '../journal/worker-journal';
 import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerLog } from '../logging/worker-log';
@@ -62,6 +63,8 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
   private readonly pullFailures: RepeatedFailureLog;
   /** Removes finished attempts' work folders; keeps failed ones within the bound (ADR 0038). */
   private readonly folders: WorkFolders;
+  /** Unpacked script bundles by digest, within QL_WORKER_BUNDLE_CACHE_MB (ADR 0051). */
+  readonly bundles: BundleCache;
   private readonly pullAbort = new AbortController();
   /** Everything else: aborted when the worker gives up on its runs (fence, budget, close). */
   private readonly abort = new AbortController();
@@ -84,6 +87,10 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
         keepFailedRuns: config.keepFailedRuns,
         keepFailedBytes: config.keepFailedBytes,
       },
+      log,
+    );
+    this.bundles = new BundleCache(
+      { root: config.bundleCacheDir, capBytes: config.bundleCacheMb * 1024 * 1024 },
       log,
     );
   }
@@ -228,6 +235,7 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
           logLingerMs: this.config.logLingerMs,
           runningReportDelayMs: this.config.runningReportDelayMs,
           folders: this.folders,
+          bundles: this.bundles,
         },
         pulled.offer,
         pulled.leaseToken,

@@ -11,6 +11,7 @@ import {
 } from '@ql/domain';
 import { EnumField, IntField, NestedField, TextField, TextMapField } from '../../http/validation/dto-fields';
 import { PlacementSpecDto } from '../../placement/dto/placement-spec.dto';
+import { TaskBundleDto } from '../../bundles/dto/bundle.dto';
 
 /**
  * A task body (create and update) and the spec of a revision (R-RUN-1): its shape. Byte sizes in
@@ -124,4 +125,10 @@ export class TaskSpecDto {
 
   @IntField(0, TASK_LIMITS.maxPriority, { presence: 'optional', default: 0 })
   priority?: number;
+
+  @NestedField(() => TaskBundleDto, {
+    presence: 'nullable',
+    description: 'the script bundle the command runs in, and the folder inside it (ADR 0051); null or absent: none',
+  })
+  bundle?: TaskBundleDto | null;
 }

@@ -1,0 +1,57 @@
+import { Readable } from 'node:stream';
+import { Body, Controller, HttpCode, Inject, Param, Post, StreamableFile, UseGuards } from '@nestjs/common';
+import { ApiProduces } from '@nestjs/swagger';
+import { INGRESS_SESSION_ROUTE } from '@ql/contracts';
+import { BUNDLE_REPOSITORY, BundleRepository, IllegalStateError } from '@ql/domain';
+import { IngressController, IngressOperation } from '../http/ingress-docs';
+import { MtlsPrincipalGuard, Principal } from '../identity/mtls-principal.guard';
+import { WorkerPrincipal } from '../identity/worker-principal';
+import { leaseFenceCommand } from '../leases/lease-fence-command';
+import { BundleFetchDto } from './dto/bundle.dto';
+
+/** Bytes read from the database per step of the stream: bounds the memory one fetch holds. */
+export const BUNDLE_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * Issue 19 item 3 (ADR 0051): the worker fetches a bundle by digest under the fences of every lease
+ * call (session, then lease: holder, token, generation, active, in term) and only for an attempt
+ * whose revision pins it. A POST like every ingress call: the fence carries the lease token, which
+ * must never sit in a URL. The answer is the `.tar.gz` bytes, streamed from the database in 1 MiB
+ * reads; the worker checks their SHA-256 against the digest.
+ */
+@Controller(INGRESS_SESSION_ROUTE)
+@UseGuards(MtlsPrincipalGuard)
+@IngressController()
+export class BundleIngressController {
+  constructor(@Inject(BUNDLE_REPOSITORY) private readonly bundles: BundleRepository) {}
+
+  @Post('bundle')
+  @HttpCode(200)
+  @ApiProduces('application/octet-stream')
+  @IngressOperation(
+    'bundle',
+    "The pinned bundle's .tar.gz bytes (application/octet-stream) for the lease holder whose attempt pins `digest`; 404 for any other digest",
+    {
+      description: 'the bundle bytes',
+      content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+    },
+    ['worker_session_fenced', 'worker_lease_fenced', 'worker_route_not_found'],
+  )
+  async fetch(@Principal() p: WorkerPrincipal, @Param('sessionId') s: string, @Body() body: BundleFetchDto) {
+    const { digest, ...fence } = body;
+    const bundle = await this.bundles.authorizeFetch(leaseFenceCommand(p, s, fence), digest);
+    const repository = this.bundles;
+    async function* chunks() {
+      for (let offset = 0; offset < bundle.sizeBytes; offset += BUNDLE_CHUNK_BYTES) {
+        const part = await repository.readChunk(digest, offset, BUNDLE_CHUNK_BYTES);
+        // Gone mid-stream (deleted once nothing pinned it): the answer ends short, the worker refuses it.
+        if (part === null || part.length === 0) throw new IllegalStateError(`bundle ${digest} went away`);
+        yield part;
+      }
+    }
+    return new StreamableFile(Readable.from(chunks()), {
+      type: 'application/octet-stream',
+      length: bundle.sizeBytes,
+    });
+  }
+}

@@ -1,0 +1,4 @@
+import { postgresDispatchTarget } from '../support/dispatch-targets';
+import { describeBundlesContract } from './bundles.contract';
+
+describeBundlesContract('postgres', postgresDispatchTarget);
