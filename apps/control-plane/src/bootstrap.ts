@@ -9,7 +9,6 @@ import { AdminAppModule, IngressAppModule } from './app.modules';
 import { ConfigError, ControlPlaneConfig } from './config/config';
 import { SecretKeyError, UnavailableError } from '@ql/domain';
 import { configureBundleUploads } from './bundles/bundle-uploads';
-import { ControlPlaneConfig } from './config/config';
 import { ControlPlaneCore, openCore } from './core/core';
 import {
   ADMIN_EDGE,
