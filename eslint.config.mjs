@@ -49,5 +49,20 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // ADR 0049: on Node 20 every AbortSignal.any() leaves a WeakRef on its sources for their lifetime;
+    // the worker's signals live as long as it does. linked-signal.ts links two and unlinks them.
+    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'AbortSignal',
+          property: 'any',
+          message: 'use linkedSignal() (apps/worker/src/lifecycle/linked-signal.ts) and unlink it once the call settled',
+        },
+      ],
+    },
+  },
   { files: ['**/*.js', '**/*.cjs'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
 );
