@@ -24,6 +24,8 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY apps ./apps
 COPY libs ./libs
 COPY migrations ./migrations
+# The worker's bundle (ADR 0049): esbuild's binary comes in its platform package, no install script.
+COPY scripts/bundle-worker.js ./scripts/
 RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime

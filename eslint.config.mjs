@@ -60,11 +60,27 @@ export default tseslint.config(
           message: 'the console renders API values as text only',
         },
         {
-          selector: "AssignmentExpression[left.property.name=/^(innerHTML|outerHTML)$/]",
+          selector: 'AssignmentExpression[left.property.name=/^(innerHTML|outerHTML)$/]',
           message: 'the console renders API values as text only',
         },
         { selector: "CallExpression[callee.property.name='insertAdjacentHTML']", message: 'text only' },
         { selector: "CallExpression[callee.name='eval']", message: 'no eval (CSP)' },
+      ],
+    },
+  },
+  {
+    // ADR 0049: on Node 20 every AbortSignal.any() leaves a WeakRef on its sources for their lifetime;
+    // the worker's signals live as long as it does. linked-signal.ts links two and unlinks them.
+    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'AbortSignal',
+          property: 'any',
+          message:
+            'use linkedSignal() (apps/worker/src/lifecycle/linked-signal.ts) and unlink it once the call settled',
+        },
       ],
     },
   },

@@ -378,7 +378,7 @@ export async function dispatchMain(resultsDir: string): Promise<void> {
         'to the last committed completion. graphile-worker 0.16.6 drains the same number of no-op jobs ' +
         '(after the same warm-up) at the same concurrency on the same PostgreSQL server, in this process. ' +
         '"worker processes": the same drain by as many real worker processes (`node ' +
-        `${WORKER_NODE_FLAGS.join(' ')} dist/apps/worker/src/main.js\`, their own run loop and executor, ` +
+        `${WORKER_NODE_FLAGS.join(' ')} dist/apps/worker/bundle/main.js\`, their own run loop and executor, ` +
         "one slot each, default pull interval), timed by the database from the warm-up's last `finished_at` " +
         'to the last one.',
       '',

@@ -1,5 +1,6 @@
 /** The `memory` group of `npm run bench`: prints the tables and writes memory-<time>.json + latest-memory.md. */
-import { FLAG_SETS, MemoryResult, measureMemory } from './memory';
+import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
+import { FLAG_SETS, MemoryResult, WORKER_ENTRIES, WorkerMemoryRow, measureMemory } from './memory';
 import { envNumber } from './lib/measure';
 import { Align, machineInfo, markdownTable, textTable } from './lib/report';
 import { writeResults } from './lib/results';
@@ -27,6 +28,7 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
   const result = await measureMemory(idleSeconds, load, (line) => console.log(line));
 
   const workerHeader = [
+    'entry',
     'V8 flags',
     'worker RSS MiB',
     'bare node same flags MiB',
@@ -36,8 +38,9 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     'spawn → registered ms',
     'idle CPU ms',
   ];
-  const workerAlign: Align[] = ['left', 'right', 'right', 'right', 'right', 'left', 'right', 'right'];
+  const workerAlign: Align[] = ['left', 'left', 'right', 'right', 'right', 'right', 'left', 'right', 'right'];
   const workerRows = result.workers.map((w) => [
+    w.entry,
     w.flags,
     mib(w.workerMiB),
     mib(w.bareSameFlagsMiB),
@@ -112,10 +115,12 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     .join(', ');
   const packagesLine = `CommonJS packages in the worker's module graph (files): ${packages}`;
   const bareLine = `bare \`node -e\` without flags, same run, same idle time: ${mib(result.bareNodeMiB)} MiB`;
+  const bundleLine = bundleVsUnbundled(result.workers);
 
   console.log('');
   console.log(textTable(workerHeader, workerRows, workerAlign));
   console.log(bareLine);
+  console.log(bundleLine);
   console.log('');
   console.log(textTable(planeHeader, planeRows, planeAlign));
   console.log(planeLine);
@@ -133,13 +138,17 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     '',
     '## Idle worker RSS beside a bare `node` process',
     '',
-    'One real worker process per flag set (`dist/apps/worker/src/main.js`, registered and heartbeating ' +
-      'over mTLS to one real control plane), each beside a bare `node -e` with the same flags; all idle in the ' +
+    'One real worker process per row, registered and heartbeating over mTLS to one real control plane: the ' +
+      `compiled entry unbundled (\`${relativeToDist(WORKER_ENTRIES.unbundled)}\`) under each flag set, and the bundle ` +
+      `bin/ql-worker starts (\`${relativeToDist(WORKER_ENTRIES.bundle)}\`, ADR 0049) under each machine class's flags; ` +
+      'each beside a bare `node -e` with the same flags; all idle in the ' +
       `same ${idleSeconds} s window, RSS read from /proc at the same moment. Ratio: worker / bare \`node\` without flags.`,
     '',
     markdownTable(workerHeader, workerRows, workerAlign),
     '',
     bareLine,
+    '',
+    bundleLine,
     '',
     '## Standalone control plane: idle RSS and start-up',
     '',
@@ -171,4 +180,23 @@ export async function memoryMain(resultsDir: string): Promise<MemoryResult> {
     '',
   ]);
   return result;
+}
+
+/** `dist/…` of a path under the build. */
+function relativeToDist(path: string): string {
+  return path.slice(path.lastIndexOf('/dist/') + 1);
+}
+
+/** The bundle beside the unbundled entry under the launchers' (small class) flags, same run. */
+export function bundleVsUnbundled(workers: readonly WorkerMemoryRow[]): string {
+  const flags = WORKER_NODE_FLAGS.join(' ');
+  const of = (entry: WorkerMemoryRow['entry']) =>
+    workers.find((w) => w.entry === entry && w.flags.startsWith(`${flags} (`));
+  const [bundle, unbundled] = [of('bundle'), of('unbundled')];
+  if (!bundle || !unbundled) return '';
+  return (
+    `under ${flags}: the bundle ${mib(bundle.workerMiB)} MiB (${bundle.ratio.toFixed(2)} ×), unbundled ` +
+    `${mib(unbundled.workerMiB)} MiB (${unbundled.ratio.toFixed(2)} ×): ${mib(bundle.workerMiB - unbundled.workerMiB)} MiB; ` +
+    `spawn → registered ${bundle.registeredMs.toFixed(0)} ms beside ${unbundled.registeredMs.toFixed(0)} ms`
+  );
 }

@@ -14,6 +14,7 @@ import {
   BenchPki,
   PlaneProcess,
   WORKER_MAIN,
+  WORKER_UNBUNDLED,
   createBenchPki,
   createPlaneDatabase,
   startPlaneProcess,
@@ -35,6 +36,17 @@ export const FLAG_SETS: readonly (readonly string[])[] = [
   ['--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=64'],
 ];
 
+/**
+ * The worker's two entries (ADR 0049): every flag set runs the unbundled compiled entry, as the
+ * earlier results did; the bundle bin/ql-worker starts runs under each machine class's flags.
+ */
+export const WORKER_ENTRIES = { unbundled: WORKER_UNBUNDLED, bundle: WORKER_MAIN } as const;
+export type WorkerEntry = keyof typeof WORKER_ENTRIES;
+const WORKER_RUNS: readonly { entry: WorkerEntry; flags: readonly string[] }[] = [
+  ...FLAG_SETS.map((flags) => ({ entry: 'unbundled' as const, flags })),
+  ...MACHINE_CLASSES.map((c) => ({ entry: 'bundle' as const, flags: workerNodeFlags(c) })),
+];
+
 /** ` (the small class)` after a flag set bin/ql-worker starts the worker with (ADR 0046), else nothing. */
 function classLabel(flags: readonly string[]): string {
   const machineClass = MACHINE_CLASSES.find((c) => workerNodeFlags(c).join(' ') === flags.join(' '));
@@ -45,6 +57,8 @@ function classLabel(flags: readonly string[]): string {
 const BARE_NODE = ['-e', 'setInterval(() => {}, 1 << 30)'];
 
 export interface WorkerMemoryRow {
+  /** Which file node ran: the compiled main.js or the bundle (WORKER_ENTRIES). */
+  readonly entry: WorkerEntry;
   readonly flags: string;
   readonly workerMiB: number;
   /** A bare `node -e` with the same flags, alive for the same time. */
@@ -105,7 +119,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * last worker registered, then every RSS is read at the same moment.
  */
 async function workerMemory(idleSeconds: number, log: (l: string) => void) {
-  const ids = FLAG_SETS.map((_, i) => `mem-worker-${i + 1}`);
+  const ids = WORKER_RUNS.map((_, i) => `mem-worker-${i + 1}`);
   const pki = await createBenchPki(ids);
   const db = await createPlaneDatabase('sqlite', '');
   const procs: BenchProcess[] = [];
@@ -114,15 +128,18 @@ async function workerMemory(idleSeconds: number, log: (l: string) => void) {
     procs.push(plane.process);
     const reference = spawnNode(BARE_NODE, {});
     procs.push(reference);
-    const pairs = FLAG_SETS.map((flags, i) => {
-      const worker = spawnNode([...flags, WORKER_MAIN], pki.workerEnv(ids[i]!, plane.ready.ingressUrl));
+    const pairs = WORKER_RUNS.map(({ entry, flags }, i) => {
+      const worker = spawnNode(
+        [...flags, WORKER_ENTRIES[entry]],
+        pki.workerEnv(ids[i]!, plane.ready.ingressUrl),
+      );
       const bare = spawnNode([...flags, ...BARE_NODE], {});
       procs.push(worker, bare);
-      return { flags, worker, bare };
+      return { entry, flags, worker, bare };
     });
     const registeredMs: number[] = [];
     for (const p of pairs) {
-      // Nine workers and nine bare nodes start together: on a shared, busy machine this takes a while.
+      // Eleven workers and eleven bare nodes start together: on a shared, busy machine this takes a while.
       await p.worker.untilLine('worker registered', 180_000);
       registeredMs.push(
         Date.parse(String(p.worker.lines.find((l) => l.msg === 'worker registered')!.time)) -
@@ -136,6 +153,7 @@ async function workerMemory(idleSeconds: number, log: (l: string) => void) {
     const workers: WorkerMemoryRow[] = pairs.map((p, i) => {
       const workerMiB = p.worker.rssMiB();
       return {
+        entry: p.entry,
         idleCpuMs: p.worker.cpuMs() - cpuAtStart[i]!,
         registeredMs: registeredMs[i]!,
         flags: (p.flags.join(' ') || '(none)') + classLabel(p.flags),

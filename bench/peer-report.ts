@@ -214,7 +214,7 @@ export function reportPeer(
         `${machine.totalMemMiB} MiB, 1-min load at start ${machine.loadAvgAtStart}, at the end ${loadAtEnd}.`,
       '',
       'Ours: a control plane (`cluster-control` on PostgreSQL, settings as shipped, its own process) and W ' +
-        `real worker processes (\`node ${WORKER_NODE_FLAGS.join(' ')} dist/apps/worker/src/main.js\`, S slots ` +
+        `real worker processes (\`node ${WORKER_NODE_FLAGS.join(' ')} dist/apps/worker/bundle/main.js\`, S slots ` +
         'each, mTLS) draining runs of a shell task `true` triggered through the admin API. The peer: ' +
         'graphile-worker 0.16.6 on the same PostgreSQL server, in a `node` process of its own, whose job spawns ' +
         '`/bin/sh -c true` as our executor does (detached process group, output piped and read to the end, ' +

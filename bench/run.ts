@@ -25,7 +25,7 @@
  *   QL_BENCH_PLANE_COST_*    plane-cost: RUNS (600), WARMUP (50), WORKERS (4), SLOTS (1), PROFILE_US (250)
  *   QL_BENCH_SOAK_*          soak: MINUTES (30), SETTLE_MINUTES (5), SAMPLE_SECONDS (15), LEVEL (W×S, 2x2), RATE (runs/s;
  *                            default RATE_SHARE 0.5 × a measured maximum of PROBE_RUNS 200), DIALECT (postgres),
- *                            HEAPSNAPSHOT_DIR (heap snapshots of the plane after the settle and at the end)
+ *                            HEAPSNAPSHOT_DIR (heap snapshots of the plane and the workers after the settle and at the end)
  *   QL_BENCH_STEP_RUNS       steps: pre-claimed runs per sample (default 300); QL_BENCH_STEP_CONCURRENCY (1,8)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
  *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)

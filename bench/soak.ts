@@ -41,7 +41,7 @@ export interface SoakConfig {
   readonly rateShare: number;
   /** Runs the maximum is measured with (after as many again as a warm-up). */
   readonly probeRuns: number;
-  /** A folder: the plane runs with `--heapsnapshot-signal=SIGUSR2` and writes a snapshot there after the settle and at the end. */
+  /** A folder: the plane and the workers run with `--heapsnapshot-signal=SIGUSR2` and each writes a snapshot there after the settle and at the end. */
   readonly heapSnapshotDir: string | undefined;
   readonly pgUrl: string;
 }
@@ -252,7 +252,7 @@ export async function measureSoak(cfg: SoakConfig, log: (line: string) => void):
     const counter = await runsCounter(db);
     cleanup.push(() => counter.close());
     const workers: BenchProcess[] = ids.map((id) =>
-      spawnNode([...WORKER_NODE_FLAGS, WORKER_MAIN], {
+      spawnNode([...WORKER_NODE_FLAGS, ...snapshotFlags, WORKER_MAIN], {
         ...pki.workerEnv(id, plane.ready.ingressUrl),
         QL_WORKER_MAX_CONCURRENT_RUNS: String(cfg.level.slots),
         QL_WORKER_LOG_LEVEL: 'warn',
@@ -300,7 +300,7 @@ export async function measureSoak(cfg: SoakConfig, log: (line: string) => void):
     let snapshots = 0;
     const snapshot = () => {
       if (!cfg.heapSnapshotDir) return;
-      plane.process.child.kill('SIGUSR2');
+      for (const p of [plane.process, ...workers]) p.child.kill('SIGUSR2');
       log(`soak: heap snapshot ${++snapshots} asked for`);
     };
     try {

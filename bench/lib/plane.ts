@@ -20,7 +20,10 @@ export type Dialect = 'sqlite' | 'postgres';
 /** `dist/` of this build: the bench runs from `dist/bench/lib`. */
 export const DIST = resolve(__dirname, '../..');
 export const CONTROL_PLANE_MAIN = join(DIST, 'apps/control-plane/src/main.js');
-export const WORKER_MAIN = join(DIST, 'apps/worker/src/main.js');
+/** The worker as bin/ql-worker starts it: its entry bundled into one file by `npm run build` (ADR 0049). */
+export const WORKER_MAIN = join(DIST, 'apps/worker/bundle/main.js');
+/** The worker's compiled entry, unbundled: the memory group measures it beside the bundle. */
+export const WORKER_UNBUNDLED = join(DIST, 'apps/worker/src/main.js');
 const CLI = join(DIST, 'apps/control-plane/src/cli.js');
 const TRUST_DOMAIN = 'bench.qinglong.local';
 

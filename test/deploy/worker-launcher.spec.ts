@@ -5,7 +5,7 @@
  * the flags node received. The flag lists of the sh are held equal to workerNodeFlags() here.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MACHINE_CLASSES, workerNodeFlags } from '../../apps/worker/src/node-flags';
@@ -219,6 +219,37 @@ describe('bin/ql-worker: the machine class from the memory the worker may use (A
         line: undefined,
         execArgv: [...workerNodeFlags('large')],
       });
+    }
+  });
+
+  it('QL_WORKER_ENTRY unset: starts the bundle beside its bin/ (ADR 0049); without one, exit 2 naming it and npm run build, node never started', () => {
+    const tree = mkdtempSync(join(tmpdir(), 'ql-launcher-tree-'));
+    try {
+      mkdirSync(join(tree, 'bin'));
+      copyFileSync(LAUNCHER_PATH, join(tree, 'bin', 'ql-worker'));
+      const bundle = join(tree, 'dist', 'apps', 'worker', 'bundle', 'main.js');
+      const mark = join(tree, 'ran');
+      const start = () =>
+        spawnSync(join(tree, 'bin', 'ql-worker'), ['journal', 'list'], {
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', QL_WORKER_NODE: process.execPath },
+          encoding: 'utf8',
+        });
+      const missing = start();
+      expect({ code: missing.status, stdout: missing.stdout, stderr: missing.stderr }).toEqual({
+        code: WORKER_EXIT.config,
+        stdout: '',
+        stderr: `worker configuration error: ${join(tree, 'bin')}/../dist/apps/worker/bundle/main.js is missing: this dist/ was built without the worker's bundle; run npm run build\n`,
+      });
+      mkdirSync(join(tree, 'dist', 'apps', 'worker', 'bundle'), { recursive: true });
+      writeFileSync(
+        bundle,
+        `require('node:fs').writeFileSync(${JSON.stringify(mark)}, process.argv.slice(2).join(' '));\n`,
+      );
+      const started = start();
+      expect({ code: started.status, stderr: started.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(readFileSync(mark, 'utf8')).toBe('journal list');
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
     }
   });
 

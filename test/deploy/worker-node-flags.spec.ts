@@ -13,6 +13,8 @@ import { expectQuietNodeFlags } from '../support/node-flags';
 import { LAUNCHER } from '../support/worker-launcher';
 
 const WORKER_MAIN = 'apps/worker/src/main.js';
+/** What the launcher starts (ADR 0049): the worker's entry bundled by `npm run build`. */
+const WORKER_BUNDLE = 'apps/worker/bundle/main.js';
 const read = (file: string) => readFileSync(join(REPO_ROOT, file), 'utf8');
 const filesUnder = (dir: string): string[] =>
   readdirSync(join(REPO_ROOT, dir)).flatMap((name) => {
@@ -56,16 +58,19 @@ describe('the V8 flags of the worker (ADR 0014, ADR 0046) on every launcher', ()
     expect(comment).toEqual([expect.stringMatching(new RegExp(`^#\\s+${LAUNCHER}$`))]);
   });
 
-  it('no deployment file starts the worker’s main.js but the launcher (a launcher that bypasses it fails here)', () => {
+  it('no deployment file starts the worker’s main.js or its bundle but the launcher (a launcher that bypasses it fails here)', () => {
     const files = [
       'package.json',
       'Dockerfile',
       'docker-compose.yml',
       ...filesUnder('deploy'),
-      ...filesUnder('scripts'),
+      // The bundler reads main.js and writes the bundle: it starts neither.
+      ...filesUnder('scripts').filter((file) => file !== join('scripts', 'bundle-worker.js')),
     ];
-    const naming = files.filter((file) => read(file).includes(WORKER_MAIN));
+    const naming = files.filter(
+      (file) => read(file).includes(WORKER_MAIN) || read(file).includes(WORKER_BUNDLE),
+    );
     expect(naming).toEqual([]);
-    expect(read(LAUNCHER)).toContain(`dist/${WORKER_MAIN}`);
+    expect(read(LAUNCHER)).toContain(`entry=\${QL_WORKER_ENTRY:-$here/../dist/${WORKER_BUNDLE}}`);
   });
 });

@@ -5,9 +5,10 @@
  * use, as in the control plane: building one loads ICU's locale and time-zone data, ~6.5 MiB), and has
  * loaded none of the control plane's packages.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LogLine } from '../support/child-process';
-import { ROOT } from '../support/entry-points';
+import { ROOT, WORKER_BUNDLE } from '../support/entry-points';
 import { RemoteRunHarness, RunWorker } from '../support/remote-run-harness';
 
 jest.setTimeout(180_000);
@@ -23,6 +24,17 @@ const NOT_IN_WORKER = [
   'prom-client',
   '@peculiar/x509',
 ];
+
+/**
+ * Started as its bundle (`QL_TEST_WORKER_ENTRY=bundle`, ADR 0049), the worker requires only what the
+ * bundle leaves out (better-sqlite3): what the bundle holds is in the inputs.json the build writes
+ * beside it.
+ */
+const bundled = process.env.QL_TEST_WORKER_ENTRY === 'bundle';
+const packageOf = (file: string) => {
+  const parts = file.slice(file.lastIndexOf('node_modules/') + 'node_modules/'.length).split('/');
+  return parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!;
+};
 
 interface Probe extends LogLine {
   packages: string[];
@@ -55,8 +67,18 @@ describe('a real worker process holds no date formatter and no control-plane pac
   it('registered and idle: no date formatter built, no control-plane package loaded', async () => {
     const p = await probe();
     expect(p.dateTimeFormats).toBe(0);
-    expect(p.packages).toEqual(expect.arrayContaining(['better-sqlite3', 'rxjs']));
+    expect(p.packages).toEqual(
+      expect.arrayContaining(bundled ? ['better-sqlite3'] : ['better-sqlite3', 'rxjs']),
+    );
     expect(p.packages.filter((name) => NOT_IN_WORKER.includes(name))).toEqual([]);
+    if (bundled) {
+      const inputs = JSON.parse(
+        readFileSync(join(ROOT, WORKER_BUNDLE, '..', 'inputs.json'), 'utf8'),
+      ) as string[];
+      const held = new Set(inputs.filter((f) => f.includes('node_modules/')).map(packageOf));
+      expect(held).toContain('rxjs');
+      expect([...held].filter((name) => NOT_IN_WORKER.includes(name))).toEqual([]);
+    }
   });
 
   it('after a run (executor, log upload, completion, journal): still none', async () => {

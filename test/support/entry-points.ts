@@ -20,7 +20,7 @@ export class EntryPoint extends LoggedProcess {
     args: string[] = [],
     launcher: readonly string[] = [],
   ) {
-    const node = [process.execPath, '-r', './apps/worker/test-support/swc-register.js', file, ...args];
+    const node = [process.execPath, ...nodeArgs(file), ...args];
     const [command, ...rest] = [...launcher, ...node];
     super(command!, rest, { cwd: ROOT, env });
   }
@@ -30,6 +30,18 @@ export const QUICKSTART = 'apps/control-plane/src/quickstart.ts';
 export const CONTROL_PLANE = 'apps/control-plane/src/main.ts';
 export const CLI = 'apps/control-plane/src/cli.ts';
 export const WORKER = 'apps/worker/src/main.ts';
+/** The worker's bundle (ADR 0049): what bin/ql-worker starts, made by `npm run build`. */
+export const WORKER_BUNDLE = 'dist/apps/worker/bundle/main.js';
+
+/**
+ * How node is told to run `file`: its sources through SWC; with `QL_TEST_WORKER_ENTRY=bundle` the worker
+ * is the built bundle instead, so every worker test can be run against what deployments start
+ * (`npm run build && QL_TEST_WORKER_ENTRY=bundle npx jest …`).
+ */
+export function nodeArgs(file: string): string[] {
+  if (file === WORKER && process.env.QL_TEST_WORKER_ENTRY === 'bundle') return [WORKER_BUNDLE];
+  return ['-r', './apps/worker/test-support/swc-register.js', file];
+}
 
 /**
  * Runs the CLI once with `env` and `args`: its exit code, its stdout (pretty-printed JSON answers are

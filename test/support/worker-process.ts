@@ -1,12 +1,13 @@
 import { resolve } from 'node:path';
 import { LoggedProcess } from './child-process';
+import { WORKER, nodeArgs } from './entry-points';
 
 const ROOT = resolve(__dirname, '..', '..');
 
-/** The real worker entry point in a child process, running the TypeScript sources through SWC. */
+/** The real worker entry point in a child process: its TypeScript sources through SWC, or its bundle (`nodeArgs`). */
 export class WorkerProcess extends LoggedProcess {
   constructor(env: Record<string, string>) {
-    super(process.execPath, ['-r', './apps/worker/test-support/swc-register.js', 'apps/worker/src/main.ts'], {
+    super(process.execPath, nodeArgs(WORKER), {
       cwd: ROOT,
       env,
     });

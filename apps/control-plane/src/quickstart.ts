@@ -46,7 +46,10 @@ const workerLauncher = join(
   'bin',
   'ql-worker',
 );
-const workerMain = file('../../worker/src/main');
+// Built: the worker's bundle, as bin/ql-worker starts it by default (ADR 0049); from the sources, its main.
+const workerMain = fromSources
+  ? file('../../worker/src/main')
+  : join(__dirname, '../../worker/bundle/main.js');
 const quoted = (arg: string) => `"${arg.replace(/[\\"]/g, '\\$&')}"`;
 const workerNodeOptions = [...process.execArgv.map(quoted), process.env.NODE_OPTIONS ?? '']
   .filter(Boolean)

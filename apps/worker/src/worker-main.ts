@@ -21,7 +21,8 @@ import { WORKER_DISABLED_REASON, WORKER_EXIT } from './worker-exit';
  * the worker's environment.
  */
 const USAGE = `usage: npm run start:worker   (QL_PROFILE=worker bin/ql-worker: node with the V8 flags of
-                              QL_WORKER_MACHINE_CLASS, then dist/apps/worker/src/main.js)
+                              QL_WORKER_MACHINE_CLASS, then the worker bundled in one file,
+                              dist/apps/worker/bundle/main.js)
        node dist/apps/worker/src/main.js --config-docs
        node dist/apps/worker/src/main.js journal list | resolve <offer id> | resolve --all
 Starts the headless worker: it registers with QL_WORKER_CONTROL_PLANE_URL over mTLS, pulls runs and

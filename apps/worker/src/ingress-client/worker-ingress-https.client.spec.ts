@@ -5,7 +5,7 @@ import type * as Crypto from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Server, createServer } from 'node:https';
+import { Agent, Server, createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { gzipSync } from 'node:zlib';
@@ -135,6 +135,39 @@ describe('WorkerIngressHttpsClient against a real TLS 1.3 server', () => {
     ]);
     expect(connections).toHaveLength(1);
     expect(requests).toHaveLength(3);
+  });
+
+  it('leaves no listener on its kept-alive socket after calls that waited for it (ADR 0049: they used to pile up, each holding its call)', async () => {
+    const created = jest.spyOn(Agent.prototype, 'createConnection');
+    try {
+      const s = newSessionId();
+      await Promise.all(Array.from({ length: 8 }, () => client.call('heartbeat', s, hb)));
+      expect(connections).toHaveLength(1);
+      const socket = created.mock.results[0]!.value as TLSSocket;
+      expect(socket.listenerCount('secureConnect')).toBe(0);
+    } finally {
+      created.mockRestore();
+    }
+  });
+
+  it('a call that waited for the socket is not held to the connect timeout once it has it (two origins: each has one)', async () => {
+    // Two origins: each gets a connect timeout, a share of the call's 2 s. The first call's answer is
+    // sent at once; the second, which got the socket when the first freed it, answers after that share.
+    const twoOrigins = newClient({ origins: [origin, 'https://127.0.0.1:1'], timeoutMs: 2000 });
+    const held: ServerResponse[] = [];
+    handler = (_req, res) => (requests.length === 1 ? json(res, 200, session()) : held.push(res));
+    try {
+      const s = newSessionId();
+      const calls = [twoOrigins.call('heartbeat', s, hb), twoOrigins.call('heartbeat', s, hb)];
+      await expect(calls[0]).resolves.toMatchObject({ version: 1 });
+      while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 1300)); // past its 1 s connect share
+      json(held[0]!, 200, session());
+      await expect(calls[1]).resolves.toMatchObject({ version: 1 });
+      expect(requests).toHaveLength(2);
+    } finally {
+      await twoOrigins.close();
+    }
   });
 
   it('sends SNI for a DNS origin', async () => {

@@ -648,7 +648,14 @@ export class WorkerIngressHttpsClient {
       const request = req;
       req.on('socket', (socket: Socket) => {
         // A kept-alive socket is connected already; a new one counts once its TLS handshake is done.
-        if (request.reusedSocket) clearTimeout(connectTimer);
+        // A call that waited for the agent's one socket gets it when the previous call frees it: then
+        // `reusedSocket` is false (Node sets it only for a socket taken from the free pool) though the
+        // socket is connected, and `secureConnect` will not come again. `connecting` is true from a
+        // new socket's creation until its TCP connect, which cannot complete before this event.
+        // Such a call used to add a listener that never fired: on the long-lived keep-alive socket it
+        // held the call's closure (payload, answer) for the socket's life, and its connect timer ran on
+        // (ADR 0049: the worker's growth under load).
+        if (request.reusedSocket || !socket.connecting) clearTimeout(connectTimer);
         else socket.once('secureConnect', () => clearTimeout(connectTimer));
         if (!entry.sockets.has(socket)) {
           entry.sockets.add(socket);

@@ -1,4 +1,5 @@
 // Size: one fake control plane and every lifecycle path against it (register and its retries, heartbeats, drain, stop, fences).
+import { getEventListeners } from 'node:events';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { IngressAction } from '@ql/contracts';
 import { isUuidV7, parseRegistration } from '@ql/domain';
@@ -33,6 +34,7 @@ class FakeIngress implements WorkerIngress {
   version = 0;
   status: 'online' | 'draining' | 'offline' = 'online';
   reply: Partial<Record<IngressAction, Reply>> = {};
+  lastSignal: AbortSignal | undefined;
 
   async call<A extends IngressAction>(
     action: A,
@@ -42,16 +44,22 @@ class FakeIngress implements WorkerIngress {
   ): Promise<never> {
     const call: Call = { action, sessionId, body: body as Record<string, unknown> };
     this.calls.push(call);
+    this.lastSignal = options.signal;
     this.inflight++;
     this.maxInflight = Math.max(this.maxInflight, this.inflight);
     try {
       const answer = Promise.resolve(this.reply[action] ? this.reply[action]!(call) : this.accept(call));
+      let fail = () => {};
       const aborted = new Promise<never>((_, reject) => {
-        const fail = () => reject(new IngressCallError(action, 0, 'aborted', 'aborted'));
+        fail = () => reject(new IngressCallError(action, 0, 'aborted', 'aborted'));
         if (options.signal?.aborted) fail();
         options.signal?.addEventListener('abort', fail, { once: true });
       });
-      return (await Promise.race([answer, aborted])) as never;
+      try {
+        return (await Promise.race([answer, aborted])) as never;
+      } finally {
+        options.signal?.removeEventListener('abort', fail); // as the real client does
+      }
     } finally {
       this.inflight--;
     }
@@ -378,6 +386,32 @@ describe('WorkerLifecycleService', () => {
     await expect(service.start()).rejects.toMatchObject({ code: 'credentials_unavailable' });
     expect(ingress.calls).toHaveLength(1);
     expect(service.startCancelled).toBe(false);
+  });
+
+  it('a lease call with its own signal is linked to the stop signal only while it runs (ADR 0049)', async () => {
+    await service.start();
+    const stop = (service as unknown as { abort: AbortController }).abort.signal;
+    const seen: AbortSignal[] = [];
+    ingress.reply.starting = () => {
+      seen.push(ingress.lastSignal!);
+      return {};
+    };
+    for (let i = 0; i < 5; i++) {
+      const call = new AbortController();
+      await service.leaseCall('starting', () => ({}), { signal: call.signal });
+      expect(getEventListeners(stop, 'abort')).toHaveLength(0);
+      expect(getEventListeners(call.signal, 'abort')).toHaveLength(0);
+    }
+    // While a call runs, either signal aborts it.
+    const call = new AbortController();
+    ingress.reply.starting = () => new Promise(() => {});
+    const pending = service.leaseCall('starting', () => ({}), { signal: call.signal });
+    await tick(0);
+    expect(getEventListeners(stop, 'abort')).toHaveLength(1);
+    call.abort();
+    await expect(pending).rejects.toMatchObject({ code: 'aborted' });
+    expect(getEventListeners(stop, 'abort')).toHaveLength(0);
+    expect(seen).toHaveLength(5);
   });
 
   it('a failed registration leaves no heartbeat and closes the client', async () => {

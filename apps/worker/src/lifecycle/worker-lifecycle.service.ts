@@ -34,6 +34,7 @@ import {
 import { RateLimitLog } from '../logging/rate-limit-log';
 import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerRuns } from '../runs/run-supervisor';
+import { linkedSignal } from './linked-signal';
 import {
   HOST_PROBE,
   WORKER_CERTIFICATE,
@@ -292,7 +293,9 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     body: () => Record<string, unknown>,
     options: LeaseCallOptions<A> = {},
   ): Promise<IngressResponse<A>> {
-    const signal = options.signal ? AbortSignal.any([options.signal, this.abort.signal]) : this.abort.signal;
+    // Linked per call and unlinked once it settled: the stop signal lives as long as the worker (ADR 0049).
+    const link = options.signal ? linkedSignal(options.signal, this.abort.signal) : undefined;
+    const signal = link?.signal ?? this.abort.signal;
     const send = async (s: SessionState) => {
       try {
         const answer = await this.send(
@@ -312,9 +315,12 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
         throw error;
       }
     };
-    if (!options.detached) return this.inChain(action, send);
-    // A held pull: outside the chain, with the fence of now (ADR 0019).
-    return Promise.resolve().then(() => send(this.liveSession(action)));
+    const answer = options.detached
+      ? // A held pull: outside the chain, with the fence of now (ADR 0019).
+        Promise.resolve().then(() => send(this.liveSession(action)))
+      : this.inChain(action, send);
+    if (!link) return answer;
+    return answer.finally(() => link.unlink());
   }
 
   /**
