@@ -332,8 +332,10 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     body: () => Record<string, unknown>,
     options: { readonly signal?: AbortSignal; readonly maxBytes: number },
   ): Promise<IncomingMessage> {
-    const signal = options.signal ? AbortSignal.any([options.signal, this.abort.signal]) : this.abort.signal;
-    return this.inChain('bundle', async (s) => {
+    // Linked for as long as the download lasts, then unlinked (ADR 0049: no AbortSignal.any).
+    const link = options.signal ? linkedSignal(options.signal, this.abort.signal) : undefined;
+    const signal = link?.signal ?? this.abort.signal;
+    const answer = this.inChain('bundle', async (s) => {
       if (!this.ingress.download) throw new IllegalStateError('this ingress client serves no bundles');
       try {
         const res = await this.ingress.download(
@@ -349,6 +351,17 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
         throw error;
       }
     });
+    if (!link) return answer;
+    return answer.then(
+      (res) => {
+        res.once('close', link.unlink);
+        return res;
+      },
+      (error: unknown) => {
+        link.unlink();
+        throw error;
+      },
+    );
   }
 
   /**

@@ -34,6 +34,7 @@ import { LogUploader } from './log-uploader';
 import { completionSummary, finishLostRecord } from './attempt-outcome';
 import { fetchSecrets, secretValuesToRedact } from './attempt-secrets';
 import { monotonicNow } from '../host/monotonic';
+import { linkedSignal } from '../lifecycle/linked-signal';
 
 export interface AttemptDeps {
   readonly channel: LeaseChannel;
@@ -358,10 +359,18 @@ export class AttemptRunner {
     if (!bundles || !channel.leaseDownload)
       throw new BundleUnavailableError('no_cache', 'this worker has no bundle cache');
     const download = channel.leaseDownload.bind(channel);
-    const stop = AbortSignal.any([signal, this.stopFetch.signal]);
-    const use = await bundles.acquire(pinned.digest, (maxBytes) =>
-      download(() => ({ ...leaseFence(this.lease), digest: pinned.digest }), { signal: stop, maxBytes }),
-    );
+    const stop = linkedSignal(signal, this.stopFetch.signal); // ADR 0049: unlinked once settled
+    let use: BundleUse;
+    try {
+      use = await bundles.acquire(pinned.digest, (maxBytes) =>
+        download(() => ({ ...leaseFence(this.lease), digest: pinned.digest }), {
+          signal: stop.signal,
+          maxBytes,
+        }),
+      );
+    } finally {
+      stop.unlink();
+    }
     this.bundleUse = use;
     this.deps.log.info(use.downloaded ? 'bundle fetched for the attempt' : 'bundle taken from the cache', {
       ...this.ids,
