@@ -24,8 +24,9 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY apps ./apps
 COPY libs ./libs
 COPY migrations ./migrations
-# The worker's bundle (ADR 0049): esbuild's binary comes in its platform package, no install script.
-COPY scripts/bundle-worker.js ./scripts/
+# The worker's bundle (ADR 0049) and the web console (ADR 0052): esbuild's binary comes in its platform
+# package, no install script.
+COPY scripts/bundle-worker.js scripts/build-console.js ./scripts/
 RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime
