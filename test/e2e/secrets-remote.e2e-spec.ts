@@ -1,6 +1,6 @@
 // Issue 19 items 6–8 end to end (ADR 0050): a real worker process over real TLS runs a node script
-// and a python3 script that read secrets from their environment and print them; the run log shows
-// `***`; the bytes of the database (SQLite files; PostgreSQL relation and WAL files), the worker's
+// and a python3 script (inline, and from a bundle: ADR 0051) that read secrets from their environment
+// and print them; the run log shows `***`; the bytes of the database (SQLite files; PostgreSQL relation and WAL files), the worker's
 // journal and work folders and every log line of both sides hold no value. A run whose mapped
 // secret is gone fails to start as `secrets_unavailable`, served nothing.
 import { randomBytes } from 'node:crypto';
@@ -11,6 +11,7 @@ import { snapshotDatabase } from '../support/db-snapshot';
 import { RemoteRunHarness, RunWorker, finishedEvent } from '../support/remote-run-harness';
 import type { Dialect } from '../support/test-plane';
 import { CapturedLog } from '../support/captured-log';
+import { bundleOf } from '../support/bundle-fixtures';
 
 jest.setTimeout(240_000);
 
@@ -138,6 +139,43 @@ describe.each<Dialect>(['sqlite', 'postgres'])('secrets on a real worker process
     expect(await h.output(runId, 'stdout')).toBe('token=***\n');
     // A value the script altered is not the value: redaction cannot know it (documented).
     expect(await h.output(runId, 'stderr')).toBe(`${TOKEN.slice(0, 10)}|${TOKEN.slice(10)}\n`);
+  });
+
+  it('scripts from a bundle (node and python3, issue 19 items 1-3 with 6-7) read their secrets and print them: the log shows ***', async () => {
+    const bundle = bundleOf({
+      'scripts/jd_bean.js': 'console.log("bean cookie=" + process.env.JD_COOKIE);\n',
+      'scripts/sign.py': 'import os\nprint("sign token=" + os.environ["API_TOKEN"], flush=True)\n',
+    });
+    const pushed = await h.t.admin('POST', '/api/v1/bundles', undefined, undefined, {
+      rawBody: bundle.content,
+      headers: { 'content-type': 'application/gzip' },
+    });
+    expect(pushed.status).toBe(200);
+    const pin = { digest: bundle.digest, workdir: 'scripts' };
+    const node = await h.trigger(
+      await h.createTask({
+        runtime: 'shell',
+        command: 'node jd_bean.js',
+        bundle: pin,
+        secretEnv: { JD_COOKIE: 'jd-cookie-1&jd-cookie-2' },
+      }),
+    );
+    const python = await h.trigger(
+      await h.createTask({
+        runtime: 'shell',
+        command: 'python3 sign.py',
+        bundle: pin,
+        secretEnv: { API_TOKEN: 'api-token' },
+      }),
+    );
+    for (const [runId, line] of [
+      [node, 'bean cookie=***\n'],
+      [python, 'sign token=***\n'],
+    ] as const) {
+      const run = await h.untilRunEnds(runId);
+      expect({ runId, status: run.status }).toEqual({ runId, status: 'succeeded' });
+      expect(await h.output(runId, 'stdout')).toBe(line);
+    }
   });
 
   it('a run whose pinned revision maps a deleted secret does not start: secrets_unavailable, nothing served', async () => {
