@@ -1,8 +1,9 @@
 // Issue 19 items 6–8 end to end (ADR 0050): a real worker process over real TLS runs a node script
 // and a python3 script (inline, and from a bundle: ADR 0051) that read secrets from their environment
-// and print them; the run log shows `***`; the bytes of the database (SQLite files; PostgreSQL relation and WAL files), the worker's
-// journal and work folders and every log line of both sides hold no value. A run whose mapped
-// secret is gone fails to start as `secrets_unavailable`, served nothing.
+// and print them; the run log shows `***`; the bytes of the database (SQLite files; PostgreSQL
+// relation and WAL files), the worker's journal and work folders and every log line of both sides
+// hold no value. A run whose mapped secret is gone fails to start as `secrets_unavailable`, served
+// nothing.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
