@@ -15,7 +15,7 @@ import { CONFIG } from '../core/core';
 import type { ControlPlaneConfig } from '../config/config';
 import { AdminRefusal } from '../http/admin-errors';
 import type { AdminRequest } from '../identity/api-key.guard';
-import { API_KEY_PATTERN, apiKeyDigest } from '../identity/api-keys';
+import { findActiveApiKey } from '../identity/api-keys';
 import {
   consoleSessionDigest,
   csrfTokenOf,
@@ -41,9 +41,7 @@ export class ConsoleSessionsService {
 
   /** The cookie's token and the answer; a wrong key is the guard's 401, nothing written. */
   async signIn(apiKey: string): Promise<{ token: string; view: ReturnType<typeof currentView> }> {
-    const key = API_KEY_PATTERN.test(apiKey)
-      ? await this.keys.findActiveByDigest(apiKeyDigest(apiKey))
-      : null;
+    const key = await findActiveApiKey(this.keys, apiKey);
     if (!key) throw new AdminRefusal(401, 'authentication_required', 'that is not an active API key');
     const token = newConsoleSessionToken();
     const id = this.ids.uuidV7();

@@ -11,7 +11,7 @@ import {
   ConsoleSessionRepository,
 } from '@ql/domain';
 import { AdminRefusal } from '../http/admin-errors';
-import { API_KEY_PATTERN, apiKeyDigest } from './api-keys';
+import { findActiveApiKey } from './api-keys';
 import {
   CSRF_HEADER,
   consoleSessionDigest,
@@ -73,9 +73,7 @@ export class ApiKeyGuard implements CanActivate {
 
   private async byApiKey(header: string | undefined): Promise<ApiKeyRecord> {
     const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined;
-    // A malformed key is refused without a database lookup.
-    const key =
-      token && API_KEY_PATTERN.test(token) ? await this.keys.findActiveByDigest(apiKeyDigest(token)) : null;
+    const key = await findActiveApiKey(this.keys, token);
     if (!key)
       throw new AdminRefusal(
         401,
