@@ -3,6 +3,8 @@
  * steady load (bench/soak.ts measures), the slope of its RSS after the settle beside the target
  * "flat", written to soak-<time>.json and latest-soak.md.
  */
+import type { SqlitePragmas } from '../libs/persistence/src/sqlite/sqlite-database';
+import type { Dialect } from './lib/plane';
 import { levelName } from './peer';
 import { Align, machineInfo, markdownTable, textTable } from './lib/report';
 import { writeResults } from './lib/results';
@@ -33,6 +35,23 @@ export function soakSlopes(samples: readonly SoakSample[], settleMinutes: number
     heapTotal: slope((s) => s.heapTotalMiB),
     workersRss: slope((s) => s.workersRssMiB),
   };
+}
+
+/**
+ * The result files' name: `soak` (latest-soak.md) for PostgreSQL, the dialect shipped for a cluster;
+ * `soak-sqlite` for SQLite, so that one run does not replace the other's result.
+ */
+export function soakResultName(dialect: Dialect): string {
+  return dialect === 'postgres' ? 'soak' : `soak-${dialect}`;
+}
+
+/** The SQLite pragmas line of the report: what bounds the page cache, mmap and WAL. */
+export function pragmasLine(p: SqlitePragmas): string {
+  const cache = p.cacheSize < 0 ? `${p.cacheSize} (${p.cacheKiB} KiB)` : `${p.cacheSize} pages (${p.cacheKiB} KiB)`;
+  return (
+    `SQLite pragmas on the plane's connection: cache_size ${cache}, page_size ${p.pageSize}, ` +
+    `mmap_size ${p.mmapSize}, wal_autocheckpoint ${p.walAutocheckpoint} pages, journal_mode ${p.journalMode}.`
+  );
 }
 
 export async function soakMain(resultsDir: string): Promise<SoakResult> {
@@ -87,6 +106,16 @@ export async function soakMain(resultsDir: string): Promise<SoakResult> {
     ],
     ['backlog at the end (runs not finished)', String(last.backlog), '', ''],
     ['runs not succeeded', JSON.stringify(result.failedRuns), '', ''],
+    ...(last.walMiB === undefined
+      ? []
+      : [
+          [
+            'SQLite WAL file first / at settle / last / max MiB',
+            `${mib(first.walMiB ?? 0)} / ${mib(settled.walMiB ?? 0)} / ${mib(last.walMiB)} / ${mib(Math.max(...result.samples.map((s) => s.walMiB ?? 0)))}`,
+            '',
+            '',
+          ],
+        ]),
     [
       '1-min load min / median / max',
       `${Math.min(...loads)} / ${loads.sort((a, b) => a - b)[loads.length >> 1]} / ${Math.max(...loads)}`,
@@ -99,6 +128,8 @@ export async function soakMain(resultsDir: string): Promise<SoakResult> {
       ? `rate ${result.rate.toFixed(2)} runs/s (QL_BENCH_SOAK_RATE)`
       : `rate ${result.rate.toFixed(2)} runs/s = ${cfg.rateShare} × the ${result.measuredMax.toFixed(1)} runs/s ` +
         `a backlog of ${cfg.probeRuns} runs drained at, measured just before by the same workers`;
+  const wal = last.walMiB !== undefined;
+  const pragmas = result.sqlitePragmas ? [pragmasLine(result.sqlitePragmas)] : [];
   const sampleHeader = [
     'min',
     'RSS MiB',
@@ -109,6 +140,7 @@ export async function soakMain(resultsDir: string): Promise<SoakResult> {
     'runs done',
     'backlog',
     'load',
+    ...(wal ? ['WAL MiB'] : []),
   ];
   const sampleAlign: Align[] = sampleHeader.map(() => 'right');
   // One row a minute in the markdown (every sample is in the JSON).
@@ -125,15 +157,17 @@ export async function soakMain(resultsDir: string): Promise<SoakResult> {
     String(s.finished),
     String(s.backlog),
     String(s.loadAvg1),
+    ...(wal ? [mib(s.walMiB ?? 0)] : []),
   ]);
   console.log('');
   console.log(textTable(header, rows, align));
   console.log(rateLine);
+  for (const line of pragmas) console.log(line);
   for (const note of result.notes) console.log(note);
 
   writeResults(
     resultsDir,
-    'soak',
+    soakResultName(cfg.dialect),
     started,
     { benchmark: 'soak', machine, result, slopes, flatMiBPerMin: FLAT_MIB_PER_MIN },
     [
@@ -148,6 +182,7 @@ export async function soakMain(resultsDir: string): Promise<SoakResult> {
         `${cfg.sampleSeconds} s: the plane's RSS and anonymous memory from /proc, its V8 heap from its own \`/metrics\`. ` +
         `Flat: |slope| ≤ ${FLAT_MIB_PER_MIN} MiB/min (bench/soak-main.ts says why).`,
       '',
+      ...pragmas.flatMap((line) => [line, '']),
       markdownTable(header, rows, align),
       '',
       '## Samples (the first of each minute)',

@@ -9,13 +9,14 @@
  * fits the slope and writes the results.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { Client } from 'pg';
 import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
 import { CONTROL_PLANE_NODE_FLAGS } from '../apps/control-plane/src/node-flags';
+import type { SqlitePragmas } from '../libs/persistence/src/sqlite/sqlite-database';
 import { envNumber } from './lib/measure';
 import {
   BenchDatabase,
@@ -83,6 +84,8 @@ export interface SoakSample {
   /** RSS of the worker processes, summed. */
   readonly workersRssMiB: number;
   readonly loadAvg1: number;
+  /** On SQLite: the size of the plane's `-wal` file, MiB. */
+  readonly walMiB?: number;
 }
 
 export interface SoakResult {
@@ -92,6 +95,8 @@ export interface SoakResult {
   /** The plane's RSS once the workers were online, before any run: where the load's climb starts. */
   readonly beforeLoadRssMiB: number;
   readonly rate: number;
+  /** On SQLite: the pragmas in force on the plane's own connection, as its ready message reports them. */
+  readonly sqlitePragmas: SqlitePragmas | undefined;
   readonly samples: SoakSample[];
   readonly failedRuns: Record<string, number>;
   readonly notes: string[];
@@ -249,6 +254,9 @@ export async function measureSoak(cfg: SoakConfig, log: (line: string) => void):
       : [];
     const plane = await startPlaneProcess(db, pki, {}, [...CONTROL_PLANE_NODE_FLAGS, ...snapshotFlags]);
     cleanup.push(() => plane.stop());
+    const walFile = db.dialect === 'sqlite' ? `${db.url.slice('sqlite:'.length)}-wal` : undefined;
+    const sqlitePragmas = plane.ready.sqlite;
+    if (sqlitePragmas) log(`soak: the plane's SQLite pragmas ${JSON.stringify(sqlitePragmas)}`);
     const counter = await runsCounter(db);
     cleanup.push(() => counter.close());
     const workers: BenchProcess[] = ids.map((id) =>
@@ -322,12 +330,14 @@ export async function measureSoak(cfg: SoakConfig, log: (line: string) => void):
           triggered: pacer.sent,
           workersRssMiB: workers.reduce((sum, w) => sum + rssMiB(w.pid), 0),
           loadAvg1: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
+          ...(walFile ? { walMiB: existsSync(walFile) ? statSync(walFile).size / 2 ** 20 : 0 } : {}),
         };
         samples.push(sample);
         log(
           `soak ${(sample.t / 60).toFixed(2)} min: RSS ${sample.rssMiB.toFixed(1)} MiB (anon ${sample.anonMiB.toFixed(1)}), ` +
             `heap ${sample.heapUsedMiB.toFixed(1)}/${sample.heapTotalMiB.toFixed(1)} MiB, ext ${sample.externalMiB.toFixed(1)}, ` +
-            `runs ${sample.finished} done, backlog ${sample.backlog}, load ${sample.loadAvg1}`,
+            `runs ${sample.finished} done, backlog ${sample.backlog}, load ${sample.loadAvg1}` +
+            (sample.walMiB === undefined ? '' : `, WAL ${sample.walMiB.toFixed(1)} MiB`),
         );
       }
     } finally {
@@ -344,7 +354,7 @@ export async function measureSoak(cfg: SoakConfig, log: (line: string) => void):
       await plane.admin('GET', '/api/v1/workers');
       notes.push(`heap snapshots in ${join(cfg.heapSnapshotDir!)}`);
     }
-    return { config: cfg, measuredMax, beforeLoadRssMiB, rate, samples, failedRuns, notes };
+    return { config: cfg, measuredMax, beforeLoadRssMiB, rate, sqlitePragmas, samples, failedRuns, notes };
   } finally {
     for (const undo of cleanup.reverse())
       await undo().catch((error: Error) => notes.push(`cleanup: ${error.message.split('\n')[0]}`));

@@ -1,4 +1,4 @@
-import { soakSlopes } from '../../bench/soak-main';
+import { pragmasLine, soakResultName, soakSlopes } from '../../bench/soak-main';
 import { SoakSample, leastSquaresSlope, soakConfig } from '../../bench/soak';
 
 describe('soak bench: its settings and the slope it reports', () => {
@@ -61,5 +61,24 @@ describe('soak bench: its settings and the slope it reports', () => {
       settleMinutes: 2, // at most half the run
     });
     expect(() => soakConfig({ QL_BENCH_SOAK_DIALECT: 'mysql' })).toThrow(/QL_BENCH_SOAK_DIALECT/);
+  });
+
+  it('names its result files by dialect, so a SQLite run leaves the PostgreSQL result in place', () => {
+    expect(soakResultName('postgres')).toBe('soak');
+    expect(soakResultName('sqlite')).toBe('soak-sqlite');
+  });
+
+  it("states the SQLite pragmas in force on the plane's connection", () => {
+    const line = pragmasLine({
+      pageSize: 4096,
+      cacheSize: -16000,
+      cacheKiB: 16000,
+      mmapSize: 0,
+      walAutocheckpoint: 1000,
+      journalMode: 'wal',
+    });
+    expect(line).toContain('cache_size -16000 (16000 KiB)');
+    expect(line).toContain('mmap_size 0');
+    expect(line).toContain('wal_autocheckpoint 1000 pages');
   });
 });

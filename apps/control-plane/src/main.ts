@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { checkEntryArgs, guardStdio, withDeferredDateTimeFormats, writeErr, writeOut } from '@ql/contracts';
+import type { SqliteDatabase, SqlitePragmas } from '@ql/persistence';
 import { ConfigError, ControlPlaneConfig, loadConfig } from './config/config';
 import { EXIT, describeStartFailure } from './start-failure';
 
@@ -12,6 +13,8 @@ export interface ReadyMessage {
   readonly devPkiDir: string;
   /** Listening, but /readyz is 503 until `npm run migrate` (cluster-control); a `control-plane-migrated` message follows. */
   readonly migrationsPending: boolean;
+  /** On SQLite: the page cache, mmap and WAL pragmas in force on the plane's connection. */
+  readonly sqlite?: SqlitePragmas;
 }
 
 /** Sent after a `ReadyMessage` with `migrationsPending`, once /readyz would answer 200. */
@@ -123,6 +126,8 @@ async function run(config: ControlPlaneConfig): Promise<void> {
       tlsCaPath: config.tlsCaPath,
       devPkiDir: config.devPkiDir,
       migrationsPending: !migrated,
+      // A type-only import: persistence is loaded with Nest, after the settings are checked.
+      ...(plane.core.db.dialect === 'sqlite' ? { sqlite: (plane.core.db as SqliteDatabase).pragmas() } : {}),
     };
     process.send(ready);
     // The parent that started us is gone (even by SIGKILL): do not outlive it holding the ports.

@@ -18,6 +18,23 @@ export interface SqliteOptions {
   readonly busyRetries?: number;
   /** How long SQLite itself waits for the lock on each attempt; short, because it blocks the loop. */
   readonly busyTimeoutMs?: number;
+  /**
+   * The bound of the connection's page cache, KiB (`PRAGMA cache_size = -<KiB>`); undefined: the
+   * driver's compiled default (better-sqlite3: 16,000 KiB).
+   */
+  readonly cacheKiB?: number;
+}
+
+/** The memory- and WAL-related pragmas in force on the connection (the soak bench records them). */
+export interface SqlitePragmas {
+  readonly pageSize: number;
+  /** `PRAGMA cache_size` as SQLite answers it: pages when positive, −KiB when negative. */
+  readonly cacheSize: number;
+  /** The same as a bound in KiB. */
+  readonly cacheKiB: number;
+  readonly mmapSize: number;
+  readonly walAutocheckpoint: number;
+  readonly journalMode: string;
 }
 
 interface Prepared {
@@ -60,6 +77,7 @@ export class SqliteDatabase implements SqlDatabase {
       prepareDatabase: (db: BetterSqlite3.Database) => {
         // WAL + NORMAL: a commit survives a process crash; only an OS crash may lose the last ones.
         db.pragma('synchronous = NORMAL');
+        if (options.cacheKiB !== undefined) db.pragma(`cache_size = -${Math.floor(options.cacheKiB)}`);
       },
     });
     await dataSource.initialize();
@@ -160,6 +178,21 @@ export class SqliteDatabase implements SqlDatabase {
         throw error;
       }
     });
+  }
+
+  /** The connection's page cache, mmap and WAL settings, read back from SQLite. */
+  pragmas(): SqlitePragmas {
+    const read = (name: string) => this.native.pragma(name, { simple: true }) as number;
+    const pageSize = read('page_size');
+    const cacheSize = read('cache_size');
+    return {
+      pageSize,
+      cacheSize,
+      cacheKiB: cacheSize < 0 ? -cacheSize : (cacheSize * pageSize) / 1024,
+      mmapSize: read('mmap_size'),
+      walAutocheckpoint: read('wal_autocheckpoint'),
+      journalMode: String(this.native.pragma('journal_mode', { simple: true })),
+    };
   }
 
   async ping(): Promise<void> {
