@@ -4,6 +4,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { ClaimConfig, ClaimRow, benchClaimPostgres, benchClaimSqlite } from './claim';
 import { envNumber } from './lib/measure';
+import { planeSqliteCacheKiB } from './lib/plane';
 import { BenchPostgresDatabase, createBenchDatabase, redactUrl } from './lib/postgres-admin';
 import { Align, fmtInt, fmtPct, machineInfo, markdownTable, memoryInfo, textTable } from './lib/report';
 import { rawSamplesLine, writeResultJson } from './lib/results';
@@ -37,7 +38,8 @@ export async function claimMain(resultsDir: string, target: number): Promise<voi
   const pgUrl = process.env.QL_BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
   console.log(
     `claim bench: ${claims} claims per sample (after ${config.warmupClaims} warm-up), ${rounds} rounds, ` +
-      `B = ${config.backlogs.join(', ')}, N = ${config.concurrencies.join(', ')}; load ${machine.loadAvgAtStart}`,
+      `B = ${config.backlogs.join(', ')}, N = ${config.concurrencies.join(', ')}; load ${machine.loadAvgAtStart}` +
+      (dialects.includes('sqlite') ? `; SQLite page cache ${planeSqliteCacheKiB()} KiB` : ''),
   );
   const rows: ClaimRow[] = [];
   const notes: string[] = [];

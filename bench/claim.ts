@@ -43,6 +43,7 @@ import type { ControlPlaneConfig } from '../apps/control-plane/src/config/config
 import type { WorkerPrincipal } from '../apps/control-plane/src/identity/worker-principal';
 import { benchSnapshot, newSessionId } from './lib/fixtures';
 import { median } from './lib/measure';
+import { planeSqliteCacheKiB } from './lib/plane';
 import { GraphilePeerQueue, openGraphilePeer } from './peer-graphile';
 
 export const CLAIM_VARIANTS = ['ceiling', 'service'] as const;
@@ -506,7 +507,7 @@ export async function benchClaimSqlite(dir: string, config: ClaimConfig): Promis
     'sqlite',
     async () => {
       const path = `${dir}/claim-${++counter}.sqlite`;
-      const db = await SqliteDatabase.open({ path }, systemClock);
+      const db = await SqliteDatabase.open({ path, cacheKiB: planeSqliteCacheKiB() }, systemClock);
       const ids = createIdGenerator();
       return {
         db,

@@ -252,7 +252,12 @@ export async function measureSoak(cfg: SoakConfig, log: (line: string) => void):
     const snapshotFlags = cfg.heapSnapshotDir
       ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${cfg.heapSnapshotDir}`]
       : [];
-    const plane = await startPlaneProcess(db, pki, {}, [...CONTROL_PLANE_NODE_FLAGS, ...snapshotFlags]);
+    // QL_SQLITE_CACHE_MIB reaches the plane when given (ADR 0053): a soak can compare page cache bounds.
+    const cacheMiB = process.env.QL_SQLITE_CACHE_MIB;
+    const plane = await startPlaneProcess(db, pki, cacheMiB ? { QL_SQLITE_CACHE_MIB: cacheMiB } : {}, [
+      ...CONTROL_PLANE_NODE_FLAGS,
+      ...snapshotFlags,
+    ]);
     cleanup.push(() => plane.stop());
     const walFile = db.dialect === 'sqlite' ? `${db.url.slice('sqlite:'.length)}-wal` : undefined;
     const sqlitePragmas = plane.ready.sqlite;

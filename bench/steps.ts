@@ -21,6 +21,7 @@ import {
 } from '@ql/persistence';
 import { reset, seed, settle } from './claim';
 import { envNumber, median } from './lib/measure';
+import { planeSqliteCacheKiB } from './lib/plane';
 import { createBenchDatabase, redactUrl } from './lib/postgres-admin';
 import { Align, fmtInt, machineInfo, markdownTable, textTable } from './lib/report';
 import { writeResults } from './lib/results';
@@ -135,7 +136,10 @@ export async function stepsMain(resultsDir: string): Promise<void> {
   if (dialects.includes('sqlite')) {
     const dir = mkdtempSync(join(tmpdir(), 'ql-bench-steps-'));
     try {
-      const db = await SqliteDatabase.open({ path: join(dir, 'steps.sqlite') }, systemClock);
+      const db = await SqliteDatabase.open(
+        { path: join(dir, 'steps.sqlite'), cacheKiB: planeSqliteCacheKiB() },
+        systemClock,
+      );
       try {
         rows.push(...(await measure('sqlite', db, concurrencies, rounds, runs)));
       } finally {

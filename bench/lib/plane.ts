@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
+import { loadConfig } from '../../apps/control-plane/src/config/config';
 import { DevPkiPaths, ensureDevPki } from '../../apps/control-plane/src/pki';
 import type { ReadyMessage } from '../../apps/control-plane/src/main';
 import type { WorkerTlsCredentials } from '../../apps/worker/src/ingress-client/worker-ingress-https.client';
@@ -26,6 +27,15 @@ export const WORKER_MAIN = join(DIST, 'apps/worker/bundle/main.js');
 export const WORKER_UNBUNDLED = join(DIST, 'apps/worker/src/main.js');
 const CLI = join(DIST, 'apps/control-plane/src/cli.js');
 const TRUST_DOMAIN = 'bench.qinglong.local';
+
+/**
+ * The page cache bound, KiB, a plane gives its SQLite connection (`QL_SQLITE_CACHE_MIB` or its
+ * default, ADR 0053): the in-process benches open their SQLite with it, as the plane would.
+ */
+export function planeSqliteCacheKiB(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.QL_SQLITE_CACHE_MIB;
+  return loadConfig(raw === undefined ? {} : { QL_SQLITE_CACHE_MIB: raw }).sqliteCacheMiB * 1024;
+}
 
 /** A temp folder holding the dev PKI (CA, server pair, one pair per worker id) and worker state. */
 export interface BenchPki extends DevPkiPaths {

@@ -1,6 +1,8 @@
 import { statSync } from 'node:fs';
 import { createIdGenerator } from '@ql/contracts';
 import { SqlWorkerSessionRepository, SqliteDatabase } from '@ql/persistence';
+import { ConfigError, loadConfig } from '../../apps/control-plane/src/config/config';
+import { openCore } from '../../apps/control-plane/src/core/core';
 import { createSqliteFile } from '../support/databases';
 import { newSessionId, snapshot } from '../support/fixtures';
 
@@ -32,5 +34,51 @@ describe('SQLite write-ahead log under a heartbeat-only load', () => {
       await db.close();
       file.remove();
     }
+  });
+});
+
+describe("SQLite page cache bound (QL_SQLITE_CACHE_MIB, ADR 0053)", () => {
+  const openPlaneCore = async (env: Record<string, string>) => {
+    const file = createSqliteFile();
+    const core = await openCore(loadConfig({ QL_DATABASE_URL: `sqlite:${file.path}`, ...env }));
+    return {
+      db: core.db as SqliteDatabase,
+      close: async () => {
+        await core.queueSignals.close();
+        await core.db.close();
+        file.remove();
+      },
+    };
+  };
+
+  it.each([
+    ['the default', {}, 4 * 1024],
+    ['QL_SQLITE_CACHE_MIB=12', { QL_SQLITE_CACHE_MIB: '12' }, 12 * 1024],
+  ])("%s is applied to the plane's connection as PRAGMA cache_size = -KiB", async (_, env, kib) => {
+    const plane = await openPlaneCore(env);
+    try {
+      expect(plane.db.native.pragma('cache_size', { simple: true })).toBe(-kib);
+      expect(plane.db.pragmas()).toMatchObject({ cacheKiB: kib, mmapSize: 0, walAutocheckpoint: 1000 });
+    } finally {
+      await plane.close();
+    }
+  });
+
+  it('without the setting the driver keeps its compiled default, larger than the bound', async () => {
+    const file = createSqliteFile();
+    const db = await SqliteDatabase.open({ path: file.path }, { now: () => Date.now() });
+    try {
+      expect(db.pragmas().cacheKiB).toBe(16_000);
+    } finally {
+      await db.close();
+      file.remove();
+    }
+  });
+
+  it.each(['0', '1025', '4.5', '-4', 'lots'])('QL_SQLITE_CACHE_MIB=%s is a configuration error', (raw) => {
+    expect(() => loadConfig({ QL_SQLITE_CACHE_MIB: raw })).toThrow(ConfigError);
+    expect(() => loadConfig({ QL_SQLITE_CACHE_MIB: raw })).toThrow(
+      `QL_SQLITE_CACHE_MIB=${raw} must be an integer in 1..1024`,
+    );
   });
 });

@@ -20,7 +20,13 @@ import { SqlSecretRepository } from './secret.repository';
 import { SecretCipher } from '@ql/domain';
 
 export type DatabaseTarget =
-  | { readonly dialect: 'sqlite'; readonly path: string; readonly busyRetries?: number }
+  | {
+      readonly dialect: 'sqlite';
+      readonly path: string;
+      readonly busyRetries?: number;
+      /** The page cache's bound, KiB (ADR 0053); undefined: the driver's default. */
+      readonly cacheKiB?: number;
+    }
   | { readonly dialect: 'postgres'; readonly url: string; readonly poolSize?: number };
 
 /** Parses `sqlite:<path>` or `postgres://…` / `postgresql://…`. */
@@ -40,7 +46,11 @@ export async function openDatabase(
   migrate: boolean,
 ): Promise<SqlDatabase> {
   return target.dialect === 'sqlite'
-    ? SqliteDatabase.open({ path: target.path, busyRetries: target.busyRetries }, clock, migrate)
+    ? SqliteDatabase.open(
+        { path: target.path, busyRetries: target.busyRetries, cacheKiB: target.cacheKiB },
+        clock,
+        migrate,
+      )
     : PostgresDatabase.open({ url: target.url, poolSize: target.poolSize }, migrate);
 }
 

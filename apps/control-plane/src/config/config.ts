@@ -31,6 +31,7 @@ export interface ControlPlaneConfig {
   readonly databaseUrl: string;
   readonly dbPoolSize: number;
   readonly sqliteBusyRetries: number;
+  readonly sqliteCacheMiB: number;
   readonly adminHost: string;
   readonly adminPort: number;
   readonly ingressHost: string;
@@ -117,6 +118,13 @@ export const SETTINGS = [
     default: '40',
     doc: 'attempts for a SQLite write that finds the database locked by another process',
     parse: int(1, 1000),
+  },
+  {
+    key: 'sqliteCacheMiB',
+    env: 'QL_SQLITE_CACHE_MIB',
+    default: '4',
+    doc: "bound of the SQLite connection's page cache, MiB (`PRAGMA cache_size`); the driver's default is 15.6 (ADR 0053)",
+    parse: int(1, 1024),
   },
   {
     key: 'adminHost',

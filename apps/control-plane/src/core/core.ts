@@ -78,7 +78,7 @@ export async function openCore(
   }
   const withOptions =
     target.dialect === 'sqlite'
-      ? { ...target, busyRetries: config.sqliteBusyRetries }
+      ? { ...target, busyRetries: config.sqliteBusyRetries, cacheKiB: config.sqliteCacheMiB * 1024 }
       : { ...target, poolSize: config.dbPoolSize };
   const db = await openDatabase(withOptions, clock, config.profile === 'standalone');
   const ids = createIdGenerator(clock);
