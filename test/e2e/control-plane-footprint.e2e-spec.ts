@@ -71,6 +71,17 @@ describe('the standalone control plane at idle (ADR 0020)', () => {
     expect((await probe()).dateTimeFormats).toBe(0);
   });
 
+  it("states the SQLite pragmas in force in its ready line: the page cache bounded (ADR 0053)", () => {
+    expect(ready().sqlite).toEqual({
+      pageSize: 4096,
+      cacheSize: -4096,
+      cacheKiB: 4096,
+      mmapSize: 0,
+      walAutocheckpoint: 1000,
+      journalMode: 'wal',
+    });
+  });
+
   it('builds its OpenAPI document on the first request for it', async () => {
     const admin = String(ready().admin);
     const res = await fetch(`${admin}/openapi.json`);

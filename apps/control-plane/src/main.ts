@@ -63,9 +63,13 @@ async function run(config: ControlPlaneConfig): Promise<void> {
   const migrated = await plane.core.db.migrationsApplied();
   const log = (msg: string, fields: Record<string, unknown> = {}, level = 'info') =>
     writeOut(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
+  // On SQLite, the page cache, mmap and WAL pragmas in force (ADR 0053). A type-only import:
+  // persistence is loaded with Nest, after the settings are checked.
+  const sqlite = plane.core.db.dialect === 'sqlite' ? (plane.core.db as SqliteDatabase).pragmas() : undefined;
   const where = {
     profile: config.profile,
     database: plane.core.db.dialect,
+    ...(sqlite ? { sqlite } : {}),
     admin: plane.adminUrl,
     ingress: plane.ingressUrl,
   };
@@ -126,8 +130,7 @@ async function run(config: ControlPlaneConfig): Promise<void> {
       tlsCaPath: config.tlsCaPath,
       devPkiDir: config.devPkiDir,
       migrationsPending: !migrated,
-      // A type-only import: persistence is loaded with Nest, after the settings are checked.
-      ...(plane.core.db.dialect === 'sqlite' ? { sqlite: (plane.core.db as SqliteDatabase).pragmas() } : {}),
+      ...(sqlite ? { sqlite } : {}),
     };
     process.send(ready);
     // The parent that started us is gone (even by SIGKILL): do not outlive it holding the ports.
