@@ -110,7 +110,9 @@ export class CertificateKeeper {
       throw expired(this.config.workerId, current);
     }
     if (token)
-      this.log.info('QL_WORKER_ENROLL_TOKEN is set but the worker holds a usable certificate: not enrolling');
+      this.log.info(
+        `${this.config.enrollTokenFile ? 'QL_WORKER_ENROLL_TOKEN_FILE' : 'QL_WORKER_ENROLL_TOKEN'} is set but the worker holds a usable certificate: not enrolling`,
+      );
     this.held = { current, obtainedAtMs: this.now(), rotated: true };
     // Before a session, an unreachable control plane is register's outage (ADR 0040): one warning,
     // summaries with growing spacing, one recovery line, whichever call of the start meets it.
@@ -261,7 +263,7 @@ function expired(workerId: string, current: CurrentCertificate): IdentityLostErr
   return new IdentityLostError(
     'certificate_expired',
     `the worker certificate expired at ${new Date(current.notAfterMs).toISOString()} and cannot be renewed: ` +
-      `enroll again with a new token (npm run enroll-token -- create --worker ${workerId}, then start the worker with QL_WORKER_ENROLL_TOKEN)`,
+      `enroll again with a new token (npm run enroll-token -- create --worker ${workerId}, then start the worker with it in QL_WORKER_ENROLL_TOKEN or QL_WORKER_ENROLL_TOKEN_FILE)`,
   );
 }
 
