@@ -67,18 +67,18 @@ export async function runEnrollTokenCommand(
 ): Promise<number> {
   const cli = { id: 'cli' };
   try {
+    if (command.action === 'create' && command.out !== undefined) {
+      const { token, ...rest } = await service.create(cli, command.body);
+      writeTokenFile(command.out, token);
+      write(`${JSON.stringify({ ...rest, tokenFile: command.out }, null, 2)}\n`);
+      return 0;
+    }
     const answer =
       command.action === 'create'
         ? await service.create(cli, command.body)
         : command.action === 'list'
           ? await service.list(command.query)
           : await service.revoke(cli, command.id);
-    if (command.action === 'create' && command.out !== undefined) {
-      const { token, ...rest } = answer as { token: string };
-      writeTokenFile(command.out, token);
-      write(`${JSON.stringify({ ...rest, tokenFile: command.out }, null, 2)}\n`);
-      return 0;
-    }
     write(`${JSON.stringify(answer, null, 2)}\n`);
     if (command.action === 'create') warn('Store the token now: it is not shown again.\n');
     return 0;
