@@ -267,6 +267,18 @@ function expired(workerId: string, current: CurrentCertificate): IdentityLostErr
   );
 }
 
+/**
+ * The identity loss a failed start stands for: the keeper's own, or register refused with
+ * `certificate_superseded` (ADR 0045 §4: a certificate this control plane renewed for another key,
+ * presented by a worker whose start renewal it did not rotate): exit 7 either way, not 1.
+ */
+export function identityLossOf(workerId: string, error: unknown): IdentityLostError | undefined {
+  if (error instanceof IdentityLostError) return error;
+  if (error instanceof IngressCallError && error.code === 'certificate_superseded')
+    return superseded(workerId, error);
+  return undefined;
+}
+
 function superseded(workerId: string, error: IngressCallError): IdentityLostError {
   return new IdentityLostError(
     'certificate_superseded',
