@@ -196,7 +196,7 @@ function lossMessage(workerId: string, error: IdentityLostError): string {
 async function checkTaskUser(config: WorkerConfig): Promise<string | null> {
   if (!config.runAs) return null;
   const ids = resolveRunAs(config.runAs);
-  await checkRunAs(ids, config.workDir, config.tlsKeyPath);
+  await checkRunAs(ids, config.workDir, config.tlsKeyPath, config.enrollTokenFile);
   return `${ids.uid}:${ids.gid} (${ids.label})`;
 }
 
