@@ -264,6 +264,11 @@ describe('a real control-plane process at debug level never logs a token (ADR 00
 });
 
 describe('npm run enroll-token (the CLI)', () => {
+  /**
+   * Each test runs the CLI as a new node process several times (sources through SWC: seconds each
+   * on a loaded machine); one took over a minute beside the Compose replay's build.
+   */
+  const CLI_TEST_MS = 240_000;
   let dir: string;
   let env: Record<string, string>;
   const cli = (...args: string[]) => runCli(env, ...args);
@@ -274,95 +279,129 @@ describe('npm run enroll-token (the CLI)', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('refuses a database that does not exist (exit 2) and creates none', async () => {
-    const answer = await cli('enroll-token', 'create', '--worker', 'router-1');
-    expect(answer).toMatchObject({ code: 2, stdout: '' });
-    expect(answer.stderr).toContain(`enroll-token: no database at ${join(dir, 'ql.sqlite')}`);
-    expect(existsSync(join(dir, 'ql.sqlite'))).toBe(false);
-  });
+  it(
+    'refuses a database that does not exist (exit 2) and creates none',
+    async () => {
+      const answer = await cli('enroll-token', 'create', '--worker', 'router-1');
+      expect(answer).toMatchObject({ code: 2, stdout: '' });
+      expect(answer.stderr).toContain(`enroll-token: no database at ${join(dir, 'ql.sqlite')}`);
+      expect(existsSync(join(dir, 'ql.sqlite'))).toBe(false);
+    },
+    CLI_TEST_MS,
+  );
 
-  it('create prints the token once; list shows it without the token; revoke; bad arguments exit 2 before any write', async () => {
-    expect((await cli('migrate')).code).toBe(0);
-    const made = await cli('enroll-token', 'create', '--pattern', 'router-*', '--count', '50', '--ttl', '2h');
-    expect(made.code).toBe(0);
-    const created = JSON.parse(made.stdout) as {
-      id: string;
-      token: string;
-      maxWorkers: number;
-      createdBy: string;
-    };
-    expect(created).toMatchObject({
-      maxWorkers: 50,
-      createdBy: 'cli',
-      token: expect.stringMatching(/^qlet_/),
-    });
-    expect(made.stderr).toContain('Store the token now: it is not shown again.');
-    const listed = await cli('enroll-token', 'list');
-    expect(listed.code).toBe(0);
-    expect(JSON.parse(listed.stdout)).toMatchObject({ items: [{ id: created.id, status: 'active' }] });
-    expect(listed.stdout + listed.stderr).not.toContain(created.token);
-    for (const args of [
-      ['create', '--pattern', 'router-*', '--count', '5x'],
-      ['create', '--worker', 'router-1', '--ttl', '8d'],
-      ['create', '--worker', 'router-1', '--colour', 'red'],
-      ['create', '--pattern', '*', '--count', '5'],
-      ['frobnicate'],
-    ]) {
-      const refused = await cli('enroll-token', ...args);
-      expect({ args, code: refused.code, stdout: refused.stdout }).toEqual({ args, code: 2, stdout: '' });
-    }
-    const revoked = await cli('enroll-token', 'revoke', created.id);
-    expect(revoked.code).toBe(0);
-    expect(JSON.parse(revoked.stdout)).toMatchObject({ id: created.id, status: 'revoked' });
-    const again = JSON.parse((await cli('enroll-token', 'list')).stdout) as { items: unknown[] };
-    expect(again.items).toEqual([expect.objectContaining({ id: created.id, status: 'revoked' })]);
-  });
-
-  it('create --out writes the token alone to a 0600 file (for QL_WORKER_ENROLL_TOKEN_FILE), replacing one there, and prints the rest; --out elsewhere exits 2', async () => {
-    const file = join(dir, 'worker.token');
-    const views: { id: string; tokenFile: string; token?: string }[] = [];
-    for (const n of [1, 2]) {
-      const made = await cli('enroll-token', 'create', '--pattern', 'site-*', '--count', '2', '--out', file);
-      expect({ n, code: made.code, stderr: made.stderr }).toEqual({
-        n,
-        code: 0,
-        stderr: expect.stringMatching(/^database: \S+ \(QL_DATABASE_URL\)$/), // no "store the token now"
+  it(
+    'create prints the token once; list shows it without the token; revoke; bad arguments exit 2 before any write',
+    async () => {
+      expect((await cli('migrate')).code).toBe(0);
+      const made = await cli(
+        'enroll-token',
+        'create',
+        '--pattern',
+        'router-*',
+        '--count',
+        '50',
+        '--ttl',
+        '2h',
+      );
+      expect(made.code).toBe(0);
+      const created = JSON.parse(made.stdout) as {
+        id: string;
+        token: string;
+        maxWorkers: number;
+        createdBy: string;
+      };
+      expect(created).toMatchObject({
+        maxWorkers: 50,
+        createdBy: 'cli',
+        token: expect.stringMatching(/^qlet_/),
       });
-      views.push(JSON.parse(made.stdout) as { id: string; tokenFile: string; token?: string });
-      expect(views[n - 1]).toMatchObject({ tokenFile: file, maxWorkers: 2 });
-      expect(views[n - 1]!.token).toBeUndefined();
-      expect(readFileSync(file, 'utf8')).toMatch(/^qlet_[A-Za-z0-9_-]{43}\n$/);
-      expect(statSync(file).mode & 0o777).toBe(0o600);
-      expect(made.stdout).not.toContain(readFileSync(file, 'utf8').trim());
-    }
-    expect(views[0]!.id).not.toBe(views[1]!.id);
-    expect(readdirSync(dir).filter((name) => name.includes('worker.token'))).toEqual(['worker.token']);
-    for (const args of [
-      ['list', '--out', file],
-      ['create', '--worker', 'site-1', '--out', ''],
-    ]) {
-      const refused = await cli('enroll-token', ...args);
-      expect({ args, code: refused.code, stdout: refused.stdout }).toEqual({ args, code: 2, stdout: '' });
-    }
-  });
+      expect(made.stderr).toContain('Store the token now: it is not shown again.');
+      const listed = await cli('enroll-token', 'list');
+      expect(listed.code).toBe(0);
+      expect(JSON.parse(listed.stdout)).toMatchObject({ items: [{ id: created.id, status: 'active' }] });
+      expect(listed.stdout + listed.stderr).not.toContain(created.token);
+      for (const args of [
+        ['create', '--pattern', 'router-*', '--count', '5x'],
+        ['create', '--worker', 'router-1', '--ttl', '8d'],
+        ['create', '--worker', 'router-1', '--colour', 'red'],
+        ['create', '--pattern', '*', '--count', '5'],
+        ['frobnicate'],
+      ]) {
+        const refused = await cli('enroll-token', ...args);
+        expect({ args, code: refused.code, stdout: refused.stdout }).toEqual({ args, code: 2, stdout: '' });
+      }
+      const revoked = await cli('enroll-token', 'revoke', created.id);
+      expect(revoked.code).toBe(0);
+      expect(JSON.parse(revoked.stdout)).toMatchObject({ id: created.id, status: 'revoked' });
+      const again = JSON.parse((await cli('enroll-token', 'list')).stdout) as { items: unknown[] };
+      expect(again.items).toEqual([expect.objectContaining({ id: created.id, status: 'revoked' })]);
+    },
+    CLI_TEST_MS,
+  );
 
-  it('pki --no-workers makes the CA, the server certificate and the worker issuer, and no worker key; with --worker it exits 2', async () => {
-    const pki = join(dir, 'pki');
-    const made = await runCli({ ...env, QL_DEV_PKI_DIR: pki }, 'pki', '--no-workers');
-    expect(made.code).toBe(0);
-    expect(JSON.parse(made.stdout)).toMatchObject({ workers: {} });
-    for (const name of ['ca.crt', 'server.key', 'worker-issuer.crt', 'worker-issuer.key'])
-      expect({ name, made: existsSync(join(pki, name)) }).toEqual({ name, made: true });
-    expect(readdirSync(join(pki, 'workers'))).toEqual([]);
-    const both = await runCli(
-      { ...env, QL_DEV_PKI_DIR: join(dir, 'pki-2') },
-      'pki',
-      '--no-workers',
-      '--worker',
-      'w-1',
-    );
-    expect({ code: both.code, stdout: both.stdout }).toEqual({ code: 2, stdout: '' });
-    expect(both.stderr).toMatch(/^--worker and --no-workers exclude each other\n/);
-    expect(existsSync(join(dir, 'pki-2'))).toBe(false);
-  });
+  it(
+    'create --out writes the token alone to a 0600 file (for QL_WORKER_ENROLL_TOKEN_FILE), replacing one there, and prints the rest; --out elsewhere exits 2',
+    async () => {
+      const file = join(dir, 'worker.token');
+      const views: { id: string; tokenFile: string; token?: string }[] = [];
+      for (const n of [1, 2]) {
+        const made = await cli(
+          'enroll-token',
+          'create',
+          '--pattern',
+          'site-*',
+          '--count',
+          '2',
+          '--out',
+          file,
+        );
+        expect({ n, code: made.code, stderr: made.stderr }).toEqual({
+          n,
+          code: 0,
+          stderr: expect.stringMatching(/^database: \S+ \(QL_DATABASE_URL\)$/), // no "store the token now"
+        });
+        views.push(JSON.parse(made.stdout) as { id: string; tokenFile: string; token?: string });
+        expect(views[n - 1]).toMatchObject({ tokenFile: file, maxWorkers: 2 });
+        expect(views[n - 1]!.token).toBeUndefined();
+        expect(readFileSync(file, 'utf8')).toMatch(/^qlet_[A-Za-z0-9_-]{43}\n$/);
+        expect(statSync(file).mode & 0o777).toBe(0o600);
+        expect(made.stdout).not.toContain(readFileSync(file, 'utf8').trim());
+      }
+      expect(views[0]!.id).not.toBe(views[1]!.id);
+      expect(readdirSync(dir).filter((name) => name.includes('worker.token'))).toEqual(['worker.token']);
+      for (const args of [
+        ['list', '--out', file],
+        ['create', '--worker', 'site-1', '--out', ''],
+      ]) {
+        const refused = await cli('enroll-token', ...args);
+        expect({ args, code: refused.code, stdout: refused.stdout }).toEqual({ args, code: 2, stdout: '' });
+      }
+    },
+    CLI_TEST_MS,
+  );
+
+  it(
+    'pki --no-workers makes the CA, the server certificate and the worker issuer, and no worker key; with --worker it exits 2',
+    async () => {
+      const pki = join(dir, 'pki');
+      const made = await runCli({ ...env, QL_DEV_PKI_DIR: pki }, 'pki', '--no-workers');
+      expect(made.code).toBe(0);
+      expect(JSON.parse(made.stdout)).toMatchObject({ workers: {} });
+      for (const name of ['ca.crt', 'server.key', 'worker-issuer.crt', 'worker-issuer.key'])
+        expect({ name, made: existsSync(join(pki, name)) }).toEqual({ name, made: true });
+      expect(readdirSync(join(pki, 'workers'))).toEqual([]);
+      const both = await runCli(
+        { ...env, QL_DEV_PKI_DIR: join(dir, 'pki-2') },
+        'pki',
+        '--no-workers',
+        '--worker',
+        'w-1',
+      );
+      expect({ code: both.code, stdout: both.stdout }).toEqual({ code: 2, stdout: '' });
+      expect(both.stderr).toMatch(/^--worker and --no-workers exclude each other\n/);
+      expect(existsSync(join(dir, 'pki-2'))).toBe(false);
+    },
+    CLI_TEST_MS,
+  );
 });

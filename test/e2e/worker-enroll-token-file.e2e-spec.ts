@@ -9,7 +9,7 @@
 import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { issuerEnv } from '../support/enrolled-worker';
+import { WorkerMachine, issuerEnv, startOnMachine, workerMachine } from '../support/enrolled-worker';
 import { RemoteRunHarness, RunWorker } from '../support/remote-run-harness';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 
@@ -35,23 +35,9 @@ describe('QL_WORKER_ENROLL_TOKEN_FILE, processes (sqlite)', () => {
     writeFileSync(file, `${token}\n`, { mode: 0o600 });
     return { token, file };
   };
-  const machine = (name: string) => {
-    const dir = h.folder(name);
-    return {
-      dir,
-      cert: join(dir, 'tls', 'worker.crt'),
-      key: join(dir, 'tls', 'worker.key'),
-      journal: join(dir, 'journal'),
-      runs: join(dir, 'runs'),
-    };
-  };
-  type Machine = ReturnType<typeof machine>;
-  const start = (workerId: string, m: Machine, env: Record<string, string>) =>
-    h.startWorker(workerId, {
-      journalDir: m.journal,
-      workDir: m.runs,
-      env: { QL_WORKER_TLS_CERT: m.cert, QL_WORKER_TLS_KEY: m.key, ...env },
-    });
+  const machine = (name: string) => workerMachine(h, name);
+  const start = (workerId: string, m: WorkerMachine, env: Record<string, string>) =>
+    startOnMachine(h, workerId, m, env);
   const fingerprintOf = (path: string) =>
     new X509Certificate(readFileSync(path)).fingerprint256.replaceAll(':', '').toLowerCase();
   const said = (w: RunWorker, msg: string) => w.lines.some((l) => l.msg === msg);
