@@ -7,7 +7,8 @@
  *   StateDirectory made with StateDirectoryMode); the EnvironmentFile holds this test's control-plane URL;
  * - ExecStart, the launcher of the install folder, is this checkout's bin/ql-worker, starting the
  *   worker's sources (QL_WORKER_ENTRY, NODE_OPTIONS) instead of the bundle;
- * - QL_WORKER_RUN_AS names a user this machine may lack: its numeric ids (10001) stand in.
+ * - QL_WORKER_RUN_AS names a user this machine may lack: its numeric ids (10001) stand in;
+ *   QL_WORKER_REQUEST_TIMEOUT_MS is raised for the one enrollment call on a loaded machine.
  * The control plane is a real one with the dev PKI's worker issuer; the token is made by the CLI's
  * `enroll-token create --out`, as docs/operations.md tells.
  */
@@ -15,7 +16,7 @@ import { X509Certificate } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LoggedProcess } from '../support/child-process';
-import { issuerEnv } from '../support/enrolled-worker';
+import { ENROLL_REQUEST_TIMEOUT_MS, issuerEnv } from '../support/enrolled-worker';
 import { ROOT, WORKER, runCli } from '../support/entry-points';
 import { RemoteRunHarness, eventually } from '../support/remote-run-harness';
 import { parseUnit, unitCredentials, unitEnvironment } from '../support/systemd-unit';
@@ -90,6 +91,8 @@ describe('the systemd unit’s ExecStart as a real process: the worker enrolls w
     );
     expect(env.QL_WORKER_RUN_AS).toBe('qinglong-task');
     env.QL_WORKER_RUN_AS = '10001:10001';
+    // A shared, loaded test machine: the one enrollment call gets the deadline the other process tests give it.
+    env.QL_WORKER_REQUEST_TIMEOUT_MS = String(ENROLL_REQUEST_TIMEOUT_MS);
     const workingDirectory = service.WorkingDirectory![0]!;
     expect(service.ExecStart).toEqual([`${workingDirectory}/${LAUNCHER}`]);
     const worker = new LoggedProcess(join(ROOT, LAUNCHER), [], {

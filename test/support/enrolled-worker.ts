@@ -78,6 +78,13 @@ export function workerMachine(h: RemoteRunHarness, name: string): WorkerMachine 
   };
 }
 
+/**
+ * An enrolling worker's call deadline: enrollment is one call, not sent again (ADR 0045, "Open"),
+ * and on a loaded machine signing and the token's transaction took longer than the harness's 2 s.
+ * Below the stop budget (10 s), as the worker requires.
+ */
+export const ENROLL_REQUEST_TIMEOUT_MS = 8_000;
+
 /** Starts `workerId` on machine `m`: its files there (it enrolls into them when given a token). */
 export function startOnMachine(
   h: RemoteRunHarness,
@@ -88,6 +95,11 @@ export function startOnMachine(
   return h.startWorker(workerId, {
     journalDir: m.journal,
     workDir: m.runs,
-    env: { QL_WORKER_TLS_CERT: m.cert, QL_WORKER_TLS_KEY: m.key, ...env },
+    env: {
+      QL_WORKER_TLS_CERT: m.cert,
+      QL_WORKER_TLS_KEY: m.key,
+      QL_WORKER_REQUEST_TIMEOUT_MS: String(ENROLL_REQUEST_TIMEOUT_MS),
+      ...env,
+    },
   });
 }
