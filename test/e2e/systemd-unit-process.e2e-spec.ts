@@ -110,7 +110,9 @@ describe('the systemd unit’s ExecStart as a real process: the worker enrolls w
         async () => {
           if (!worker.running) throw new Error(`the worker exited\n${worker.transcript()}`);
           const view = await h.worker(INSTANCE);
-          return view?.status === 'online' ? view : undefined;
+          // Its own line too: it reaches this test through a pipe, after the control plane's view.
+          const registered = worker.lines.find((l) => l.msg === 'worker registered');
+          return view?.status === 'online' && view.sessionId === registered?.sessionId ? view : undefined;
         },
         { deadlineMs: 90_000 },
       );
