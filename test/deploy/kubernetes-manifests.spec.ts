@@ -6,7 +6,8 @@
  */
 import 'reflect-metadata';
 import { PATH_METADATA } from '@nestjs/common/constants';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { SETTINGS, loadConfig } from '../../apps/control-plane/src/config/config';
@@ -65,17 +66,50 @@ const portNumber = (c: K8s, port: string | number) =>
 const probePath = (method: 'livez' | 'readyz') =>
   `/${Reflect.getMetadata(PATH_METADATA, HealthController.prototype[method]) as string}`;
 
-/** The file a path in the container resolves to: a key of a Secret mounted read-only above it. */
-function secretFile(pod: K8s, c: K8s, file: string): { secret: string; key: string } | undefined {
+/** The file a path in the container resolves to: a key of a Secret or ConfigMap mounted read-only above it. */
+function mountedKey(
+  pod: K8s,
+  c: K8s,
+  file: string,
+): { kind: 'secret' | 'configMap'; name: string; key: string } | undefined {
   for (const mount of c.volumeMounts ?? []) {
     const rel = posix.relative(mount.mountPath, file);
     if (rel.startsWith('..') || rel.includes('/') || !mount.readOnly) continue;
-    const secret = (pod.volumes as K8s[]).find((v) => v.name === mount.name)?.secret;
-    const item = (secret?.items as K8s[] | undefined)?.find((i) => i.path === rel);
-    if (secret && item) return { secret: secret.secretName, key: item.key };
+    const volume = (pod.volumes as K8s[]).find((v) => v.name === mount.name);
+    for (const kind of ['secret', 'configMap'] as const) {
+      const source = volume?.[kind];
+      const item = (source?.items as K8s[] | undefined)?.find((i) => i.path === rel);
+      if (source && item)
+        return { kind, name: kind === 'secret' ? source.secretName : source.name, key: item.key };
+    }
   }
   return undefined;
 }
+const secretFile = (pod: K8s, c: K8s, file: string) => {
+  const found = mountedKey(pod, c, file);
+  return found?.kind === 'secret' ? { secret: found.name, key: found.key } : undefined;
+};
+
+/** The writable PersistentVolumeClaim a path in the container lies in (its claim name). */
+function claimOf(pod: K8s, c: K8s, file: string): string | undefined {
+  for (const mount of c.volumeMounts ?? []) {
+    if (mount.readOnly || !file.startsWith(`${mount.mountPath}/`)) continue;
+    const claim = (pod.volumes as K8s[]).find((v) => v.name === mount.name)?.persistentVolumeClaim;
+    if (claim) return claim.claimName;
+  }
+  return undefined;
+}
+
+/**
+ * A worker's settings as its process reads them. Its token file is a key of a Secret created out of
+ * band (asserted below): a file with a stand-in token takes its place, so the loader reads a file.
+ */
+const tokenDir = mkdtempSync(join(tmpdir(), 'ql-k8s-token-'));
+const standInToken = join(tokenDir, 'token');
+writeFileSync(standInToken, `qlet_${'A'.repeat(43)}\n`, { mode: 0o600 });
+afterAll(() => rmSync(tokenDir, { recursive: true, force: true }));
+const workerConfigOf = (c: K8s) =>
+  loadWorkerConfig({ ...containerEnv(c), QL_WORKER_ENROLL_TOKEN_FILE: standInToken });
 
 describe('Kubernetes manifests (deploy/kubernetes)', () => {
   it('the kustomization lists every manifest of the folder, all in one namespace, on one image', () => {
@@ -113,7 +147,7 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
         name: c.name,
         unknown: [],
       });
-      if (profile(c) === 'worker') loadWorkerConfig(env);
+      if (profile(c) === 'worker') workerConfigOf(c);
       else expect(loadConfig(env).profile).toBe('cluster-control');
     }
     const migrate = containers.find(({ workload }) => workload.kind === 'Job')!;
@@ -168,7 +202,7 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     }
   });
 
-  it('TLS files are keys of read-only Secret volumes at exactly the QL_TLS_* / QL_WORKER_TLS_* paths; each worker has its own Secret', () => {
+  it('control-plane TLS files and the worker issuer are keys of read-only Secret volumes at exactly the QL_TLS_* / QL_WORKER_ISSUER_* paths', () => {
     const files = (pod: K8s, c: K8s, paths: string[]) => paths.map((p) => secretFile(pod, c, p));
     const cp = files(controlPlane.pod, controlPlane.c, [
       controlPlaneConfig.tlsCaPath,
@@ -177,28 +211,64 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     ]);
     expect(cp.map((f) => f?.key)).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
     expect(new Set(cp.map((f) => f?.secret)).size).toBe(1);
-    expect(workers.length).toBeGreaterThan(0);
-    const workerSecrets = new Set<string>();
-    for (const { pod, c } of workers) {
-      const config = loadWorkerConfig(containerEnv(c));
-      const mine = files(pod, c, [config.tlsCaPath, config.tlsCertPath, config.tlsKeyPath]);
-      expect(mine.map((f) => f?.key)).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
-      expect(mine[1]!.secret).toContain(config.workerId);
-      expect(mine[1]!.secret).not.toBe(cp[1]!.secret);
-      workerSecrets.add(mine[1]!.secret);
-    }
-    expect(workerSecrets.size).toBe(workers.length);
+    // Enrollment is on: the issuer's certificate and key, one Secret of the control plane's own.
+    const issuer = files(controlPlane.pod, controlPlane.c, [
+      controlPlaneConfig.workerIssuerCertPath,
+      controlPlaneConfig.workerIssuerKeyPath,
+    ]);
+    expect(issuer.map((f) => f?.key)).toEqual(['tls.crt', 'tls.key']);
+    expect(issuer[0]!.secret).toBe(issuer[1]!.secret);
+    expect(controlPlaneConfig.workerIssuerKeyPem).toBe('');
     for (const { pod } of [controlPlane, ...workers]) {
       for (const v of (pod.volumes as K8s[]).filter((v) => v.secret))
         expect(v.secret.defaultMode).toBe(0o440);
     }
   });
 
+  it('workers join by enrollment: the token a key of a Secret of their own, mounted as a file; the CA from a ConfigMap; key and certificate written to a claim of their own; no worker Secret holds a private key', () => {
+    expect(workers.length).toBeGreaterThan(0);
+    const tokenSecrets = new Set<string>();
+    const claims = new Set<string>();
+    const cpSecrets = (controlPlane.pod.volumes as K8s[])
+      .filter((v) => v.secret)
+      .map((v) => v.secret.secretName);
+    for (const { pod, c } of workers) {
+      const env = containerEnv(c);
+      const config = workerConfigOf(c);
+      // The token is never in the environment (/proc/<pid>/environ): a file, a Secret's key.
+      expect(env.QL_WORKER_ENROLL_TOKEN).toBeUndefined();
+      const token = mountedKey(pod, c, env.QL_WORKER_ENROLL_TOKEN_FILE!);
+      expect(token).toEqual({ kind: 'secret', name: expect.stringContaining(config.workerId), key: 'token' });
+      expect(cpSecrets).not.toContain(token!.name);
+      tokenSecrets.add(token!.name);
+      // The CA: public, a ConfigMap's key (a Secret's would do too).
+      expect(mountedKey(pod, c, config.tlsCaPath)).toMatchObject({ key: 'ca.crt' });
+      // Key and certificate: the worker's own files in its own writable claim, which outlives the pod.
+      const claim = claimOf(pod, c, config.tlsKeyPath);
+      expect(claim).toEqual(expect.stringContaining(config.workerId));
+      expect(claimOf(pod, c, config.tlsCertPath)).toBe(claim);
+      expect(named('PersistentVolumeClaim', claim!)?.spec.accessModes).toEqual(['ReadWriteOnce']);
+      // Everything else it writes is there too (the root filesystem is read-only).
+      for (const folder of [config.journalDir, config.workDir, config.bundleCacheDir])
+        expect({ folder, claim: claimOf(pod, c, folder) }).toEqual({ folder, claim });
+      claims.add(claim!);
+      // No Secret a worker mounts holds a private key.
+      for (const v of (pod.volumes as K8s[]).filter((v) => v.secret))
+        for (const item of v.secret.items as K8s[])
+          expect({ secret: v.secret.secretName, key: item.key }).toEqual({
+            secret: v.secret.secretName,
+            key: expect.not.stringMatching(/key|crt|pem/i),
+          });
+    }
+    expect(tokenSecrets.size).toBe(workers.length);
+    expect(claims.size).toBe(workers.length);
+  });
+
   it('workers: one pod per worker id (replicas 1, Recreate), dialling the ingress Service, restarted by the kubelet with back-off', () => {
     const ingress = named('Service', 'ql-ingress');
     const ids = new Set<string>();
     for (const { workload, pod, c } of workers) {
-      const config = loadWorkerConfig(containerEnv(c));
+      const config = workerConfigOf(c);
       ids.add(config.workerId);
       expect(workload.spec).toMatchObject({ replicas: 1, strategy: { type: 'Recreate' } });
       // One origin: the Service spreads the connections over the replicas.

@@ -1,14 +1,16 @@
 /**
  * R-OPS-8: the documented systemd unit restarts a fenced or failed worker with back-off, leaves a
- * configuration error stopped, and sets only settings the worker knows. docs/operations.md shows
- * the unit file as it is.
+ * configuration error and what a restart cannot fix stopped, and sets only settings the worker
+ * knows; its worker joins by enrollment (issue 18), the token a credential. docs/operations.md shows
+ * the unit file as it is. test/e2e/systemd-unit-process.e2e-spec.ts runs its ExecStart.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, posix } from 'node:path';
 import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { REPO_ROOT } from '../support/docker-emulation';
-import { parseUnit } from '../support/systemd-unit';
+import { parseUnit, unitCredentials, unitEnvironment } from '../support/systemd-unit';
 import { LAUNCHER } from '../support/worker-launcher';
 
 const UNIT_FILE = join(REPO_ROOT, 'deploy', 'systemd', 'qinglong-worker@.service');
@@ -24,42 +26,65 @@ const one = (key: string) => {
 const seconds = (span: string) => Number.parseInt(span, 10) * (span.endsWith('min') ? 60 : 1);
 
 describe('systemd unit for a worker (deploy/systemd)', () => {
-  it('restarts a fenced or failed worker with a growing delay, never gives up, and leaves a configuration error and a disabled worker stopped', () => {
+  it('restarts a fenced or failed worker with a growing delay, never gives up, and leaves stopped what a restart cannot fix: a configuration error, a disabled worker, an expired or superseded certificate, a refused token', () => {
     expect(one('Restart')).toBe('on-failure');
-    expect(one('RestartPreventExitStatus').split(/\s+/)).toEqual([
-      String(WORKER_EXIT.config),
-      String(WORKER_EXIT.disabled),
-    ]);
+    expect(one('RestartPreventExitStatus').split(/\s+/)).toEqual(
+      [
+        WORKER_EXIT.config,
+        WORKER_EXIT.disabled,
+        WORKER_EXIT.certificateExpired,
+        WORKER_EXIT.certificateSuperseded,
+        WORKER_EXIT.enrollmentRefused,
+      ].map(String),
+    );
     expect(seconds(one('RestartSec'))).toBeGreaterThan(0);
     expect(Number(one('RestartSteps'))).toBeGreaterThan(0);
     expect(seconds(one('RestartMaxDelaySec'))).toBeGreaterThan(seconds(one('RestartSec')));
     expect(unit.Unit?.StartLimitIntervalSec).toEqual(['0']);
   });
 
-  it('runs the worker through the launcher of its install folder (ADR 0046) with only worker settings, one certificate per instance, and stops within the unit timeout', () => {
+  it('runs the worker through the launcher of its install folder (ADR 0046) with only worker settings, joining with a token credential, its key and everything else it writes in its state folder, and stops within the unit timeout', () => {
     // The launcher picks node's V8 flags and execs node: the unit's main process is node.
     expect(one('ExecStart')).toBe(`${one('WorkingDirectory')}/${LAUNCHER}`);
     expect(existsSync(join(REPO_ROOT, LAUNCHER))).toBe(true);
-    const env = Object.fromEntries(
-      service
-        .Environment!.map((e) => e.split('=') as [string, string])
-        .map(([k, v]) => [k, v.replace(/%i/g, 'router-7')]),
-    );
-    const known = ['QL_PROFILE', ...WORKER_SETTINGS.map((s) => s.env)];
-    expect(Object.keys(env).filter((k) => !known.includes(k))).toEqual([]);
-    expect(env.QL_PROFILE).toBe('worker');
-    // The control plane URL comes from the EnvironmentFile.
-    const config = loadWorkerConfig({
-      ...env,
-      QL_WORKER_CONTROL_PLANE_URL: 'https://workers.example.org:8443',
-    });
-    expect(config).toMatchObject({
-      workerId: 'router-7',
-      tlsCertPath: expect.stringContaining('/router-7.crt'),
-    });
-    expect(config.tlsKeyPath).toContain('/router-7.key');
-    expect(one('KillSignal')).toBe('SIGTERM');
-    expect(seconds(one('TimeoutStopSec')) * 1000).toBeGreaterThan(config.stopBudgetMs);
+    const credentials = mkdtempSync(join(tmpdir(), 'ql-unit-credentials-'));
+    try {
+      const env = unitEnvironment(service, { i: 'router-7', d: credentials });
+      const known = ['QL_PROFILE', ...WORKER_SETTINGS.map((s) => s.env)];
+      expect(Object.keys(env).filter((k) => !known.includes(k))).toEqual([]);
+      expect(env.QL_PROFILE).toBe('worker');
+      // The token: a credential (a copy in the credentials folder), never in the environment.
+      expect(env.QL_WORKER_ENROLL_TOKEN).toBeUndefined();
+      const [[name, source]] = Object.entries(unitCredentials(service, 'router-7')) as [[string, string]];
+      expect(env.QL_WORKER_ENROLL_TOKEN_FILE).toBe(`${credentials}/${name}`);
+      expect(source).toMatch(/^\/etc\/qinglong\/\S*router-7\S*$/);
+      writeFileSync(env.QL_WORKER_ENROLL_TOKEN_FILE!, `qlet_${'A'.repeat(43)}\n`, { mode: 0o600 });
+      // The control plane URL comes from the EnvironmentFile.
+      const config = loadWorkerConfig({
+        ...env,
+        QL_WORKER_CONTROL_PLANE_URL: 'https://workers.example.org:8443',
+      });
+      expect(config).toMatchObject({ workerId: 'router-7', enrollToken: `qlet_${'A'.repeat(43)}` });
+      // ProtectSystem=strict: the state folder is the only place it may write, so every file it
+      // writes is there: its key and certificate, journal, runs and unpacked bundles.
+      expect(one('ProtectSystem')).toBe('strict');
+      const state = `/var/lib/${one('StateDirectory').replace(/%i/g, 'router-7')}`;
+      for (const path of [
+        config.tlsKeyPath,
+        config.tlsCertPath,
+        config.journalDir,
+        config.workDir,
+        config.bundleCacheDir,
+      ])
+        expect({ path, inState: !posix.relative(state, path).startsWith('..') }).toEqual({
+          path,
+          inState: true,
+        });
+      expect(one('KillSignal')).toBe('SIGTERM');
+      expect(seconds(one('TimeoutStopSec')) * 1000).toBeGreaterThan(config.stopBudgetMs);
+    } finally {
+      rmSync(credentials, { recursive: true, force: true });
+    }
   });
 
   it('on stop, signals the worker only (KillMode=mixed): the worker stops its runs itself, and the rest is killed after TimeoutStopSec', () => {

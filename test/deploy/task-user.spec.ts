@@ -40,11 +40,13 @@ describe('tasks run as another user in every deployment (ADR 0031)', () => {
     expect(runs).not.toMatch(/chown -R node:node \/var\/lib\/qinglong\b(?!\/pki)/);
   });
 
-  it('Compose: each worker as root with only the four capabilities, no-new-privileges, tasks as the image’s user; the setup job leaves every key unreadable to it', () => {
+  it('Compose: each worker as root with only the four capabilities, no-new-privileges, tasks as the image’s user; the setup job leaves every key and the token unreadable to it', () => {
     const compose = loadCompose() as { services: Record<string, any> };
     const workers = Object.values(compose.services).filter((s) => s.environment?.QL_PROFILE === 'worker');
     expect(workers.length).toBeGreaterThan(0);
-    const keys: string[] = [];
+    const setup = compose.services.setup;
+    const pki = setup.environment.QL_DEV_PKI_DIR as string;
+    const join_ = setup.environment.JOIN_DIR as string;
     for (const s of workers) {
       expect({ user: s.user, drop: s.cap_drop, add: sorted(s.cap_add), opts: s.security_opt }).toEqual({
         user: '0:0',
@@ -53,16 +55,16 @@ describe('tasks run as another user in every deployment (ADR 0031)', () => {
         opts: ['no-new-privileges:true'],
       });
       expect(runAs(s.environment.QL_WORKER_RUN_AS)).toEqual(imageTaskUser);
-      keys.push(loadWorkerConfig(s.environment).tlsKeyPath);
+      // Its key is its own (made by the worker, root's 0600, in its state volume), none of the PKI's.
+      expect(s.environment.QL_WORKER_TLS_KEY.startsWith(`${pki}/`)).toBe(false);
+      expect(s.environment.QL_WORKER_ENROLL_TOKEN_FILE.startsWith(`${join_}/`)).toBe(true);
     }
-    const setup = compose.services.setup;
-    const pki = setup.environment.QL_DEV_PKI_DIR as string;
     const script = (setup.command as string[]).join(' ');
+    // The token's folder: root's (the workers' user; root without CAP_DAC_OVERRIDE reads only its own), 0700.
+    expect(script).toContain('&& chmod 0700 "$JOIN_DIR"');
     expect(script).toContain('&& cd "$QL_DEV_PKI_DIR" &&');
-    // The worker keys become root's (the workers' user; root without CAP_DAC_OVERRIDE reads only its own).
-    const toRoot = /chown 0:0 ([^&]+)/.exec(script)?.[1]?.trim().split(/\s+/);
-    expect(sorted(toRoot?.map((file) => `${pki}/${file}`))).toEqual(sorted(keys));
-    expect(script).toMatch(/chown 1000:1000 server\.key /);
+    // The control planes' keys become their user's; the PKI folders 0711.
+    expect(script).toMatch(/chown 1000:1000 server\.key worker-issuer\.key /);
     expect(script).toMatch(/chmod 0711 \. workers$/);
     expect({ user: setup.user, drop: setup.cap_drop }).toEqual({ user: '0:0', drop: ['ALL'] });
   });

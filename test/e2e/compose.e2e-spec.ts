@@ -19,7 +19,16 @@
  *   and the image's users are not replayed; tasks run as QL_WORKER_RUN_AS's uid on this machine.
  */
 import { X509Certificate } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,7 +66,19 @@ const jobs = services.filter(([, s]) => s.restart === 'no').map(([name]) => name
 const env = (name: string) => compose.services[name]!.environment ?? {};
 const jobScript = (compose.services[jobs[0] ?? '']?.command ?? []).join(' ');
 const optionValues = (option: string) =>
-  [...jobScript.matchAll(new RegExp(`--${option} (\\S+)`, 'g'))].map((m) => m[1]);
+  [...jobScript.matchAll(new RegExp(`--${option} (\\S+)`, 'g'))].map((m) =>
+    m[1]!.replace(/^(['"])(.*)\1$/, '$2'),
+  );
+/** Where a service mounts a named volume (`volume:/path[:ro]`), and whether read-only. */
+const mountOf = (name: string, volume: string) => {
+  const mount = (compose.services[name]!.volumes ?? []).find((v) => v.split(':')[0] === volume);
+  return mount === undefined
+    ? undefined
+    : { target: mount.split(':')[1]!, readOnly: mount.split(':')[2] === 'ro' };
+};
+const mountedVolumes = (name: string) => (compose.services[name]!.volumes ?? []).map((v) => v.split(':')[0]!);
+/** The job's shell variable `$NAME` as the container sees it (its environment). */
+const expand = (text: string) => text.replace(/\$(\w+)/g, (_, v: string) => env(jobs[0]!)[v] ?? '');
 /**
  * A replica or worker start is seconds on an idle machine; a cluster-control replica took 22 s to say
  * ready at a load of 16 on 2 cores, past the child-process default of 20 s.
@@ -181,30 +202,67 @@ describe('docker-compose.yml and the Dockerfile, as written', () => {
     }
   });
 
-  it('workers: each its own certificate issued by the job, a replica’s ingress named on the server certificate, restarted on failure', () => {
-    const certs = new Set<string>();
-    for (const name of workers) {
-      const s = compose.services[name]!;
-      const e = env(name);
-      const known = [...WORKER_SETTINGS.map((setting) => setting.env), 'QL_PROFILE'];
-      expect(Object.keys(e).filter((k) => !known.includes(k))).toEqual([]);
-      const config = loadWorkerConfig(e);
-      expect(optionValues('worker')).toContain(config.workerId);
-      expect(config.tlsCertPath).toMatch(new RegExp(`/workers/${config.workerId}\\.crt$`));
-      expect(config.tlsKeyPath).toMatch(new RegExp(`/workers/${config.workerId}\\.key$`));
-      certs.add(config.tlsCertPath);
-      // Every replica, its own first (R-WRK-7): one replica down does not fence it.
-      const targets = config.controlPlaneOrigins.map(ingressTarget);
-      expect(targets.map((t) => t.service).sort()).toEqual([...controlPlanes].sort());
-      for (const target of targets) {
-        expect(target.port).toBe(env(target.service).QL_INGRESS_PORT);
-        expect(optionValues('server-name')).toContain(target.service);
+  it('workers join by enrollment: the token file and CA the job writes, read-only; their own key and certificate in their own volume; no key of the PKI; a replica’s ingress named on the server certificate; restarted on failure', () => {
+    // The job makes no worker certificate, and one token for every worker id (a pattern and a count).
+    expect(jobScript).toMatch(/ pki --no-workers /);
+    expect(optionValues('worker')).toEqual([]);
+    const [pattern] = optionValues('pattern');
+    expect(Number(optionValues('count')[0])).toBeGreaterThanOrEqual(workers.length);
+    const [tokenOut] = optionValues('out').map(expand);
+    const dir = mkdtempSync(join(tmpdir(), 'ql-compose-token-'));
+    const tokenFile = join(dir, 'worker.token');
+    writeFileSync(tokenFile, `qlet_${'A'.repeat(43)}\n`, { mode: 0o600 });
+    const states = new Set<string>();
+    try {
+      for (const name of workers) {
+        const s = compose.services[name]!;
+        const e = env(name);
+        const known = [...WORKER_SETTINGS.map((setting) => setting.env), 'QL_PROFILE'];
+        expect(Object.keys(e).filter((k) => !known.includes(k))).toEqual([]);
+        // The token as a file the job writes (never in the environment), the CA beside it: read-only.
+        expect(e.QL_WORKER_ENROLL_TOKEN).toBeUndefined();
+        expect(e.QL_WORKER_ENROLL_TOKEN_FILE).toBe(tokenOut);
+        const join_ = [...mountedVolumes(jobs[0]!)].find((v) =>
+          tokenOut!.startsWith(`${mountOf(jobs[0]!, v)!.target}/`),
+        )!;
+        expect(mountOf(name, join_)).toEqual({ target: mountOf(jobs[0]!, join_)!.target, readOnly: true });
+        expect(jobScript).toContain(`"$QL_DEV_PKI_DIR/ca.crt" "$JOIN_DIR/ca.crt"`);
+        expect(e.QL_WORKER_TLS_CA).toBe(`${expand('$JOIN_DIR')}/ca.crt`);
+        // No key of the PKI within reach: the PKI volume is the job's and the control planes' only.
+        expect(mountedVolumes(name)).not.toContain('pki');
+        const config = loadWorkerConfig({ ...e, QL_WORKER_ENROLL_TOKEN_FILE: tokenFile });
+        expect(config.workerId).toMatch(new RegExp(`^${pattern!.replace('*', '.+')}$`));
+        // Its key and certificate in its own writable volume, kept across restarts: no token needed then.
+        const state = mountedVolumes(name).find((v) =>
+          config.tlsKeyPath.startsWith(`${mountOf(name, v)!.target}/`),
+        );
+        expect({ name, state: state && mountOf(name, state)!.readOnly }).toEqual({ name, state: false });
+        expect(config.tlsCertPath.startsWith(`${mountOf(name, state!)!.target}/`)).toBe(true);
+        expect(services.filter(([other]) => mountedVolumes(other).includes(state!)).map(([n]) => n)).toEqual([
+          name,
+        ]);
+        states.add(state!);
+        // Every replica, its own first (R-WRK-7): one replica down does not fence it.
+        const targets = config.controlPlaneOrigins.map(ingressTarget);
+        expect(targets.map((t) => t.service).sort()).toEqual([...controlPlanes].sort());
+        for (const target of targets) {
+          expect(target.port).toBe(env(target.service).QL_INGRESS_PORT);
+          expect(optionValues('server-name')).toContain(target.service);
+        }
+        expect(s.depends_on).toEqual({ [targets[0]!.service]: { condition: 'service_healthy' } });
+        expect(s.restart).toBe('on-failure'); // a fenced worker exits non-zero and must come back
+        expect(durationMs(s.stop_grace_period ?? '10s')).toBeGreaterThan(config.stopBudgetMs);
       }
-      expect(s.depends_on).toEqual({ [targets[0]!.service]: { condition: 'service_healthy' } });
-      expect(s.restart).toBe('on-failure'); // a fenced worker exits non-zero and must come back
-      expect(durationMs(s.stop_grace_period ?? '10s')).toBeGreaterThan(config.stopBudgetMs);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
-    expect(certs.size).toBe(workers.length);
+    expect(states.size).toBe(workers.length);
+    // The replicas sign the workers' certificates with the job's worker issuer.
+    for (const name of controlPlanes)
+      expect(loadConfig(env(name))).toMatchObject({
+        workerIssuerCertPath: `${env(jobs[0]!).QL_DEV_PKI_DIR}/worker-issuer.crt`,
+        workerIssuerKeyPath: `${env(jobs[0]!).QL_DEV_PKI_DIR}/worker-issuer.key`,
+      });
   });
 });
 
@@ -245,6 +303,9 @@ describe('the compose services as real processes (compiled image layout, Postgre
     // As a volume's mount point under /var/lib: the workers' task user (QL_WORKER_RUN_AS) may pass
     // through to its run folders; a worker refuses to start otherwise.
     chmodSync(volumes, 0o711);
+    // Docker makes a named volume's folder before a container mounts it (root's, 0755 when new).
+    for (const volume of Object.keys(compose.volumes ?? {}))
+      mkdirSync(join(volumes, volume), { mode: 0o755 });
   }, IMAGE_MS);
 
   afterAll(async () => {
@@ -325,12 +386,23 @@ describe('the compose services as real processes (compiled image layout, Postgre
     const [job] = jobs;
     const [sh, ...shArgs] = compose.services[job!]!.command!;
     const setup = await run(sh!, shArgs, { cwd: image.root, env: localEnv(job!) });
-    // The job's only stderr line names the database it migrates (the CLI says which, ADR 0034).
+    // The job's only stderr lines name the database it migrates and makes the token in (ADR 0034).
     expect({ code: setup.code, stderr: setup.stderr }).toEqual({
       code: 0,
-      stderr: expect.stringMatching(/^database: postgres:\/\/\S+ \(QL_DATABASE_URL\)\n$/),
+      stderr: expect.stringMatching(/^(database: postgres:\/\/\S+ \(QL_DATABASE_URL\)\n){2}$/),
     });
     expect(setup.stdout).toContain('migrations applied (postgres)');
+    // No worker key or certificate from the PKI step; the token alone in a 0600 file, the CA beside it,
+    // in a folder only its owner (root: the workers' user) may enter.
+    expect(readdirSync(join(volumes, 'pki', 'workers'))).toEqual([]);
+    const joinDir = join(volumes, 'worker-join');
+    expect(statSync(joinDir).mode & 0o777).toBe(0o700);
+    expect(readdirSync(joinDir).sort()).toEqual(['ca.crt', 'worker.token']);
+    expect(statSync(join(joinDir, 'worker.token')).mode & 0o777).toBe(0o600);
+    const joinToken = readFileSync(join(joinDir, 'worker.token'), 'utf8');
+    expect(joinToken).toMatch(/^qlet_[A-Za-z0-9_-]{43}\n$/);
+    expect(setup.stdout).not.toContain(joinToken.trim());
+    expect(readFileSync(join(joinDir, 'ca.crt'))).toEqual(readFileSync(join(volumes, 'pki', 'ca.crt')));
     const server = new X509Certificate(readFileSync(join(volumes, 'pki', 'server.crt')));
     for (const name of controlPlanes) expect(server.checkHost(name, { wildcards: false })).toBe(name);
 
@@ -381,6 +453,33 @@ describe('the compose services as real processes (compiled image layout, Postgre
         machineClass: expect.stringMatching(/^(small|large)$/),
       });
       await p.until(`${name} healthcheck`, () => healthy(name), { pollMs: 250, deadlineMs: SETTLE_MS });
+    }
+    // Each joined by enrollment: its own 0600 key, a certificate the replicas' worker issuer signed for
+    // its id, as short-lived as the replicas issue them, recorded by the control plane; the token never
+    // in its log.
+    const issuer = new X509Certificate(readFileSync(join(volumes, 'pki', 'worker-issuer.crt')));
+    const ttlMs = loadConfig(env(controlPlanes[0]!)).workerCertTtlMs;
+    for (const { name, p } of running) {
+      const files = localEnv(name);
+      expect(p.messages()).toEqual(
+        expect.arrayContaining(['worker enrolling with its token', 'worker certificate enrolled']),
+      );
+      expect(p.transcript()).not.toContain(joinToken.trim());
+      expect(statSync(files.QL_WORKER_TLS_KEY!).mode & 0o777).toBe(0o600);
+      const cert = new X509Certificate(readFileSync(files.QL_WORKER_TLS_CERT!));
+      expect(cert.checkIssued(issuer) && cert.verify(issuer.publicKey)).toBe(true);
+      expect(cert.subjectAltName).toBe(
+        `URI:spiffe://${env(controlPlanes[0]!).QL_TRUST_DOMAIN}/worker/${env(name).QL_WORKER_ID}`,
+      );
+      // Valid from a little before it was signed (clock skew) until QL_WORKER_CERT_TTL_MS after.
+      expect(Date.parse(cert.validTo) - Date.now()).toBeLessThanOrEqual(ttlMs);
+      const view = await getJson(
+        `${addresses.get(controlPlanes[0]!)!.admin}/api/v1/workers/${env(name).QL_WORKER_ID}`,
+        token,
+      );
+      expect((view.body as { certificateFingerprint: string }).certificateFingerprint).toBe(
+        cert.fingerprint256.replaceAll(':', '').toLowerCase(),
+      );
     }
     // Each worker registered with its own replica (its first origin); both replicas see both (one database).
     await running[0]!.p.until(

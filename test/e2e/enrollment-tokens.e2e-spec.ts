@@ -264,6 +264,11 @@ describe('a real control-plane process at debug level never logs a token (ADR 00
 });
 
 describe('npm run enroll-token (the CLI)', () => {
+  /**
+   * Each test runs the CLI as a new node process several times (sources through SWC: seconds each
+   * on a loaded machine); one took over a minute beside the Compose replay's build.
+   */
+  const CLI_TEST_MS = 240_000;
   let dir: string;
   let env: Record<string, string>;
   const cli = (...args: string[]) => runCli(env, ...args);
@@ -274,47 +279,64 @@ describe('npm run enroll-token (the CLI)', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('refuses a database that does not exist (exit 2) and creates none', async () => {
-    const answer = await cli('enroll-token', 'create', '--worker', 'router-1');
-    expect(answer).toMatchObject({ code: 2, stdout: '' });
-    expect(answer.stderr).toContain(`enroll-token: no database at ${join(dir, 'ql.sqlite')}`);
-    expect(existsSync(join(dir, 'ql.sqlite'))).toBe(false);
-  });
+  it(
+    'refuses a database that does not exist (exit 2) and creates none',
+    async () => {
+      const answer = await cli('enroll-token', 'create', '--worker', 'router-1');
+      expect(answer).toMatchObject({ code: 2, stdout: '' });
+      expect(answer.stderr).toContain(`enroll-token: no database at ${join(dir, 'ql.sqlite')}`);
+      expect(existsSync(join(dir, 'ql.sqlite'))).toBe(false);
+    },
+    CLI_TEST_MS,
+  );
 
-  it('create prints the token once; list shows it without the token; revoke; bad arguments exit 2 before any write', async () => {
-    expect((await cli('migrate')).code).toBe(0);
-    const made = await cli('enroll-token', 'create', '--pattern', 'router-*', '--count', '50', '--ttl', '2h');
-    expect(made.code).toBe(0);
-    const created = JSON.parse(made.stdout) as {
-      id: string;
-      token: string;
-      maxWorkers: number;
-      createdBy: string;
-    };
-    expect(created).toMatchObject({
-      maxWorkers: 50,
-      createdBy: 'cli',
-      token: expect.stringMatching(/^qlet_/),
-    });
-    expect(made.stderr).toContain('Store the token now: it is not shown again.');
-    const listed = await cli('enroll-token', 'list');
-    expect(listed.code).toBe(0);
-    expect(JSON.parse(listed.stdout)).toMatchObject({ items: [{ id: created.id, status: 'active' }] });
-    expect(listed.stdout + listed.stderr).not.toContain(created.token);
-    for (const args of [
-      ['create', '--pattern', 'router-*', '--count', '5x'],
-      ['create', '--worker', 'router-1', '--ttl', '8d'],
-      ['create', '--worker', 'router-1', '--colour', 'red'],
-      ['create', '--pattern', '*', '--count', '5'],
-      ['frobnicate'],
-    ]) {
-      const refused = await cli('enroll-token', ...args);
-      expect({ args, code: refused.code, stdout: refused.stdout }).toEqual({ args, code: 2, stdout: '' });
-    }
-    const revoked = await cli('enroll-token', 'revoke', created.id);
-    expect(revoked.code).toBe(0);
-    expect(JSON.parse(revoked.stdout)).toMatchObject({ id: created.id, status: 'revoked' });
-    const again = JSON.parse((await cli('enroll-token', 'list')).stdout) as { items: unknown[] };
-    expect(again.items).toEqual([expect.objectContaining({ id: created.id, status: 'revoked' })]);
-  });
+  it(
+    'create prints the token once; list shows it without the token; revoke; bad arguments exit 2 before any write',
+    async () => {
+      expect((await cli('migrate')).code).toBe(0);
+      const made = await cli(
+        'enroll-token',
+        'create',
+        '--pattern',
+        'router-*',
+        '--count',
+        '50',
+        '--ttl',
+        '2h',
+      );
+      expect(made.code).toBe(0);
+      const created = JSON.parse(made.stdout) as {
+        id: string;
+        token: string;
+        maxWorkers: number;
+        createdBy: string;
+      };
+      expect(created).toMatchObject({
+        maxWorkers: 50,
+        createdBy: 'cli',
+        token: expect.stringMatching(/^qlet_/),
+      });
+      expect(made.stderr).toContain('Store the token now: it is not shown again.');
+      const listed = await cli('enroll-token', 'list');
+      expect(listed.code).toBe(0);
+      expect(JSON.parse(listed.stdout)).toMatchObject({ items: [{ id: created.id, status: 'active' }] });
+      expect(listed.stdout + listed.stderr).not.toContain(created.token);
+      for (const args of [
+        ['create', '--pattern', 'router-*', '--count', '5x'],
+        ['create', '--worker', 'router-1', '--ttl', '8d'],
+        ['create', '--worker', 'router-1', '--colour', 'red'],
+        ['create', '--pattern', '*', '--count', '5'],
+        ['frobnicate'],
+      ]) {
+        const refused = await cli('enroll-token', ...args);
+        expect({ args, code: refused.code, stdout: refused.stdout }).toEqual({ args, code: 2, stdout: '' });
+      }
+      const revoked = await cli('enroll-token', 'revoke', created.id);
+      expect(revoked.code).toBe(0);
+      expect(JSON.parse(revoked.stdout)).toMatchObject({ id: created.id, status: 'revoked' });
+      const again = JSON.parse((await cli('enroll-token', 'list')).stdout) as { items: unknown[] };
+      expect(again.items).toEqual([expect.objectContaining({ id: created.id, status: 'revoked' })]);
+    },
+    CLI_TEST_MS,
+  );
 });

@@ -9,7 +9,7 @@ import { createPublicKey, X509Certificate } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeCsr } from '../support/csr';
-import { issuerEnv } from '../support/enrolled-worker';
+import { WorkerMachine, issuerEnv, startOnMachine, workerMachine } from '../support/enrolled-worker';
 import { RemoteRunHarness, RunWorker, eventually } from '../support/remote-run-harness';
 import { Dialect, TRUST_DOMAIN } from '../support/test-plane';
 import {
@@ -42,25 +42,10 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       if (res.status !== 201) throw new Error(`token: ${res.status} ${res.raw}`);
       return (res.body as { token: string }).token;
     };
-    /** A "machine": its own folder for the certificate, key, journal and runs. */
-    const machine = (name: string) => {
-      const dir = h.folder(name);
-      mkdirSync(dir, { recursive: true });
-      return {
-        dir,
-        cert: join(dir, 'tls', 'worker.crt'),
-        key: join(dir, 'tls', 'worker.key'),
-        journal: join(dir, 'journal'),
-        runs: join(dir, 'runs'),
-      };
-    };
-    type Machine = ReturnType<typeof machine>;
+    const machine = (name: string) => workerMachine(h, name);
+    type Machine = WorkerMachine;
     const start = (workerId: string, m: Machine, env: Record<string, string> = {}) =>
-      h.startWorker(workerId, {
-        journalDir: m.journal,
-        workDir: m.runs,
-        env: { QL_WORKER_TLS_CERT: m.cert, QL_WORKER_TLS_KEY: m.key, ...env },
-      });
+      startOnMachine(h, workerId, m, env);
     const renewals = (w: RunWorker) => w.lines.filter((l) => l.msg === 'worker certificate renewed').length;
     const fingerprintOf = (path: string) =>
       new X509Certificate(readFileSync(path)).fingerprint256.replaceAll(':', '').toLowerCase();

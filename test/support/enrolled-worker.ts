@@ -1,6 +1,9 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { INGRESS_ENROLL_PATH, ingressCertificatePath } from '@ql/contracts';
 import { PemPair } from '../../apps/control-plane/src/pki';
 import { makeCsr } from './csr';
+import type { RemoteRunHarness, RunWorker } from './remote-run-harness';
 import type { HttpResult, TestPlane } from './test-plane';
 
 interface Issued {
@@ -52,3 +55,51 @@ export const issuerEnv = (pki: { workerIssuerCertPath: string; workerIssuerKeyPa
   QL_WORKER_ISSUER_KEY: pki.workerIssuerKeyPath,
   QL_ENROLL_RATE_PER_MINUTE: '10000',
 });
+
+/** The files of one worker host: a folder of its own for its certificate and key (tls/), journal and runs. */
+export interface WorkerMachine {
+  readonly dir: string;
+  readonly cert: string;
+  readonly key: string;
+  readonly journal: string;
+  readonly runs: string;
+}
+
+/** A worker "machine" in the harness's temp folder `name`. */
+export function workerMachine(h: RemoteRunHarness, name: string): WorkerMachine {
+  const dir = h.folder(name);
+  mkdirSync(dir, { recursive: true });
+  return {
+    dir,
+    cert: join(dir, 'tls', 'worker.crt'),
+    key: join(dir, 'tls', 'worker.key'),
+    journal: join(dir, 'journal'),
+    runs: join(dir, 'runs'),
+  };
+}
+
+/**
+ * An enrolling worker's call deadline: enrollment is one call, not sent again (ADR 0045, "Open"),
+ * and on a loaded machine signing and the token's transaction took longer than the harness's 2 s.
+ * Below the stop budget (10 s), as the worker requires.
+ */
+export const ENROLL_REQUEST_TIMEOUT_MS = 8_000;
+
+/** Starts `workerId` on machine `m`: its files there (it enrolls into them when given a token). */
+export function startOnMachine(
+  h: RemoteRunHarness,
+  workerId: string,
+  m: WorkerMachine,
+  env: Record<string, string> = {},
+): RunWorker {
+  return h.startWorker(workerId, {
+    journalDir: m.journal,
+    workDir: m.runs,
+    env: {
+      QL_WORKER_TLS_CERT: m.cert,
+      QL_WORKER_TLS_KEY: m.key,
+      QL_WORKER_REQUEST_TIMEOUT_MS: String(ENROLL_REQUEST_TIMEOUT_MS),
+      ...env,
+    },
+  });
+}

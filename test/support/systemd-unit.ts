@@ -16,3 +16,30 @@ export function parseUnit(unit: string): Record<string, Record<string, string[]>
   }
   return sections;
 }
+
+/**
+ * A service's `Environment=` lines as the process gets them: `%i` is the instance name and `%d` the
+ * credentials folder (`$CREDENTIALS_DIRECTORY`, where `LoadCredential=` puts its copies).
+ */
+export function unitEnvironment(
+  service: Record<string, string[]>,
+  specifiers: { i: string; d: string },
+): Record<string, string> {
+  return Object.fromEntries(
+    (service.Environment ?? []).map((line) => {
+      const eq = line.indexOf('=');
+      const value = line.slice(eq + 1).replace(/%([id])/g, (_, s: 'i' | 'd') => specifiers[s]);
+      return [line.slice(0, eq), value];
+    }),
+  );
+}
+
+/** `LoadCredential=<name>:<source>` lines, `%i` substituted: name → source file. */
+export function unitCredentials(service: Record<string, string[]>, instance: string): Record<string, string> {
+  return Object.fromEntries(
+    (service.LoadCredential ?? []).map((line) => {
+      const colon = line.indexOf(':');
+      return [line.slice(0, colon), line.slice(colon + 1).replace(/%i/g, instance)];
+    }),
+  );
+}

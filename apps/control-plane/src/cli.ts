@@ -21,10 +21,12 @@ const COMMANDS: Record<string, Command> = {
       'apply the database migrations to QL_DATABASE_URL (SQLite or PostgreSQL; creates a new SQLite file)',
   },
   pki: {
-    usage: 'pki [--worker <id> ...] [--server-name <dns> ...]',
-    summary: 'create the development PKI in QL_DEV_PKI_DIR: CA, server and worker certificates',
+    usage: 'pki [--worker <id> ... | --no-workers] [--server-name <dns> ...]',
+    summary:
+      'create the development PKI in QL_DEV_PKI_DIR: CA, server certificate, worker issuer and worker certificates',
     options: [
       ['--worker <id>', 'a worker certificate to create (repeatable; default: worker-1)'],
+      ['--no-workers', 'no worker certificate: the workers enroll with a token (enroll-token, ADR 0045)'],
       ['--server-name <dns>', 'a DNS name for the server certificate besides localhost (repeatable)'],
     ],
   },
@@ -43,7 +45,7 @@ const COMMANDS: Record<string, Command> = {
   },
   'enroll-token': {
     usage:
-      'enroll-token create --worker <id> | --pattern <glob> --count <n> [--ttl <duration>]; list [--after <id>] [--limit <n>]; revoke <id>',
+      'enroll-token create --worker <id> | --pattern <glob> --count <n> [--ttl <duration>] [--out <file>]; list [--after <id>] [--limit <n>]; revoke <id>',
     summary:
       'make, list or revoke the tokens a new worker machine joins with, in QL_DATABASE_URL (named on stderr); create prints the token once (ADR 0045)',
     options: [
@@ -51,6 +53,10 @@ const COMMANDS: Record<string, Command> = {
       ['--pattern <glob>', "create: worker ids like 'router-*' (one *: one or more characters)"],
       ['--count <n>', 'with --pattern: how many worker ids it enrolls, each once (1..1000)'],
       ['--ttl <duration>', 'create: its lifetime, 90s, 30m, 1h (the default) … 7d'],
+      [
+        '--out <file>',
+        'create: write the token to this file (0600, replaced whole) for QL_WORKER_ENROLL_TOKEN_FILE, not to stdout',
+      ],
       ['--after <id>', 'list: continue after this token id (nextAfter); --limit 1..200, 50 by default'],
     ],
   },
@@ -151,13 +157,18 @@ async function run(command: string, args: string[]): Promise<number> {
         args,
         options: {
           worker: { type: 'string', multiple: true },
+          'no-workers': { type: 'boolean' },
           'server-name': { type: 'string', multiple: true },
         },
       });
+      if (values['no-workers'] && values.worker?.length) {
+        process.stderr.write(`--worker and --no-workers exclude each other\n${commandHelp(command)}\n`);
+        return EXIT.config;
+      }
       const { ensureDevPki } = require('./pki') as typeof import('./pki');
       const paths = await ensureDevPki(config.devPkiDir, {
         trustDomain: config.trustDomain,
-        workers: values.worker?.length ? values.worker : ['worker-1'],
+        workers: values['no-workers'] ? [] : values.worker?.length ? values.worker : ['worker-1'],
         serverDnsNames: [...new Set(['localhost', ...(values['server-name'] ?? [])])],
       });
       process.stdout.write(`${JSON.stringify(paths, null, 2)}\n`);

@@ -23,7 +23,7 @@ export const WORKER_EXIT = {
   /**
    * The worker's certificate expired before it could be renewed (ADR 0045 §3): it cannot renew or
    * register any more. An admin makes a new token (`npm run enroll-token -- create --worker <id>`) and
-   * the worker starts again with it in `QL_WORKER_ENROLL_TOKEN`.
+   * the worker starts again with it in `QL_WORKER_ENROLL_TOKEN` or `QL_WORKER_ENROLL_TOKEN_FILE`.
    */
   certificateExpired: 6,
   /**

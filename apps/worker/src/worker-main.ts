@@ -5,7 +5,7 @@ import { WorkerConfig, WorkerConfigError, loadWorkerConfig, workerConfigTable } 
 import { checkRunAs, resolveRunAs } from './executor/run-as';
 import { LocalProcessExecutor } from './executor/local-process.executor';
 import { containmentLine } from './host/cgroup';
-import { CertificateKeeper, IdentityLostError } from './identity/certificate-keeper';
+import { CertificateKeeper, IdentityLostError, identityLossOf } from './identity/certificate-keeper';
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
 import { JOURNAL_USAGE, journalCommand } from './journal/journal-command';
 import { JournalLockedError } from './journal/journal-lock';
@@ -108,9 +108,10 @@ async function main(): Promise<number> {
         log.error('worker refused to start: its journal folder is in use', describe(error));
         return WORKER_EXIT.journalLocked;
       }
-      if (error instanceof IdentityLostError) {
-        log.error(lossMessage(config.workerId, error), { loss: error.loss, code: error.code });
-        return exitOf(error);
+      const loss = identityLossOf(config.workerId, error);
+      if (loss) {
+        log.error(lossMessage(config.workerId, loss), { loss: loss.loss, code: loss.code });
+        return exitOf(loss);
       }
       if (error instanceof IngressCallError && error.reason === WORKER_DISABLED_REASON) {
         log.error(disabledMessage(config.workerId, 'its registration was refused'), describe(error));
@@ -195,7 +196,7 @@ function lossMessage(workerId: string, error: IdentityLostError): string {
 async function checkTaskUser(config: WorkerConfig): Promise<string | null> {
   if (!config.runAs) return null;
   const ids = resolveRunAs(config.runAs);
-  await checkRunAs(ids, config.workDir, config.tlsKeyPath);
+  await checkRunAs(ids, config.workDir, config.tlsKeyPath, config.enrollTokenFile);
   return `${ids.uid}:${ids.gid} (${ids.label})`;
 }
 

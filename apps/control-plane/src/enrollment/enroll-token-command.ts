@@ -1,3 +1,5 @@
+import { chmodSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DomainError, ENROLLMENT_LIMITS, ValidationError, parseTtl } from '@ql/domain';
 import { readQueryInt } from '../admin/query-params';
@@ -5,7 +7,12 @@ import type { EnrollmentTokensService } from './enrollment-tokens.service';
 
 /** What `npm run enroll-token -- …` asks for (ADR 0045 §1), read before the database is opened. */
 export type EnrollTokenCommand =
-  | { readonly action: 'create'; readonly body: Record<string, unknown> }
+  | {
+      readonly action: 'create';
+      readonly body: Record<string, unknown>;
+      /** `--out <file>`: the token goes to this file (0600), not to stdout. */
+      readonly out?: string;
+    }
   | { readonly action: 'list'; readonly query: Record<string, string> }
   | { readonly action: 'revoke'; readonly id: string };
 
@@ -21,15 +28,19 @@ export function parseEnrollTokenCommand(args: string[]): EnrollTokenCommand {
       ttl: { type: 'string' },
       after: { type: 'string' },
       limit: { type: 'string' },
+      out: { type: 'string' },
     },
   });
   const [action, ...rest] = positionals;
   const defined = (entries: Record<string, unknown>) =>
     Object.fromEntries(Object.entries(entries).filter(([, value]) => value !== undefined));
+  if (values.out !== undefined && (action !== 'create' || !values.out.trim()))
+    throw new ValidationError('enroll-token', '--out <file> goes with create');
   if (action === 'create' && rest.length === 0) {
     const count = values.count;
     return {
       action,
+      ...(values.out === undefined ? {} : { out: values.out }),
       body: defined({
         workerId: values.worker,
         pattern: values.pattern,
@@ -56,6 +67,12 @@ export async function runEnrollTokenCommand(
 ): Promise<number> {
   const cli = { id: 'cli' };
   try {
+    if (command.action === 'create' && command.out !== undefined) {
+      const { token, ...rest } = await service.create(cli, command.body);
+      writeTokenFile(command.out, token);
+      write(`${JSON.stringify({ ...rest, tokenFile: command.out }, null, 2)}\n`);
+      return 0;
+    }
     const answer =
       command.action === 'create'
         ? await service.create(cli, command.body)
@@ -70,5 +87,21 @@ export async function runEnrollTokenCommand(
       throw error;
     warn(`enroll-token: ${error.message}\n`);
     return error.kind === 'validation' ? 2 : 1;
+  }
+}
+
+/**
+ * `--out`: the token alone and a line break, as `QL_WORKER_ENROLL_TOKEN_FILE` reads it, in a 0600 file
+ * of this user's, put in place by a rename (a worker reading it sees the old token or the new one).
+ */
+function writeTokenFile(file: string, token: string): void {
+  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
+  try {
+    writeFileSync(temp, `${token}\n`, { mode: 0o600, flag: 'wx' });
+    chmodSync(temp, 0o600); // exact, whatever the umask
+    renameSync(temp, file);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw error;
   }
 }

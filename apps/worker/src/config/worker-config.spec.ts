@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WORKER_SOFTWARE_VERSION } from '../worker.tokens';
 import { HostProbe, detectCapabilities, pythonSemver } from './capabilities';
@@ -13,6 +14,7 @@ describe('loadWorkerConfig', () => {
       tlsCertPath: './var/pki/workers/worker-1.crt',
       tlsKeyPath: './var/pki/workers/worker-1.key',
       enrollToken: '',
+      enrollTokenFile: '',
       certRenewAtPercent: 67,
       maxConcurrentRuns: 1,
       heartbeatMs: 5000,
@@ -69,6 +71,51 @@ describe('loadWorkerConfig', () => {
     expect(() => loadWorkerConfig({ QL_WORKER_CERT_RENEW_AT_PERCENT: '91' })).toThrow(
       /QL_WORKER_CERT_RENEW_AT_PERCENT/,
     );
+  });
+
+  it('reads the token from QL_WORKER_ENROLL_TOKEN_FILE (its line break dropped); refuses it beside QL_WORKER_ENROLL_TOKEN, unreadable, empty or not a token, never echoing the contents', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ql-token-file-'));
+    try {
+      const token = `qlet_${'B'.repeat(43)}`;
+      const file = join(dir, 'token');
+      writeFileSync(file, `${token}\n`, { mode: 0o600 });
+      expect(loadWorkerConfig({ QL_WORKER_ENROLL_TOKEN_FILE: file })).toMatchObject({
+        enrollToken: token,
+        enrollTokenFile: file,
+      });
+      const messageOf = (env: Record<string, string>) => {
+        try {
+          loadWorkerConfig(env);
+        } catch (error) {
+          expect(error).toBeInstanceOf(WorkerConfigError);
+          return (error as Error).message;
+        }
+        throw new Error('no error');
+      };
+      expect(messageOf({ QL_WORKER_ENROLL_TOKEN_FILE: file, QL_WORKER_ENROLL_TOKEN: token })).toBe(
+        'set QL_WORKER_ENROLL_TOKEN or QL_WORKER_ENROLL_TOKEN_FILE, not both',
+      );
+      expect(messageOf({ QL_WORKER_ENROLL_TOKEN_FILE: join(dir, 'none') })).toMatch(
+        /^QL_WORKER_ENROLL_TOKEN_FILE=\S+none cannot be read \(ENOENT\)/,
+      );
+      expect(messageOf({ QL_WORKER_ENROLL_TOKEN_FILE: dir })).toMatch(
+        /^QL_WORKER_ENROLL_TOKEN_FILE=\S+ is not a file$/,
+      );
+      writeFileSync(join(dir, 'empty'), '\n');
+      expect(messageOf({ QL_WORKER_ENROLL_TOKEN_FILE: join(dir, 'empty') })).toMatch(
+        / is empty: write the token/,
+      );
+      writeFileSync(join(dir, 'wrong'), `qlet_${'s3cret'.repeat(7)}\n`);
+      const wrong = messageOf({ QL_WORKER_ENROLL_TOKEN_FILE: join(dir, 'wrong') });
+      expect(wrong).toMatch(/^QL_WORKER_ENROLL_TOKEN_FILE \(\S+wrong\) is not an enrollment token/);
+      expect(wrong).not.toContain('s3cret');
+      writeFileSync(join(dir, 'large'), 's3cret'.repeat(200));
+      const large = messageOf({ QL_WORKER_ENROLL_TOKEN_FILE: join(dir, 'large') });
+      expect(large).toMatch(/holds 1200 bytes: not an enrollment token/);
+      expect(large).not.toContain('s3cret');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reads QL_WORKER_CGROUP: auto, off, or an absolute path (a trailing / dropped)', () => {

@@ -1,4 +1,5 @@
 // Size: the worker's one table of settings (env name, default, doc, parser) and their cross-checks: one place to read them all
+import { readFileSync, statSync } from 'node:fs';
 import { CAPABILITY_LIMITS, LABEL_KEY_PATTERN, MAX_CONCURRENT_RUNS, isWorkerId } from '@ql/domain';
 import {
   ConfigError,
@@ -26,8 +27,13 @@ export interface WorkerConfig {
   readonly tlsCaPath: string;
   readonly tlsCertPath: string;
   readonly tlsKeyPath: string;
-  /** ADR 0045 §2: the token to enroll with when there is no usable certificate; never logged or written. */
+  /**
+   * ADR 0045 §2: the token to enroll with when there is no usable certificate; never logged or written.
+   * From `QL_WORKER_ENROLL_TOKEN`, or read from the file `QL_WORKER_ENROLL_TOKEN_FILE` names.
+   */
   readonly enrollToken: string;
+  /** The file the token was read from ('' when none): kept out of the environment (/proc/<pid>/environ). */
+  readonly enrollTokenFile: string;
   /** ADR 0045 §3: renew when this share (%) of the certificate's remaining life, as received, has passed. */
   readonly certRenewAtPercent: number;
   readonly maxConcurrentRuns: number;
@@ -87,6 +93,45 @@ const enrollToken: Parser<string> = (raw, name) => {
     );
   return text;
 };
+
+/** Empty, or a path (surrounding blanks dropped). */
+const optionalPath: Parser<string> = (raw) => raw.trim();
+
+/** A token file holds one token and a line break: anything much larger is not one (never read whole). */
+const TOKEN_FILE_MAX_BYTES = 1024;
+
+/**
+ * `QL_WORKER_ENROLL_TOKEN_FILE`: the token is read from that file (surrounding blanks and the line
+ * break dropped) and checked like `QL_WORKER_ENROLL_TOKEN`, which must then be unset or empty. An
+ * unreadable file is a configuration error (exit 2), also when the worker holds a usable certificate
+ * and would not enroll: a wrong path fails at the first start, not at the first re-enrollment.
+ */
+function withTokenFile(config: WorkerConfig): WorkerConfig {
+  const file = config.enrollTokenFile;
+  if (!file) return config;
+  const name = 'QL_WORKER_ENROLL_TOKEN_FILE';
+  if (config.enrollToken) throw new WorkerConfigError(`set QL_WORKER_ENROLL_TOKEN or ${name}, not both`);
+  let text: string;
+  try {
+    const stat = statSync(file);
+    if (!stat.isFile()) throw new WorkerConfigError(`${name}=${file} is not a file`);
+    const size = stat.size;
+    if (size > TOKEN_FILE_MAX_BYTES)
+      throw new WorkerConfigError(
+        `${name}=${file} holds ${size} bytes: not an enrollment token (at most ${TOKEN_FILE_MAX_BYTES})`,
+      );
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if (error instanceof WorkerConfigError) throw error;
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new WorkerConfigError(
+      `${name}=${file} cannot be read (${code}): give the file the token was written to`,
+    );
+  }
+  const token = enrollToken(text, `${name} (${file})`);
+  if (!token) throw new WorkerConfigError(`${name}=${file} is empty: write the token into it`);
+  return { ...config, enrollToken: token };
+}
 
 /** `auto`, `off`, or an absolute path without `.`/`..` segments. */
 const cgroupSetting: Parser<CgroupSetting> = (raw, name) => {
@@ -245,8 +290,15 @@ export const WORKER_SETTINGS = [
     key: 'enrollToken',
     env: 'QL_WORKER_ENROLL_TOKEN',
     default: '',
-    doc: 'enrollment token (`qlet_…`, from `npm run enroll-token -- create --worker <id>`): when the files of QL_WORKER_TLS_CERT/QL_WORKER_TLS_KEY hold no usable certificate (none, unreadable, not of the key, expired), the worker makes its own key (EC P-256, 0600), sends a CSR with the token to the control plane over server-authenticated TLS (QL_WORKER_TLS_CA) and writes the certificate it gets there; with a usable certificate it is ignored. Never logged or written to disk; the CA it trusts is QL_WORKER_TLS_CA (`QL_WORKER_CA` is not a setting: refused as unknown)',
+    doc: 'enrollment token (`qlet_…`, from `npm run enroll-token -- create --worker <id>`): when the files of QL_WORKER_TLS_CERT/QL_WORKER_TLS_KEY hold no usable certificate (none, unreadable, not of the key, expired), the worker makes its own key (EC P-256, 0600), sends a CSR with the token to the control plane over server-authenticated TLS (QL_WORKER_TLS_CA) and writes the certificate it gets there; with a usable certificate it is ignored. Set it or QL_WORKER_ENROLL_TOKEN_FILE, not both. Never logged or written to disk; the CA it trusts is QL_WORKER_TLS_CA (`QL_WORKER_CA` is not a setting: refused as unknown)',
     parse: enrollToken,
+  },
+  {
+    key: 'enrollTokenFile',
+    env: 'QL_WORKER_ENROLL_TOKEN_FILE',
+    default: '',
+    doc: 'a file holding the enrollment token instead (one line; a Kubernetes Secret, a systemd credential, a Compose volume): the token stays out of the environment, which `/proc/<pid>/environ` shows to the same user and to root. Read at every start, used as QL_WORKER_ENROLL_TOKEN is (only without a usable certificate: a token is single-use, so after the first start the file may stay, it is not used again while the certificate is valid or renewed). A file that cannot be read, is empty or holds no token is a configuration error (exit 2)',
+    parse: optionalPath,
   },
   {
     key: 'certRenewAtPercent',
@@ -436,7 +488,7 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
       `QL_WORKER_JOURNAL_MAX_RECORDS (${result.journalMaxRecords}) must be at least QL_WORKER_MAX_CONCURRENT_RUNS (${result.maxConcurrentRuns})`,
     );
   }
-  return result;
+  return withTokenFile(result);
 }
 
 /** The README's worker configuration table. */

@@ -79,6 +79,16 @@ describe('checkRunAs (real processes as nobody)', () => {
     );
   });
 
+  it('refuses an enrollment token file the task user could read; one it cannot read passes', async () => {
+    const token = join(dir, 'worker.token');
+    writeFileSync(token, 'qlet_token', { mode: 0o600 });
+    await checkRunAs(NOBODY, join(dir, 'runs'), key, token);
+    chmodSync(token, 0o644);
+    await expect(checkRunAs(NOBODY, join(dir, 'runs'), key, token)).rejects.toThrow(
+      /QL_WORKER_RUN_AS=nobody: the task user can read QL_WORKER_ENROLL_TOKEN_FILE \(\S+worker\.token\)/,
+    );
+  });
+
   it('refuses a work root the task user cannot reach', async () => {
     mkdirSync(join(dir, 'private'), { mode: 0o700 });
     await expect(checkRunAs(NOBODY, join(dir, 'private', 'runs'), key)).rejects.toThrow(

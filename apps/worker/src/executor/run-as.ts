@@ -59,20 +59,28 @@ export function resolveRunAs(
 
 /**
  * What a shell task sees of itself, read by the shell alone: its ids and capability sets, whether it
- * can read the key ($1), and whether it can enter the work root ($2) by its path.
+ * can read the key ($1) or the enrollment token file ($3, when there is one), and whether it can
+ * enter the work root ($2) by its path.
  */
 const PROBE = `while IFS= read -r l; do case "$l" in Uid:*|Gid:*|Groups:*|CapPrm:*|CapEff:*|CapAmb:*) echo "$l";; esac; done < /proc/self/status
 if [ -r "$1" ]; then echo "KeyReadable:yes"; fi
+if [ -n "$3" ] && [ -r "$3" ]; then echo "TokenReadable:yes"; fi
 cd "$2" 2>/dev/null || echo "WorkRootUnreachable:yes"`;
 
 /**
  * Proves at start that a run can be started as `ids` and holds nothing of the worker: makes the work
  * root (0711: the task user may pass, not list), then starts `/bin/sh` as `ids` the way a run starts,
  * and refuses unless it runs with exactly that uid and gid, no supplementary group, no capability,
- * can enter the work root (a run's HOME is below it) and cannot read the worker's TLS key. Every
- * refusal is a configuration error.
+ * can enter the work root (a run's HOME is below it) and cannot read the worker's TLS key, nor its
+ * enrollment token file (`tokenPath`, '' for none: a token with uses left would enroll other worker
+ * ids). Every refusal is a configuration error.
  */
-export async function checkRunAs(ids: RunAsIds, workRoot: string, tlsKeyPath: string): Promise<void> {
+export async function checkRunAs(
+  ids: RunAsIds,
+  workRoot: string,
+  tlsKeyPath: string,
+  tokenPath = '',
+): Promise<void> {
   // A work root the worker cannot make is reported after what the probe finds wrong with the user.
   const made = await mkdir(workRoot, { recursive: true, mode: 0o711 })
     .then(() => chmod(workRoot, 0o711))
@@ -84,7 +92,7 @@ export async function checkRunAs(ids: RunAsIds, workRoot: string, tlsKeyPath: st
     // libuv enters `cwd` before it switches users, so the probe tries the work root itself.
     let child;
     try {
-      child = spawn('/bin/sh', ['-c', PROBE, 'probe', tlsKeyPath, resolve(workRoot)], {
+      child = spawn('/bin/sh', ['-c', PROBE, 'probe', tlsKeyPath, resolve(workRoot), tokenPath], {
         uid: ids.uid,
         gid: ids.gid,
         cwd: '/',
@@ -131,6 +139,11 @@ export async function checkRunAs(ids: RunAsIds, workRoot: string, tlsKeyPath: st
   if (seen.KeyReadable) {
     fail(
       `the task user can read QL_WORKER_TLS_KEY (${tlsKeyPath}): make it 0600 (or 0400) and owned by the worker's user`,
+    );
+  }
+  if (seen.TokenReadable) {
+    fail(
+      `the task user can read QL_WORKER_ENROLL_TOKEN_FILE (${tokenPath}): make it 0600 (or 0400) and owned by the worker's user, or its folder unreachable to others`,
     );
   }
 }

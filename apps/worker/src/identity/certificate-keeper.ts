@@ -110,7 +110,9 @@ export class CertificateKeeper {
       throw expired(this.config.workerId, current);
     }
     if (token)
-      this.log.info('QL_WORKER_ENROLL_TOKEN is set but the worker holds a usable certificate: not enrolling');
+      this.log.info(
+        `${this.config.enrollTokenFile ? 'QL_WORKER_ENROLL_TOKEN_FILE' : 'QL_WORKER_ENROLL_TOKEN'} is set but the worker holds a usable certificate: not enrolling`,
+      );
     this.held = { current, obtainedAtMs: this.now(), rotated: true };
     // Before a session, an unreachable control plane is register's outage (ADR 0040): one warning,
     // summaries with growing spacing, one recovery line, whichever call of the start meets it.
@@ -261,8 +263,20 @@ function expired(workerId: string, current: CurrentCertificate): IdentityLostErr
   return new IdentityLostError(
     'certificate_expired',
     `the worker certificate expired at ${new Date(current.notAfterMs).toISOString()} and cannot be renewed: ` +
-      `enroll again with a new token (npm run enroll-token -- create --worker ${workerId}, then start the worker with QL_WORKER_ENROLL_TOKEN)`,
+      `enroll again with a new token (npm run enroll-token -- create --worker ${workerId}, then start the worker with it in QL_WORKER_ENROLL_TOKEN or QL_WORKER_ENROLL_TOKEN_FILE)`,
   );
+}
+
+/**
+ * The identity loss a failed start stands for: the keeper's own, or register refused with
+ * `certificate_superseded` (ADR 0045 §4: a certificate this control plane renewed for another key,
+ * presented by a worker whose start renewal it did not rotate): exit 7 either way, not 1.
+ */
+export function identityLossOf(workerId: string, error: unknown): IdentityLostError | undefined {
+  if (error instanceof IdentityLostError) return error;
+  if (error instanceof IngressCallError && error.code === 'certificate_superseded')
+    return superseded(workerId, error);
+  return undefined;
 }
 
 function superseded(workerId: string, error: IngressCallError): IdentityLostError {
