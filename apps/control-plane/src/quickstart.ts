@@ -101,6 +101,8 @@ function usableCertificate(path: string): boolean {
  */
 function enrollmentToken(certPath: string): Promise<string | undefined> {
   if (process.env.QL_WORKER_ENROLL_TOKEN) return Promise.resolve(process.env.QL_WORKER_ENROLL_TOKEN);
+  // The operator's token file: the worker reads it (a token here too would be two settings, exit 2).
+  if (process.env.QL_WORKER_ENROLL_TOKEN_FILE) return Promise.resolve(undefined);
   if (usableCertificate(certPath)) return Promise.resolve(undefined);
   return new Promise((resolve, reject) =>
     execFile(
