@@ -8,6 +8,7 @@
 import { createPublicKey, X509Certificate } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { INGRESS_ENROLL_PATH } from '@ql/contracts';
 import { makeCsr } from '../support/csr';
 import { WorkerMachine, issuerEnv, startOnMachine, workerMachine } from '../support/enrolled-worker';
 import { RemoteRunHarness, RunWorker, eventually } from '../support/remote-run-harness';
@@ -96,6 +97,33 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       const runId = await h.trigger(await h.createTask({ runtime: 'shell', command: 'echo joined' }));
       expect((await h.untilRunEnds(runId)).status).toBe('succeeded');
       expect(await h.output(runId)).toBe('joined\n');
+      w.kill('SIGTERM');
+      expect(await exitCode(w)).toBe(WORKER_EXIT.ok);
+    });
+
+    it('a lost enrollment answer: the restarted worker sends its pending key again and gets the certificate issued for it', async () => {
+      const m = machine('lost-answer');
+      const secret = await token('enr-lost');
+      // The first start's request reached the control plane, its answer did not: the key is on disk as
+      // `<key>.pending` (written before the call), the certificate only in the control plane.
+      const { csrPem, keyPem } = await makeCsr();
+      mkdirSync(join(m.dir, 'tls'), { recursive: true, mode: 0o700 });
+      writeFileSync(`${m.key}.pending`, keyPem, { mode: 0o600 });
+      const first = await h.t.ingress(null, INGRESS_ENROLL_PATH, {
+        workerId: 'enr-lost',
+        token: secret,
+        csr: csrPem,
+      });
+      expect(first.status).toBe(200);
+      const issued = (first.body as { fingerprint: string }).fingerprint;
+
+      const w = start('enr-lost', m, { QL_WORKER_ENROLL_TOKEN: secret });
+      await h.untilOnline(w);
+      expect(fingerprintOf(m.cert)).toBe(issued);
+      expect(existsSync(`${m.key}.pending`)).toBe(false);
+      expect((await h.t.plane.core.repositories.workerCertificates.current('enr-lost'))?.fingerprint).toBe(
+        issued,
+      );
       w.kill('SIGTERM');
       expect(await exitCode(w)).toBe(WORKER_EXIT.ok);
     });

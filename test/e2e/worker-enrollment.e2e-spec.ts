@@ -124,10 +124,15 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker enrollment (%s)', (dialec
 
   it('refuses each bad token with its code, writing nothing but the audit row', async () => {
     const csr = (await makeCsr()).csrPem;
-    // replay: the same worker id again with its token
+    // replay: the same worker id again with its token and another key
     const once = await newToken({ workerId: 'tok-1' });
     expect((await enroll({ workerId: 'tok-1', token: once.token, csr })).status).toBe(200);
-    await expectRefused({ workerId: 'tok-1', token: once.token, csr }, 409, 'enrollment_token_used');
+    const otherKey = (await makeCsr()).csrPem;
+    await expectRefused(
+      { workerId: 'tok-1', token: once.token, csr: otherKey },
+      409,
+      'enrollment_token_used',
+    );
     // a token for router-1 used by router-2
     const router1 = await newToken({ workerId: 'router-1' });
     await expectRefused(
@@ -160,6 +165,29 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker enrollment (%s)', (dialec
       403,
       'enrollment_token_invalid',
     );
+  });
+
+  it('a lost answer: the used token with the same key gets the same certificate again, signing nothing; not once that certificate was replaced', async () => {
+    const { token } = await newToken({ workerId: 'lost-1' });
+    const csr = (await makeCsr()).csrPem;
+    const first = await enroll({ workerId: 'lost-1', token, csr });
+    expect(first.status).toBe(200);
+    const before = await snapshot();
+    const again = await enroll({ workerId: 'lost-1', token, csr });
+    expect(again).toMatchObject({ status: 200, body: first.body as object });
+    const after = await snapshot();
+    expect(changedTables(before, after)).toEqual(['audit_log']);
+    const added = after.audit_log!.filter((row) => !before.audit_log!.includes(row));
+    expect(added.map((row) => (JSON.parse(String(row)) as { action: string }).action).sort()).toEqual([
+      'enrollment.replay',
+      'enrollment_token.refuse',
+    ]);
+    // A new enrollment of lost-1 (another token, another key) replaces it: the old key gets nothing.
+    const second = await newToken({ workerId: 'lost-1' });
+    expect(
+      (await enroll({ workerId: 'lost-1', token: second.token, csr: (await makeCsr()).csrPem })).status,
+    ).toBe(200);
+    await expectRefused({ workerId: 'lost-1', token, csr }, 409, 'enrollment_token_used');
   });
 
   it('refuses each bad CSR with csr_refused and its reason, writing nothing but the audit row; the token stays good', async () => {

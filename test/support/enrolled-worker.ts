@@ -79,8 +79,8 @@ export function workerMachine(h: RemoteRunHarness, name: string): WorkerMachine 
 }
 
 /**
- * An enrolling worker's call deadline: enrollment is one call, not sent again (ADR 0045, "Open"),
- * and on a loaded machine signing and the token's transaction took longer than the harness's 2 s.
+ * An enrolling worker's call deadline: enrollment is one call per start (a lost answer is replayed
+ * at the next start, ADR 0045), and on a loaded machine signing and the token's transaction took longer than the harness's 2 s.
  * Below the stop budget (10 s), as the worker requires.
  */
 export const ENROLL_REQUEST_TIMEOUT_MS = 8_000;

@@ -67,10 +67,39 @@ export class WorkerEnrollmentService {
       this.logger.log({ msg: 'worker enrolled', workerId, fingerprint: use.certificate!.fingerprint });
       return issuedResponse(issuer, use.certificate!);
     } catch (error) {
-      if (error instanceof EnrollmentRefusedError)
-        throw new IngressRefusal(REFUSAL_STATUS[error.code], error.code, error.message);
-      throw error;
+      if (!(error instanceof EnrollmentRefusedError)) throw error;
+      if (error.code === 'enrollment_token_used') {
+        const replayed = await this.replayed(workerId, csr);
+        if (replayed) return issuedResponse(issuer, replayed);
+      }
+      throw new IngressRefusal(REFUSAL_STATUS[error.code], error.code, error.message);
     }
+  }
+
+  /**
+   * A lost answer (ADR 0045 "as built"): the worker sends its token again with the CSR of the key it
+   * kept (`<key>.pending`). When the token was used by this worker id and the worker's current
+   * certificate is that enrollment's, for that very key (the CSR's signature proves possession), it is
+   * the answer again: nothing is signed or superseded, an audit row says so. Any other key is refused.
+   */
+  private async replayed(workerId: string, csr: AcceptedCsr): Promise<WorkerCertificateRecord | null> {
+    const current = await this.certificates.current(workerId);
+    if (
+      !current ||
+      current.renewedFrom !== null ||
+      current.revokedAt !== null ||
+      current.supersededBy !== null ||
+      current.publicKeyDigest !== csr.publicKeyDigest
+    )
+      return null;
+    await this.certificates.auditRefusal({
+      actor: `worker:${workerId}`,
+      action: 'enrollment.replay',
+      target: `worker:${workerId}`,
+      detail: { workerId, fingerprint: current.fingerprint },
+    });
+    this.logger.log({ msg: 'worker enrollment replayed', workerId, fingerprint: current.fingerprint });
+    return current;
   }
 
   /** 503 `enrollment_disabled` without an issuer (ADR 0045 §5). */

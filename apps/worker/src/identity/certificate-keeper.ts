@@ -212,13 +212,19 @@ export class CertificateKeeper {
 
   /** Joining (ADR 0045 §2): a new key, its CSR and the token over server-authenticated TLS. */
   private async enroll(token: string, signal: AbortSignal, why: string): Promise<void> {
-    const key = newWorkerKey();
-    this.files.writePendingKey(key.keyPem);
+    // The key of an enrollment whose answer was lost (a crash, a timeout) is sent again: the control
+    // plane answers a used token with the certificate it issued for that key.
+    let privateKey = this.files.readPendingKey();
+    if (!privateKey) {
+      const made = newWorkerKey();
+      this.files.writePendingKey(made.keyPem);
+      privateKey = made.privateKey;
+    }
     const caPem = readFileSync(this.config.tlsCaPath);
     const body = {
       workerId: this.config.workerId,
       token,
-      csr: buildCsr(this.config.workerId, key.privateKey),
+      csr: buildCsr(this.config.workerId, privateKey),
     };
     this.log.info('worker enrolling with its token', { why });
     let answer: unknown;
@@ -234,7 +240,7 @@ export class CertificateKeeper {
       }
       throw error;
     }
-    this.install(answer, key.privateKey, 'enrolled');
+    this.install(answer, privateKey, 'enrolled');
   }
 
   /** The answer checked (this worker, the key sent), written, and the client told. */
