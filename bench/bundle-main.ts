@@ -6,10 +6,10 @@
  * the process exists, so the figure ends at the spawn, not 20 ms later, and a quick command still has
  * its own `attempt.running`). Each round pushes a new bundle (the worker's cache never had it: the
  * first run downloads, verifies and unpacks it), runs it once, then alternates cached and inline runs.
- * One run at a time; the next is triggered once the last one's work folder is gone, so no run pays
- * for the one before. CPU per run by process from /proc, from the trigger to that removal.
+ * One run at a time; the next is triggered once the worker is idle (the last run's work folder gone,
+ * a bundle's spare copy made), so no run pays for the one before. CPU per run by process from /proc, from the trigger to that removal.
  */
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { WORKER_NODE_FLAGS } from '../apps/worker/src/node-flags';
 import {
@@ -68,15 +68,26 @@ async function createTask(plane: PlaneProcess, body: Record<string, unknown>): P
   return res.body.id;
 }
 
-/** One run of `taskId`, alone: trigger, its end (the worker's log), its events, its folder removed. */
+/** The worker's folders the bench watches to know it is idle again. */
+interface WorkerFolders {
+  readonly work: string;
+  readonly cache: string;
+}
+
+/**
+ * One run of `taskId`, alone: trigger, its end (the worker's log), its events; then until the worker
+ * is idle: the run's work folder removed and, for a bundle's run, its spare copy made (a build with
+ * spare copies has `.spare/` in its cache).
+ */
 async function oneRun(
   plane: PlaneProcess,
   worker: BenchProcess,
-  workRoot: string,
+  folders: WorkerFolders,
   cpu: Record<string, () => number>,
   taskId: string,
-  expectBundle: 'bundle fetched for the attempt' | 'bundle taken from the cache' | null,
+  bundle: { digest: string; expect: 'bundle fetched for the attempt' | 'bundle taken from the cache' } | null,
 ): Promise<Omit<BundleSample, 'dialect' | 'round' | 'variant'>> {
+  const expectBundle = bundle?.expect ?? null;
   const before = readCpu(cpu);
   const linesBefore = worker.lines.length;
   const sentMs = Date.now();
@@ -95,9 +106,16 @@ async function oneRun(
   );
   await pollUntil(
     'the work folder removed',
-    () => (readdirSync(workRoot).length === 0 ? true : undefined),
+    () => (readdirSync(folders.work).length === 0 ? true : undefined),
     30_000,
   );
+  const spares = join(folders.cache, '.spare');
+  if (bundle && existsSync(spares))
+    await pollUntil(
+      'the spare copy made',
+      () => existsSync(join(spares, bundle.digest)) || undefined,
+      30_000,
+    );
   const cpuMsRun = readCpu(cpu);
   const detail = await plane.admin<{ status: string; events: RunEvent[] }>('GET', `/api/v1/runs/${runId}`);
   if (detail.status !== 200 || detail.body.status !== 'succeeded' || !TERMINAL.includes(detail.body.status))
@@ -132,10 +150,13 @@ async function benchDialect(
     const plane = await startPlaneProcess(db, pki);
     cleanup.push(() => plane.stop());
     const env = pki.workerEnv(WORKER_ID, plane.ready.ingressUrl);
-    const workRoot = env.QL_WORKER_WORK_DIR!;
+    const folders = {
+      work: env.QL_WORKER_WORK_DIR!,
+      cache: join(dirname(env.QL_WORKER_WORK_DIR!), `bundles-${dialect}`),
+    };
     const worker = spawnNode([...WORKER_NODE_FLAGS, WORKER_MAIN], {
       ...env,
-      QL_WORKER_BUNDLE_CACHE_DIR: join(dirname(workRoot), `bundles-${dialect}`),
+      QL_WORKER_BUNDLE_CACHE_DIR: folders.cache,
       QL_WORKER_RUNNING_REPORT_DELAY_MS: '0',
     });
     cleanup.push(() => worker.stop());
@@ -150,14 +171,18 @@ async function benchDialect(
       ...(postmaster === undefined ? {} : { postgres: () => postgresCpuMs(postmaster) }),
     };
     const inlineTask = await createTask(plane, { name: 'bundle bench inline', command: INLINE_COMMAND });
-    const run = async (round: number, variant: BundleVariant, taskId: string) => {
-      const expect =
-        variant === 'first'
-          ? 'bundle fetched for the attempt'
-          : variant === 'cached'
-            ? 'bundle taken from the cache'
-            : null;
-      const sample = await oneRun(plane, worker, workRoot, cpu, taskId, expect);
+    const run = async (round: number, variant: BundleVariant, taskId: string, digest: string) => {
+      const bundle =
+        variant === 'inline'
+          ? null
+          : {
+              digest,
+              expect:
+                variant === 'first'
+                  ? ('bundle fetched for the attempt' as const)
+                  : ('bundle taken from the cache' as const),
+            };
+      const sample = await oneRun(plane, worker, folders, cpu, taskId, bundle);
       samples.push({ dialect, round, variant, ...sample });
     };
     // An uncounted run of each kind first: the worker's first spawn, first bundle code, warm.
@@ -173,7 +198,7 @@ async function benchDialect(
       [warmTask, 'bundle taken from the cache'],
       [inlineTask, null],
     ] as const)
-      await oneRun(plane, worker, workRoot, cpu, taskId, expect);
+      await oneRun(plane, worker, folders, cpu, taskId, expect && { digest: warm.digest, expect });
     for (let round = 1; round <= cfg.rounds; round++) {
       const b = benchBundle(cfg.mib, cfg.files);
       await pushBundle(plane, b.content);
@@ -182,9 +207,9 @@ async function benchDialect(
         command: BUNDLE_COMMAND,
         bundle: { digest: b.digest },
       });
-      await run(round, 'first', bundleTask);
+      await run(round, 'first', bundleTask, b.digest);
       for (const variant of roundOrder(round, cfg.runsPerRound))
-        await run(round, variant, variant === 'inline' ? inlineTask : bundleTask);
+        await run(round, variant, variant === 'inline' ? inlineTask : bundleTask, b.digest);
       const mine = samples.filter((s) => s.dialect === dialect && s.round === round);
       log(
         `bundle ${dialect} round ${round}: ` +
