@@ -37,8 +37,8 @@ export function bundleConfig(env: NodeJS.ProcessEnv = process.env): BundleConfig
   for (const d of dialects)
     if (d !== 'sqlite' && d !== 'postgres') throw new Error(`QL_BENCH_DIALECTS: unknown dialect "${d}"`);
   return {
-    rounds: Math.floor(envNumber('QL_BENCH_BUNDLE_ROUNDS', 6, 1, env)),
-    runsPerRound: Math.floor(envNumber('QL_BENCH_BUNDLE_RUNS', 4, 1, env)),
+    rounds: Math.floor(envNumber('QL_BENCH_BUNDLE_ROUNDS', 8, 1, env)),
+    runsPerRound: Math.floor(envNumber('QL_BENCH_BUNDLE_RUNS', 5, 1, env)),
     mib: envNumber('QL_BENCH_BUNDLE_MIB', 10, 0.01, env),
     files: Math.floor(envNumber('QL_BENCH_BUNDLE_FILES', 500, 1, env)),
     dialects: dialects as BundleConfig['dialects'],
@@ -88,7 +88,15 @@ export interface VariantSummary {
   readonly p90Ms: number;
   /** Median of this variant / median of inline (same dialect, same run). */
   readonly ratioToInline: number;
+  /**
+   * Median over the round's pairs of this variant's run / the inline run beside it (the k-th of each
+   * in a round; the first run: the round's first inline run): less moved by a busy neighbour than the
+   * ratio of medians, as both runs of a pair share their moment.
+   */
+  readonly pairedRatio: number;
   readonly startingToRunningMedianMs: number;
+  /** The same ratio for `attempt.starting` → `attempt.running`, the step where the bundle is taken. */
+  readonly startingToRunningRatio: number;
   /** Median CPU ms per run by process. */
   readonly cpuMs: CpuReading;
 }
@@ -99,10 +107,19 @@ export function summarizeBundle(samples: readonly BundleSample[]): VariantSummar
     const of = (variant: BundleVariant) =>
       samples.filter((s) => s.dialect === dialect && s.variant === variant);
     const inline = median(of('inline').map((s) => s.toRunningMs));
+    const inlineStep = median(of('inline').map((s) => s.startingToRunningMs));
     return BUNDLE_VARIANTS.filter((v) => of(v).length > 0).map((variant) => {
       const runs = of(variant);
       const ms = runs.map((s) => s.toRunningMs);
       const components = [...new Set(runs.flatMap((s) => Object.keys(s.cpuMs)))];
+      const pairs = [...new Set(runs.map((s) => s.round))].flatMap((round) => {
+        const inRound = (v: BundleVariant) => of(v).filter((s) => s.round === round);
+        const beside = inRound('inline');
+        return inRound(variant).flatMap((s, k) =>
+          beside[k] ? [s.toRunningMs / beside[k]!.toRunningMs] : [],
+        );
+      });
+      const step = median(runs.map((s) => s.startingToRunningMs));
       return {
         dialect,
         variant,
@@ -110,7 +127,9 @@ export function summarizeBundle(samples: readonly BundleSample[]): VariantSummar
         medianMs: median(ms),
         p90Ms: percentile(ms, 90),
         ratioToInline: median(ms) / inline,
-        startingToRunningMedianMs: median(runs.map((s) => s.startingToRunningMs)),
+        pairedRatio: median(pairs),
+        startingToRunningMedianMs: step,
+        startingToRunningRatio: step / inlineStep,
         cpuMs: Object.fromEntries(
           components.map((c) => [c, median(runs.map((s) => s.cpuMs[c] ?? Number.NaN))]),
         ),

@@ -5,8 +5,8 @@ import { BundleSample, benchBundle, bundleConfig, roundOrder, summarizeBundle } 
 describe('bundle bench: its settings, its bundle and its summary', () => {
   it('reads its settings, refusing nonsense', () => {
     expect(bundleConfig({})).toEqual({
-      rounds: 6,
-      runsPerRound: 4,
+      rounds: 8,
+      runsPerRound: 5,
       mib: 10,
       files: 500,
       dialects: ['sqlite', 'postgres'],
@@ -33,10 +33,10 @@ describe('bundle bench: its settings, its bundle and its summary', () => {
     expect(roundOrder(2, 1)).toEqual(['inline', 'cached']);
   });
 
-  it('reports medians, p90 and the ratio to inline per dialect', () => {
-    const s = (dialect: string, variant: BundleSample['variant'], ms: number): BundleSample => ({
+  it('reports medians, p90 and the ratios to inline (of medians, of pairs in a round) per dialect', () => {
+    const s = (dialect: string, variant: BundleSample['variant'], ms: number, round = 1): BundleSample => ({
       dialect,
-      round: 1,
+      round,
       variant,
       toRunningMs: ms,
       startingToRunningMs: ms / 2,
@@ -59,5 +59,16 @@ describe('bundle bench: its settings, its bundle and its summary', () => {
     expect(cached.p90Ms).toBe(500);
     expect(cached.ratioToInline).toBeCloseTo(126.5 / 110, 12);
     expect(cached.cpuMs.worker).toBeCloseTo(12.65, 12);
+    // Pairs: 115/100, 121/110, 132/120 (the 4th cached run has no inline beside it).
+    expect(cached.pairedRatio).toBeCloseTo(121 / 110, 12);
+    expect(cached.startingToRunningRatio).toBeCloseTo(126.5 / 110, 12);
+    expect(rows[0]!.pairedRatio).toBe(9);
+    // Pairs stay within their round.
+    const two = summarizeBundle([
+      s('sqlite', 'cached', 200, 1),
+      s('sqlite', 'inline', 100, 2),
+      s('sqlite', 'cached', 300, 2),
+    ]);
+    expect(two[0]!.pairedRatio).toBe(3);
   });
 });
