@@ -27,7 +27,7 @@
  *   QL_BENCH_SOAK_*          soak: MINUTES (30), SETTLE_MINUTES (5), SAMPLE_SECONDS (15), LEVEL (W×S, 2x2), RATE (runs/s;
  *                            default RATE_SHARE 0.5 × a measured maximum of PROBE_RUNS 200), DIALECT (postgres),
  *                            HEAPSNAPSHOT_DIR (heap snapshots of the plane and the workers after the settle and at the end)
- *   QL_BENCH_BUNDLE_*        bundle: ROUNDS (6; a new bundle, its first run, then RUNS 4 cached and 4 inline each),
+ *   QL_BENCH_BUNDLE_*        bundle: ROUNDS (8; a new bundle, its first run, then RUNS 5 cached and 5 inline each),
  *                            MIB (10) in FILES (500); dialects from QL_BENCH_DIALECTS
  *   QL_BENCH_STEP_RUNS       steps: pre-claimed runs per sample (default 300); QL_BENCH_STEP_CONCURRENCY (1,8)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
