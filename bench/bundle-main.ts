@@ -25,6 +25,7 @@ import {
   roundOrder,
   summarizeBundle,
 } from './bundle';
+import { measureCopyWays } from './bundle-copy';
 import { postgresCpuMs } from './dispatch-cpu';
 import {
   BenchPki,
@@ -255,7 +256,9 @@ export async function bundleMain(resultsDir: string): Promise<void> {
   } finally {
     pki.remove();
   }
-  reportBundle(resultsDir, started, machine, cfg, summarizeBundle(samples), samples, notes);
+  log('bundle: the four ways of making the working folder, on the same tree');
+  const ways = await measureCopyWays(cfg.mib, cfg.files, cfg.rounds);
+  reportBundle(resultsDir, started, machine, cfg, summarizeBundle(samples), samples, ways, notes);
 }
 
 function reportBundle(
@@ -265,6 +268,7 @@ function reportBundle(
   cfg: BundleConfig,
   rows: readonly VariantSummary[],
   samples: readonly BundleSample[],
+  ways: Awaited<ReturnType<typeof measureCopyWays>>,
   notes: readonly string[],
 ): void {
   const components = [...new Set(rows.flatMap((r) => Object.keys(r.cpuMs)))];
@@ -297,8 +301,23 @@ function reportBundle(
     fmtPct(r.startingToRunningRatio),
     ...components.map((c) => (r.cpuMs[c] === undefined ? '—' : r.cpuMs[c]!.toFixed(1))),
   ]);
+  const waysHeader = ['way', 'samples', 'wall ms', 'CPU ms', '/ copyTree (wall)', 'rm -r ms'];
+  const waysAlign: Align[] = waysHeader.map((_, i) => (i === 0 ? 'left' : 'right'));
+  const tree = ways.rows.find((r) => r.way === 'copyTree')!;
+  const waysTable = ways.rows.map((r) => [
+    r.way,
+    String(r.samples),
+    r.wallMs.toFixed(1),
+    r.cpuMs.toFixed(1),
+    fmtPct(r.wallMs / tree.wallMs),
+    r.removeMs.toFixed(1),
+  ]);
+  const unpackLine = `unpacking the same bundle (what a first run adds to its download): median ${ways.unpackMs.toFixed(0)} ms`;
   console.log('');
   console.log(textTable(header, table, align));
+  console.log('');
+  console.log(textTable(waysHeader, waysTable, waysAlign));
+  console.log(unpackLine);
   for (const n of notes) console.log(n);
   const markdown = [
     '# Bundle start latency: first run / cached / inline command (issue 19)',
@@ -322,13 +341,22 @@ function reportBundle(
     '',
     markdownTable(header, table, align),
     '',
+    'The ways of making the working folder, in this process, on the same unpacked tree, alternated ' +
+      '(`fs.cp`: what the worker did before; `copyTree`: its batched synchronous copy, with ' +
+      "`COPYFILE_FICLONE`; hard links: shared inodes, rejected (ADR 0051); spare rename: the attempt's " +
+      'part when a spare copy was made ahead, as the worker now does):',
+    '',
+    markdownTable(waysHeader, waysTable, waysAlign),
+    '',
+    unpackLine,
+    '',
     ...notes.map((n) => `${n}\n`),
   ];
   writeResults(
     resultsDir,
     'bundle',
     started,
-    { benchmark: 'bundle', config: cfg, machine, rows, notes, samples },
+    { benchmark: 'bundle', config: cfg, machine, rows, ways, notes, samples },
     markdown,
   );
 }
