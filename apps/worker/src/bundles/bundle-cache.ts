@@ -145,7 +145,7 @@ export class BundleCache {
         return;
       } catch (error) {
         await removeTree(join(this.options.root, SPARES, digest)).catch(() => undefined);
-        if ((error as NodeJS.ErrnoException).code === 'EXDEV') {
+        if ((error as NodeJS.ErrnoException).code === 'EXDEV' && !this.sparesUseless) {
           this.sparesUseless = true;
           this.log.warn('the bundle cache and the work folders are on two filesystems: no spare copies', {
             digest,
