@@ -3,10 +3,11 @@
  * claim throughput (pull → committed lease), idle memory and start-up of the worker and the control
  * plane, dispatch over the real wire (end-to-end runs/s, queue-to-offer latency), and our real path
  * beside a fair peer (graphile-worker spawning the same `sh -c true`: runs/s, CPU per run, latency),
- * each figure beside its ceiling or peer measured in the same run. See bench/README.md.
+ * a script bundle's start (trigger → running: first run, cached, beside an inline command), each
+ * figure beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
- *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer,journal,plane-cost,soak (default all); `npm run bench -- memory`
+ *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer,journal,plane-cost,soak,bundle (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too; heartbeat-mtls: only the mTLS part of heartbeat
  *   QL_BENCH_MTLS_WORKERS    heartbeat over mTLS: workers, each its own certificate (default 256);
  *                            QL_BENCH_MTLS_IN_FLIGHT heartbeats in flight (default 32)
@@ -26,6 +27,8 @@
  *   QL_BENCH_SOAK_*          soak: MINUTES (30), SETTLE_MINUTES (5), SAMPLE_SECONDS (15), LEVEL (W×S, 2x2), RATE (runs/s;
  *                            default RATE_SHARE 0.5 × a measured maximum of PROBE_RUNS 200), DIALECT (postgres),
  *                            HEAPSNAPSHOT_DIR (heap snapshots of the plane and the workers after the settle and at the end)
+ *   QL_BENCH_BUNDLE_*        bundle: ROUNDS (8; a new bundle, its first run, then RUNS 5 cached and 5 inline each),
+ *                            MIB (10) in FILES (500); dialects from QL_BENCH_DIALECTS
  *   QL_BENCH_STEP_RUNS       steps: pre-claimed runs per sample (default 300); QL_BENCH_STEP_CONCURRENCY (1,8)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
  *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)
@@ -54,6 +57,7 @@ import { journalMain } from './journal';
 import { peerMain } from './peer-main';
 import { planeCostMain } from './plane-cost';
 import { soakMain } from './soak-main';
+import { bundleMain } from './bundle-main';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
 import { heartbeatMtlsMain } from './heartbeat-mtls-main';
@@ -283,6 +287,7 @@ async function main(): Promise<void> {
   if (suites.includes('journal')) await journalMain(RESULTS_DIR);
   if (suites.includes('plane-cost')) await planeCostMain(RESULTS_DIR);
   if (suites.includes('soak')) await soakMain(RESULTS_DIR);
+  if (suites.includes('bundle')) await bundleMain(RESULTS_DIR);
 }
 
 class UsageError extends Error {}
@@ -301,6 +306,7 @@ const SUITES = [
   'journal',
   'plane-cost',
   'soak',
+  'bundle',
 ];
 
 const USAGE = `usage: npm run bench [-- <group> ...]   (node dist/bench/run.js [<group> ...])

@@ -1,13 +1,14 @@
 // Issue 19 items 2-3 (ADR 0051), end to end: a real control plane (real TLS, both dialects) and a real
 // worker process. A bundle with a node and a python script runs on the remote worker from its working
 // folder; the second run of the same revision downloads nothing (counted where the control plane
-// serves the fetch); each run gets a fresh copy; past the cache cap the least recently used bundle goes.
-import { existsSync, readdirSync } from 'node:fs';
+// serves the fetch); each run gets a fresh copy (issue 19: a spare made after the last run, that nothing
+// a run did to its own reaches); past the cache cap the least recently used bundle goes.
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SqlBundleRepository } from '@ql/persistence';
 import { bundleOf } from '../support/bundle-fixtures';
-import { RemoteRunHarness, RunWorker } from '../support/remote-run-harness';
+import { RemoteRunHarness, RunWorker, eventually } from '../support/remote-run-harness';
 import type { Dialect } from '../support/test-plane';
 
 jest.setTimeout(180_000);
@@ -107,6 +108,33 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles on a remote worke
     const { run } = await runTask(taskId);
     expect(run.status).toBe('failed');
     expect(JSON.stringify(run.events)).toContain('bundle_workdir_missing');
+  });
+
+  it('a script that rewrites, deletes and chmods files in its working folder changes nothing the next attempt sees (the copy, then spares)', async () => {
+    const digest = await push({ 'data.txt': 'original\n', 'gone.txt': 'here\n', 'run.sh': 'echo ok\n' });
+    // Checks that its folder is pristine, then spoils it: a write in place after a chmod (what a hard
+    // link shared with the cache would let through), a delete, a new file.
+    const command = [
+      'test "$(cat data.txt)" = original && test -f gone.txt && test ! -e extra.txt',
+      'test "$(stat -c %a data.txt)" = 644 && echo pristine',
+      'chmod 777 data.txt && echo poisoned > data.txt && rm gone.txt run.sh && echo x > extra.txt',
+    ].join(' && ');
+    const taskId = await h.createTask({ runtime: 'shell', command, bundle: { digest } });
+    const spare = join(cacheDir, '.spare', digest);
+    for (let n = 1; n <= 3; n++) {
+      const { run, stdout, stderr } = await runTask(taskId);
+      expect({ n, status: run.status, stdout, stderr }).toEqual({
+        n,
+        status: 'succeeded',
+        stdout: 'pristine\n',
+        stderr: '',
+      });
+      // The next attempt's copy is made once this one ended: it takes that spare (a rename).
+      await eventually(`the spare copy after run ${n}`, () => existsSync(spare) || undefined);
+    }
+    expect(readFileSync(join(cacheDir, digest, 'data.txt'), 'utf8')).toBe('original\n');
+    expect(readdirSync(join(cacheDir, digest)).sort()).toEqual(['data.txt', 'gone.txt', 'run.sh']);
+    expect(fetches).toHaveBeenCalledTimes(1);
   });
 
   it('past QL_WORKER_BUNDLE_CACHE_MB the least recently used bundle goes, and is fetched again when needed', async () => {

@@ -5,13 +5,15 @@
  * systemd's CapabilityBoundingSet and the Kubernetes securityContext), runs a node task that tries what
  * the review's task did: read the worker's TLS key, its /proc/<pid>/environ, the journal and its own
  * lease token in it. The same task on a worker without the setting (the quickstart)
- * shows what it reaches there, as docs/operations.md says.
+ * shows what it reaches there, as docs/operations.md says. A bundle's run (ADR 0051) owns its copy,
+ * also when it is the spare copy made ahead (issue 19).
  *
  * Switching users needs root: the suite asserts it runs as root (as here and in CI) instead of
  * passing without having checked anything.
  */
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { bundleOf } from '../support/bundle-fixtures';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { RemoteRunHarness, RunWorker, attemptProcesses, eventually } from '../support/remote-run-harness';
 import { DEPLOYED_CAPS, fromReachableCheckout } from '../support/run-as-launcher';
@@ -64,7 +66,7 @@ describe('a task must not be able to act as its worker (QL_WORKER_RUN_AS)', () =
 
   beforeAll(async () => {
     expect({ testsRunAs: process.getuid!() }).toEqual({ testsRunAs: 0 }); // switching users needs root
-    h = await RemoteRunHarness.start('sqlite', ['worker-a', 'worker-q', 'worker-x']);
+    h = await RemoteRunHarness.start('sqlite', ['worker-a', 'worker-b', 'worker-q', 'worker-x']);
     // As /var/lib: the task user may pass through the folders above the work root (not list them).
     chmodSync(dirname(h.folder('x')), 0o711);
     mkdirSync(h.folder('checkout'), { mode: 0o755 });
@@ -126,6 +128,39 @@ describe('a task must not be able to act as its worker (QL_WORKER_RUN_AS)', () =
     expect(owner(w.workDir)).toEqual({ uid: 0, gid: 0, mode: 0o711 });
     // The run succeeded: its folder goes (ADR 0038).
     await eventually('the work folder removed', () => (existsSync(report.cwd) ? undefined : true));
+  });
+
+  it('as nobody, a bundle run owns its copy (the first copied, the next the spare renamed into place); what it writes reaches neither the cache nor the next run', async () => {
+    const cache = h.folder('bundle-cache-run-as');
+    const w = h.startWorker('worker-b', {
+      env: { QL_WORKER_RUN_AS: 'nobody', QL_WORKER_BUNDLE_CACHE_DIR: cache },
+      launcher: DEPLOYED_CAPS,
+    });
+    await h.untilOnline(w);
+    const b = bundleOf({ 'data.txt': 'original\n' });
+    const pushed = await h.t.admin('POST', '/api/v1/bundles', undefined, undefined, {
+      rawBody: b.content,
+      headers: { 'content-type': 'application/gzip' },
+    });
+    expect(pushed.status).toBe(200);
+    const taskId = await h.createTask({
+      runtime: 'shell',
+      command: `test "$(cat data.txt)" = original && test "$(stat -c %u data.txt)" = ${NOBODY} && echo pristine && echo poisoned > data.txt`,
+      bundle: { digest: b.digest },
+    });
+    for (let n = 1; n <= 2; n++) {
+      const run = await h.untilRunEnds(await h.trigger(taskId));
+      expect({ n, status: run.status, stdout: await h.output(run.id, 'stdout') }).toEqual({
+        n,
+        status: 'succeeded',
+        stdout: 'pristine\n',
+      });
+      await eventually(`the spare copy after run ${n}`, () =>
+        existsSync(join(cache, '.spare', b.digest)) ? true : undefined,
+      );
+    }
+    expect(readFileSync(join(cache, b.digest, 'data.txt'), 'utf8')).toBe('original\n');
+    expect(statSync(join(cache, b.digest, 'data.txt')).uid).toBe(0);
   });
 
   it('as nobody, a cancel still kills the whole run group (the worker and its reaper signal another uid: CAP_KILL)', async () => {

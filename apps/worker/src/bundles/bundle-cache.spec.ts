@@ -1,10 +1,13 @@
 // ADR 0051: the worker's side of bundles on a real disk — crafted archives refused again while
 // unpacking (nothing left behind), the digest checked, the cache's LRU cap that never evicts a bundle
-// an attempt holds, and concurrent misses sharing one download.
+// an attempt holds, concurrent misses sharing one download, and each attempt's fresh copy (issue 19:
+// a spare made ahead, within the cap).
 import { createHash, randomBytes } from 'node:crypto';
 import {
+  chmodSync,
   existsSync,
   mkdtempSync,
+  statSync,
   readFileSync,
   readdirSync,
   lstatSync,
@@ -159,5 +162,109 @@ describe('bundles on the worker (ADR 0051)', () => {
       expect(cache.bytes).toBe(1200);
       expect(count.n).toBe(3);
     });
+    /** Every entry under `dir`: path → content (files), target (links), and mode. */
+    const treeOf = (dir: string, sub = ''): Record<string, string> => {
+      const out: Record<string, string> = {};
+      for (const name of readdirSync(join(dir, sub)).sort()) {
+        const rel = sub ? `${sub}/${name}` : name;
+        const stat = lstatSync(join(dir, rel));
+        const mode = (stat.mode & 0o777).toString(8);
+        if (stat.isDirectory()) Object.assign(out, { [rel]: `dir ${mode}` }, treeOf(dir, rel));
+        else out[rel] = `${mode} ${readFileSync(join(dir, rel), 'utf8')}`;
+      }
+      return out;
+    };
+    /** What a careless or hostile script does to its working folder. */
+    const vandalize = (dir: string) => {
+      writeFileSync(join(dir, 'lib/a.js'), 'poisoned');
+      rmSync(join(dir, 'run.sh'));
+      chmodSync(join(dir, 'lib/b.js'), 0o777);
+      writeFileSync(join(dir, 'lib/b.js'), 'poisoned too');
+      writeFileSync(join(dir, 'extra.txt'), 'left behind');
+    };
+
+    it('gives each attempt a fresh copy: a spare made after the last attempt, renamed into place; nothing an attempt does reaches the cache, the spare or the next copy', async () => {
+      const b = bundleOf({ 'run.sh': 'echo hi\n', 'lib/a.js': 'A', 'lib/b.js': 'B' });
+      const cache = new BundleCache({ root, capBytes: 1024 * 1024 }, log);
+      const count = { n: 0 };
+      const attempts = mkdtempSync(join(tmpdir(), 'ql-attempts-'));
+      try {
+        const first = await cache.acquire(b.digest, serving(b.content, count));
+        await first.copyTo(join(attempts, '1'));
+        const original = treeOf(join(attempts, '1'));
+        expect(original).toEqual(treeOf(first.dir));
+        expect(cache.sparesTaken).toBe(0); // nothing made yet: copied now
+        vandalize(join(attempts, '1'));
+        first.release();
+        await cache.sparesMade();
+        expect(treeOf(join(root, '.spare', b.digest))).toEqual(original);
+        for (const n of ['2', '3']) {
+          const use = await cache.acquire(b.digest, serving(b.content, count));
+          await use.copyTo(join(attempts, n));
+          expect(existsSync(join(root, '.spare', b.digest))).toBe(false); // taken: a rename
+          expect(treeOf(join(attempts, n))).toEqual(original);
+          vandalize(join(attempts, n));
+          use.release();
+          await cache.sparesMade();
+        }
+        expect(cache.sparesTaken).toBe(2);
+        expect(treeOf(join(root, b.digest))).toEqual(original);
+        expect(count.n).toBe(1);
+        // A restarted worker keeps the bundles, not the spares (it makes new ones).
+        const again = new BundleCache({ root, capBytes: 1024 * 1024 }, log);
+        const use = await again.acquire(b.digest, serving(b.content, count));
+        expect(existsSync(join(root, '.spare'))).toBe(false);
+        await use.copyTo(join(attempts, '4'));
+        expect(treeOf(join(attempts, '4'))).toEqual(original);
+      } finally {
+        rmSync(attempts, { recursive: true, force: true });
+      }
+    });
+
+    it('makes a spare only within the cap beside the bundles, and drops spares first when a bundle needs room', async () => {
+      const [a, b] = ['a', 'b'].map((n) => bundleOf({ [`${n}.bin`]: randomBytes(600) }));
+      const cache = new BundleCache({ root, capBytes: 1300 }, log);
+      const count = { n: 0 };
+      (await cache.acquire(a!.digest, serving(a!.content, count))).release();
+      await cache.sparesMade();
+      expect(cache.spareBytes).toBe(600); // a 600 + its spare 600 ≤ 1300
+      const useB = await cache.acquire(b!.digest, serving(b!.content, count));
+      // a, b and a's spare would be 1800: the spare went, both bundles stay.
+      expect({ a: cache.has(a!.digest), b: cache.has(b!.digest), spares: cache.spareBytes }).toEqual({
+        a: true,
+        b: true,
+        spares: 0,
+      });
+      expect(existsSync(join(root, '.spare', a!.digest))).toBe(false);
+      useB.release();
+      await cache.sparesMade();
+      expect(cache.spareBytes).toBe(0); // 1200 + 600 > 1300: no spare for b
+      expect(readdirSync(join(root, '.spare'))).toEqual([]);
+    });
+
+    const shm = '/dev/shm';
+    const otherDisk = existsSync(shm) && statSync(shm).dev !== statSync(tmpdir()).dev;
+    (otherDisk ? it : it.skip)(
+      'work folders on another filesystem: the spare cannot be renamed there, the attempt gets a copy, and no spare is made again',
+      async () => {
+        const b = bundleOf({ 'a.js': 'A' });
+        const warn = jest.fn();
+        const cache = new BundleCache({ root, capBytes: 1024 * 1024 }, { ...log, warn });
+        const attempts = mkdtempSync(join(shm, 'ql-attempts-'));
+        try {
+          (await cache.acquire(b.digest, serving(b.content, { n: 0 }))).release();
+          await cache.sparesMade();
+          const use = await cache.acquire(b.digest, serving(b.content, { n: 0 }));
+          await use.copyTo(join(attempts, '1'));
+          expect(readFileSync(join(attempts, '1', 'a.js'), 'utf8')).toBe('A');
+          expect(warn).toHaveBeenCalledWith(expect.stringContaining('two filesystems'), expect.anything());
+          use.release();
+          await cache.sparesMade();
+          expect(readdirSync(join(root, '.spare'))).toEqual([]);
+        } finally {
+          rmSync(attempts, { recursive: true, force: true });
+        }
+      },
+    );
   });
 });

@@ -7,11 +7,14 @@ import { pipeline } from 'node:stream/promises';
 import { BundleArchiveError } from '@ql/contracts';
 import type { WorkerLog } from '../logging/worker-log';
 import { removeTree } from '../executor/work-folders';
+import { copyTree } from './copy-tree';
 import { unpackBundle } from './unpack-bundle';
 
 const DIGEST = /^[0-9a-f]{64}$/;
 /** Next to each unpacked bundle: its unpacked size, so a restarted worker knows the cache's size. */
 const SIZE_FILE = (digest: string) => `${digest}.size`;
+/** Spare copies, one per digest at most, made ahead of the attempt that takes one. */
+const SPARES = '.spare';
 
 export interface BundleCacheOptions {
   /** QL_WORKER_BUNDLE_CACHE_DIR: unpacked bundles, one folder per digest. */
@@ -25,6 +28,11 @@ export interface BundleUse {
   readonly dir: string;
   /** True when this use downloaded it; false when the cache had it. */
   readonly downloaded: boolean;
+  /**
+   * A fresh copy of the bundle at `dest` (which must not exist): the spare copy made beforehand when
+   * there is one (a rename), else a copy now. Nothing an attempt did to its copy is in either.
+   */
+  copyTo(dest: string): Promise<void>;
   release(): void;
 }
 
@@ -55,8 +63,16 @@ export class BundleCache {
   private readonly lastUse = new Map<string, number>();
   private useSeq = 0;
   private scanned: Promise<void> | null = null;
+  /** Digests with a spare copy ready under `.spare/` (their unpacked size counts against the cap). */
+  private readonly spares = new Set<string>();
+  /** Spare copies being made (each holds its bundle, so it is not evicted meanwhile). */
+  private readonly refilling = new Map<string, Promise<void>>();
+  /** Set when a spare could not be renamed into an attempt's folder (another filesystem): none made after. */
+  private sparesUseless = false;
   /** Downloads this process made (tests and logs). */
   downloads = 0;
+  /** Copies given to attempts by renaming a spare (tests and the bench). */
+  sparesTaken = 0;
 
   constructor(
     private readonly options: BundleCacheOptions,
@@ -92,10 +108,12 @@ export class BundleCache {
       return {
         dir,
         downloaded,
+        copyTo: (dest) => this.copyTo(digest, dest),
         release: () => {
           if (released) return;
           released = true;
           this.drop(digest);
+          this.refill(digest);
         },
       };
     } catch (error) {
@@ -109,6 +127,66 @@ export class BundleCache {
     let total = 0;
     for (const size of this.sizes.values()) total += size;
     return total;
+  }
+
+  /** The bytes the spare copies hold. */
+  get spareBytes(): number {
+    let total = 0;
+    for (const digest of this.spares) total += this.sizes.get(digest) ?? 0;
+    return total;
+  }
+
+  /** The spare copy becomes the attempt's (a rename), or the cached folder is copied now. */
+  private async copyTo(digest: string, dest: string): Promise<void> {
+    if (this.spares.delete(digest)) {
+      try {
+        await rename(join(this.options.root, SPARES, digest), dest);
+        this.sparesTaken++;
+        return;
+      } catch (error) {
+        await removeTree(join(this.options.root, SPARES, digest)).catch(() => undefined);
+        if ((error as NodeJS.ErrnoException).code === 'EXDEV' && !this.sparesUseless) {
+          this.sparesUseless = true;
+          this.log.warn('the bundle cache and the work folders are on two filesystems: no spare copies', {
+            digest,
+          });
+        }
+      }
+    }
+    await copyTree(join(this.options.root, digest), dest);
+  }
+
+  /**
+   * After an attempt let the bundle go: its next copy made now, while nothing waits for it, if the
+   * cache has room for it beside the bundles (within the cap) and none is ready or being made.
+   */
+  private refill(digest: string): void {
+    if (this.sparesUseless || this.spares.has(digest) || this.refilling.has(digest)) return;
+    const size = this.sizes.get(digest);
+    if (size === undefined || this.bytes + this.spareBytes + size > this.options.capBytes) return;
+    this.hold(digest);
+    const spares = join(this.options.root, SPARES);
+    const tmp = join(spares, `.${digest}-${randomBytes(6).toString('hex')}`);
+    const making = (async () => {
+      try {
+        await mkdir(spares, { recursive: true, mode: 0o700 });
+        await copyTree(join(this.options.root, digest), tmp);
+        await rename(tmp, join(spares, digest));
+        this.spares.add(digest);
+      } catch (error) {
+        await removeTree(tmp).catch(() => undefined);
+        this.log.warn('could not make a spare copy of a bundle', { digest, error: String(error) });
+      } finally {
+        this.refilling.delete(digest);
+        this.drop(digest);
+      }
+    })();
+    this.refilling.set(digest, making);
+  }
+
+  /** Resolves once the spare copies being made now are made (or failed). */
+  async sparesMade(): Promise<void> {
+    await Promise.all(this.refilling.values());
   }
 
   has(digest: string): boolean {
@@ -172,6 +250,7 @@ export class BundleCache {
     const root = this.options.root;
     await mkdir(root, { recursive: true, mode: 0o700 });
     await removeTree(join(root, '.tmp')).catch(() => undefined);
+    await removeTree(join(root, SPARES)).catch(() => undefined);
     const found: { digest: string; usedMs: number }[] = [];
     for (const name of await readdir(root)) {
       if (!DIGEST.test(name)) continue;
@@ -186,19 +265,32 @@ export class BundleCache {
     for (const { digest } of found) this.lastUse.set(digest, ++this.useSeq);
   }
 
-  /** Oldest use first, skipping bundles in use, until the cache fits its cap. */
+  /**
+   * Spare copies first (oldest use first) until the bundles and the spares fit the cap; then the
+   * bundles, oldest use first, skipping those in use, until they fit it.
+   */
   private async evict(): Promise<void> {
+    const byUse = (a: string, b: string) => (this.lastUse.get(a) ?? 0) - (this.lastUse.get(b) ?? 0);
+    for (const digest of [...this.spares].sort(byUse)) {
+      if (this.bytes + this.spareBytes <= this.options.capBytes) break;
+      await this.dropSpare(digest);
+    }
     if (this.bytes <= this.options.capBytes) return;
     const candidates = [...this.sizes.keys()]
       .filter((digest) => !this.inUse.has(digest) && !this.loading.has(digest))
-      .sort((a, b) => (this.lastUse.get(a) ?? 0) - (this.lastUse.get(b) ?? 0));
+      .sort(byUse);
     for (const digest of candidates) {
       if (this.bytes <= this.options.capBytes) return;
+      await this.dropSpare(digest);
       this.sizes.delete(digest);
       this.lastUse.delete(digest);
       await removeTree(join(this.options.root, digest));
       await rm(join(this.options.root, SIZE_FILE(digest)), { force: true });
       this.log.info('bundle evicted from the cache', { digest, cacheBytes: this.bytes });
     }
+  }
+
+  private async dropSpare(digest: string): Promise<void> {
+    if (this.spares.delete(digest)) await removeTree(join(this.options.root, SPARES, digest));
   }
 }

@@ -395,14 +395,14 @@ export const WORKER_SETTINGS = [
     key: 'bundleCacheDir',
     env: 'QL_WORKER_BUNDLE_CACHE_DIR',
     default: perWorker('bundles'),
-    doc: 'folder of unpacked script bundles, one per SHA-256 digest (0700); each attempt runs in its own copy of its bundle, so nothing a run writes reaches the cache (ADR 0051)',
+    doc: 'folder of unpacked script bundles, one per SHA-256 digest (0700); each attempt runs in its own copy of its bundle, so nothing a run writes reaches the cache; the copy is made ahead, after the last attempt, in `.spare/` here, and renamed into the work folder (keep both on one filesystem, else every attempt copies as it starts) (ADR 0051)',
     parse: path,
   },
   {
     key: 'bundleCacheMb',
     env: 'QL_WORKER_BUNDLE_CACHE_MB',
     default: '256',
-    doc: 'MiB the unpacked bundles may hold together (1..1048576); past it the least recently used bundle no running attempt holds is removed. A bundle whose download is larger is refused (the attempt fails to start with `bundle_unavailable`)',
+    doc: 'MiB the unpacked bundles may hold together (1..1048576); past it the least recently used bundle no running attempt holds is removed. A bundle whose download is larger is refused (the attempt fails to start with `bundle_unavailable`). Spare copies (one per bundle, made ahead of its next attempt) fit in what is left under it and go first',
     parse: int(1, 1024 * 1024),
   },
   {

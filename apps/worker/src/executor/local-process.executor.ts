@@ -1,12 +1,13 @@
 import type { TaskRuntime } from '@ql/domain';
 import { ChildProcess, spawn } from 'node:child_process';
-import { chmod, chown, cp, lchown, lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { chmod, chown, lchown, lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AttemptCgroup, CgroupChoice, CgroupSetting, CgroupUsage, chooseRunCgroups } from '../host/cgroup';
 import { containedLine, moveIntoCgroup } from './cgroup-launch';
 import type { CompletionStatus, RecordedProcess } from '../journal/journal-record';
 import { currentBootId, groupAlive, signalGroup, waitGroupGone } from '../host/process-table';
 import { monotonicNow } from '../host/monotonic';
+import { copyTree } from '../bundles/copy-tree';
 import { GroupReaper } from './group-reaper';
 import { OutputChunk, OutputLimiter } from './output-limiter';
 
@@ -47,9 +48,14 @@ export interface LaunchRequest {
   /**
    * ADR 0051: the unpacked bundle (the cache's folder) and the folder inside it the command runs in.
    * The bundle is copied into the attempt's work folder (`bundle/`) first: what a run writes there
-   * never reaches the cache or the next run.
+   * never reaches the cache or the next run. `copyTo` makes that copy (the cache's spare copy, issue
+   * 19); without it the folder is copied here.
    */
-  readonly bundle?: { readonly dir: string; readonly workdir: string };
+  readonly bundle?: {
+    readonly dir: string;
+    readonly workdir: string;
+    readonly copyTo?: (dest: string) => Promise<void>;
+  };
 }
 
 export interface ProcessOutcome {
@@ -201,7 +207,7 @@ export const BUNDLE_FOLDER = 'bundle';
  */
 async function copyBundle(bundle: NonNullable<LaunchRequest['bundle']>, workDir: string): Promise<string> {
   const copy = join(workDir, BUNDLE_FOLDER);
-  await cp(bundle.dir, copy, { recursive: true, verbatimSymlinks: true, errorOnExist: true, force: false });
+  await (bundle.copyTo ? bundle.copyTo(copy) : copyTree(bundle.dir, copy));
   const cwd = bundle.workdir === '.' ? copy : join(copy, bundle.workdir);
   const stat = await lstat(cwd).catch(() => null);
   if (!stat?.isDirectory())

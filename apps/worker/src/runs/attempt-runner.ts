@@ -376,7 +376,7 @@ export class AttemptRunner {
       ...this.ids,
       digest: pinned.digest,
     });
-    return { dir: use.dir, workdir: pinned.workdir };
+    return { dir: use.dir, workdir: pinned.workdir, copyTo: (dest) => use.copyTo(dest) };
   }
 
   private async startFailure(errorCode: string, cause?: unknown): Promise<void> {
