@@ -12,7 +12,13 @@ import request from 'supertest';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { CLI, EntryPoint, QUICKSTART, ROOT, freePort, tempDir } from '../support/entry-points';
 import { PostgresProxy } from '../support/postgres-proxy';
-import { RunView, TERMINAL_RUN_STATUSES, WorkerView, eventually, optionalWorkerEnv } from '../support/remote-run-harness';
+import {
+  RunView,
+  TERMINAL_RUN_STATUSES,
+  WorkerView,
+  eventually,
+  optionalWorkerEnv,
+} from '../support/remote-run-harness';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
 jest.setTimeout(180_000);
@@ -23,7 +29,11 @@ describe('the quickstart supervisor after a control-plane outage longer than the
   let dir: string;
   let q: EntryPoint;
   let proxy: Awaited<ReturnType<typeof PostgresProxy.start>>;
-  let admin: (method: 'get' | 'post', path: string, body?: object) => Promise<{ status: number; body: unknown }>;
+  let admin: (
+    method: 'get' | 'post',
+    path: string,
+    body?: object,
+  ) => Promise<{ status: number; body: unknown }>;
   let before: WorkerView;
 
   const registrations = () => q.lines.filter((l) => l.msg === 'worker registered');
@@ -56,8 +66,21 @@ describe('the quickstart supervisor after a control-plane outage longer than the
     // An admin key, made the way the README says (the CLI against the same database).
     const cli = spawnSync(
       process.execPath,
-      ['-r', './apps/worker/test-support/swc-register.js', CLI, 'api-key', '--name', 'e2e', '--role', 'admin'],
-      { cwd: ROOT, env: { PATH: process.env.PATH ?? '', QL_DATABASE_URL: env.QL_DATABASE_URL }, encoding: 'utf8' },
+      [
+        '-r',
+        './apps/worker/test-support/swc-register.js',
+        CLI,
+        'api-key',
+        '--name',
+        'e2e',
+        '--role',
+        'admin',
+      ],
+      {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', QL_DATABASE_URL: env.QL_DATABASE_URL },
+        encoding: 'utf8',
+      },
     );
     expect(cli.status).toBe(0);
     const { token } = JSON.parse(cli.stdout.slice(0, cli.stdout.lastIndexOf('}') + 1)) as { token: string };
@@ -117,14 +140,22 @@ describe('the quickstart supervisor after a control-plane outage longer than the
       { deadlineMs: 60_000, pollMs: 200 },
     );
     expect(after.sessionId).not.toBe(before.sessionId);
-    expect(registrations().map((l) => l.sessionId).slice(registered - 1)).toEqual([
-      before.sessionId,
-      after.sessionId,
-    ]);
+    // Every registration since the outage is a new session; usually one, but on a loaded machine a new
+    // 5 s session may lapse too and be restarted again (the property is "new", not "exactly one").
+    const later = registrations()
+      .slice(registered)
+      .map((l) => l.sessionId);
+    expect(later).toContain(after.sessionId);
+    expect(later).not.toContain(before.sessionId);
+    expect(new Set(later).size).toBe(later.length);
   });
 
   it('the restarted worker runs the next task', async () => {
-    const task = await admin('post', '/api/v1/tasks', { name: 'after the outage', runtime: 'shell', command: 'echo "back again"' });
+    const task = await admin('post', '/api/v1/tasks', {
+      name: 'after the outage',
+      runtime: 'shell',
+      command: 'echo "back again"',
+    });
     expect(task.status).toBe(201);
     const trigger = await admin('post', `/api/v1/tasks/${(task.body as { id: string }).id}/runs`, {});
     expect(trigger.status).toBe(201);
