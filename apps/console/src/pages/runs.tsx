@@ -1,24 +1,13 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, get } from '../api';
+import { RUN_STATUSES, isTerminalRun } from '../../../../libs/domain/src/run-statuses';
 import { AnsiText } from '../ansi';
 import { age, duration, when } from '../format';
 import { href } from '../router';
 import type { LogEntry, LogPage, Page, Run, RunDetail } from '../types';
 import { ConfirmButton, ErrorNote, Loading, Section, Status, useLoad } from '../ui';
 
-// RUN_STATUSES of libs/domain/src/runs.ts, whose module needs Node (the console bundles only pure files).
-const STATUSES = [
-  'queued',
-  'dispatching',
-  'running',
-  'retry_wait',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'timed_out',
-  'lost',
-];
-const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'lost']);
+const ENDED = new Set<string>(RUN_STATUSES.filter(isTerminalRun));
 
 export function RunsTable({ runs }: { runs: Run[] }) {
   if (runs.length === 0) return <p class="muted">No runs.</p>;
@@ -85,7 +74,7 @@ export function RunsPage() {
             onChange={(e) => (setStatus((e.target as HTMLSelectElement).value), setBefore([]))}
           >
             <option value="">any</option>
-            {STATUSES.map((s) => (
+            {RUN_STATUSES.map((s) => (
               <option key={s} value={s}>
                 {s.replace(/_/g, ' ')}
               </option>
