@@ -4,7 +4,8 @@ import { CronPreview } from '../cron-preview';
 import { Diff } from '../diff';
 import { when } from '../format';
 import { go, href } from '../router';
-import type { Page, Revision, Run, Task, TaskSpec } from '../types';
+import { Field, PairsField, filledRows } from '../fields';
+import type { Bundle, Page, Revision, Run, Secret, Task, TaskSpec } from '../types';
 import { ErrorNote, Loading, Section, useLoad } from '../ui';
 import { RunsTable } from './runs';
 
@@ -122,6 +123,31 @@ export function TaskPage({ taskId, admin }: { taskId: string; admin: boolean }) 
             <dd>{t.spec.timeoutMs ? `${t.spec.timeoutMs / 1000} s` : '—'}</dd>
             <dt>Schedule</dt>
             <dd>{t.spec.cron ? `${t.spec.cron} (${t.spec.timezone ?? 'UTC'})` : 'none'}</dd>
+            <dt>Retries</dt>
+            <dd>
+              {t.spec.retry
+                ? `${t.spec.retry.maxAttempts} attempts in all, the first retry after ${t.spec.retry.initialBackoffMs / 1000} s`
+                : 'none'}
+            </dd>
+            <dt>Placement</dt>
+            <dd>{placementText(t.spec.placement)}</dd>
+            <dt>Bundle</dt>
+            <dd>
+              {t.spec.bundle ? (
+                <>
+                  <code>{t.spec.bundle.digest.slice(0, 12)}</code>, folder{' '}
+                  <code>{t.spec.bundle.workdir}</code>
+                </>
+              ) : (
+                'none'
+              )}
+            </dd>
+            <dt>Secret env</dt>
+            <dd>
+              {pairsOf(t.spec.secretEnv)
+                .map(([env, secret]) => `${env} ← ${secret}`)
+                .join(', ') || 'none'}
+            </dd>
             <dt>Revision</dt>
             <dd>
               {t.revision}, {when(t.updatedAt)}
@@ -136,6 +162,16 @@ export function TaskPage({ taskId, admin }: { taskId: string; admin: boolean }) 
       )}
     </Section>
   );
+}
+
+function placementText(placement: TaskSpec['placement']): string {
+  const required = pairsOf(placement?.required?.labels).map(([k, v]) => `${k}=${v}`);
+  const preferred = (placement?.preferred ?? []).map((p) => `${p.key}=${p.value} (weight ${p.weight})`);
+  const parts = [
+    required.length ? `requires ${required.join(', ')}` : '',
+    preferred.length ? `prefers ${preferred.join(', ')}` : '',
+  ].filter(Boolean);
+  return parts.join('; ') || 'any worker with its runtime';
 }
 
 function Revisions({ items }: { items: Revision[] }) {
@@ -175,6 +211,13 @@ export function TaskEditPage({ admin, taskId }: { admin: boolean; taskId?: strin
   return <TaskForm task={existing.data ?? null} />;
 }
 
+const pairsOf = (record: Record<string, string> | null | undefined): string[][] =>
+  Object.entries(record ?? {});
+const recordOf = (rows: string[][]) => Object.fromEntries(filledRows(rows).map(([k, v]) => [k!, v ?? '']));
+/** `key` with `value` when the form has one, null when it had one and has none now, else left out. */
+const optional = <T,>(key: string, value: T | null, had: unknown) =>
+  value !== null ? { [key]: value } : had !== undefined && had !== null ? { [key]: null } : {};
+
 function TaskForm({ task }: { task: Task | null }) {
   const spec = task?.spec;
   const [name, setName] = useState(spec?.name ?? '');
@@ -183,10 +226,29 @@ function TaskForm({ task }: { task: Task | null }) {
   const [timeout, setTimeoutSeconds] = useState(spec?.timeoutMs ? String(spec.timeoutMs / 1000) : '');
   const [cron, setCron] = useState(spec?.cron ?? '');
   const [timezone, setTimezone] = useState(spec?.timezone ?? 'UTC');
+  const [attempts, setAttempts] = useState(spec?.retry ? String(spec.retry.maxAttempts) : '');
+  const [backoff, setBackoff] = useState(spec?.retry ? String(spec.retry.initialBackoffMs / 1000) : '10');
+  const [labels, setLabels] = useState(pairsOf(spec?.placement?.required?.labels));
+  const [preferred, setPreferred] = useState(
+    (spec?.placement?.preferred ?? []).map((p) => [p.key, p.value, String(p.weight)]),
+  );
+  const [bundle, setBundle] = useState(spec?.bundle?.digest ?? '');
+  const [workdir, setWorkdir] = useState(spec?.bundle?.workdir ?? '.');
+  const [secretEnv, setSecretEnv] = useState(pairsOf(spec?.secretEnv));
+  const bundles = useLoad((signal) => get<Page<Bundle>>('/api/v1/bundles?limit=200', signal), []);
+  const secrets = useLoad((signal) => get<Page<Secret>>('/api/v1/secrets?limit=200', signal), []);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const submit = async (event: Event) => {
     event.preventDefault();
+    const required = recordOf(labels);
+    const preferList = filledRows(preferred).map(([key, value, weight]) => ({
+      key: key!,
+      value: value ?? '',
+      weight: Number(weight || 1),
+    }));
+    const placed = Object.keys(required).length > 0 || preferList.length > 0;
+    const mapped = recordOf(secretEnv);
     const body: TaskSpec = {
       ...(spec ?? {}),
       name: name.trim(),
@@ -195,6 +257,28 @@ function TaskForm({ task }: { task: Task | null }) {
       cron: cron.trim() || null,
       timezone: cron.trim() ? timezone.trim() || 'UTC' : null,
       ...(timeout.trim() ? { timeoutMs: Number(timeout) * 1000 } : {}),
+      ...(placed || spec?.placement
+        ? {
+            placement: {
+              ...(spec?.placement ?? {}),
+              required: { ...(spec?.placement?.required ?? {}), labels: placed ? required : null },
+              preferred: preferList.length > 0 ? preferList : null,
+            },
+          }
+        : {}),
+      ...optional(
+        'retry',
+        Number(attempts) >= 2
+          ? {
+              ...(spec?.retry ?? {}),
+              maxAttempts: Number(attempts),
+              initialBackoffMs: Number(backoff) * 1000,
+            }
+          : null,
+        spec?.retry,
+      ),
+      ...optional('bundle', bundle ? { digest: bundle, workdir: workdir.trim() || '.' } : null, spec?.bundle),
+      ...optional('secretEnv', Object.keys(mapped).length > 0 ? mapped : null, spec?.secretEnv),
     };
     setBusy(true);
     try {
@@ -208,65 +292,110 @@ function TaskForm({ task }: { task: Task | null }) {
       setBusy(false);
     }
   };
+  const bundleOptions: [string, string][] = [
+    ['', 'none'],
+    ...(bundles.data?.items ?? []).map((b): [string, string] => [
+      b.digest,
+      `${b.digest.slice(0, 12)} (${Math.ceil(b.sizeBytes / 1024)} KiB, ${when(b.createdAt)})`,
+    ]),
+  ];
+  if (bundle && !bundleOptions.some(([d]) => d === bundle)) bundleOptions.push([bundle, bundle.slice(0, 12)]);
   return (
     <Section title={task ? `Edit ${task.name}` : 'New task'}>
       <form class="task-form" onSubmit={submit}>
-        <label for="name">Name</label>
-        <input
-          id="name"
-          name="name"
-          required
-          maxLength={100}
-          value={name}
-          onInput={(e) => setName((e.target as HTMLInputElement).value)}
-        />
-        <label for="command">Command</label>
-        <textarea
-          id="command"
-          name="command"
-          required
-          rows={3}
-          value={command}
-          onInput={(e) => setCommand((e.target as HTMLTextAreaElement).value)}
-        />
-        <label for="runtime">Runtime</label>
-        <select
+        <Field id="name" label="Name" required maxLength={100} value={name} onValue={setName} />
+        <Field id="command" label="Command" kind="textarea" required value={command} onValue={setCommand} />
+        <Field
           id="runtime"
-          name="runtime"
+          label="Runtime"
+          kind="select"
+          options={RUNTIMES.map((r) => [r, r])}
           value={runtime}
-          onChange={(e) => setRuntime((e.target as HTMLSelectElement).value)}
-        >
-          {RUNTIMES.map((r) => (
-            <option key={r} value={r}>
-              {r}
-            </option>
-          ))}
-        </select>
-        <label for="timeoutSeconds">Timeout (seconds, empty for the default)</label>
-        <input
+          onValue={setRuntime}
+        />
+        <Field
           id="timeoutSeconds"
-          name="timeoutSeconds"
-          type="number"
+          label="Timeout (seconds, empty for the default)"
+          kind="number"
           min={1}
           value={timeout}
-          onInput={(e) => setTimeoutSeconds((e.target as HTMLInputElement).value)}
+          onValue={setTimeoutSeconds}
         />
-        <label for="cron">Cron (empty: only when triggered)</label>
-        <input
+        <Field
           id="cron"
-          name="cron"
-          value={cron}
-          onInput={(e) => setCron((e.target as HTMLInputElement).value)}
+          label="Cron (empty: only when triggered)"
           placeholder="0 7 * * *"
+          value={cron}
+          onValue={setCron}
         />
-        <label for="timezone">Time zone</label>
-        <input
-          id="timezone"
-          name="timezone"
-          value={timezone}
-          onInput={(e) => setTimezone((e.target as HTMLInputElement).value)}
-        />
+        <Field id="timezone" label="Time zone" value={timezone} onValue={setTimezone} />
         <CronPreview cron={cron} timezone={timezone} />
+        <Field
+          id="attempts"
+          label="Attempts in all (empty or 1: no retry)"
+          kind="number"
+          min={1}
+          max={20}
+          value={attempts}
+          onValue={setAttempts}
+        />
+        <Field
+          id="backoff"
+          label="First retry after (seconds)"
+          hint="each later retry waits twice as long"
+          kind="number"
+          min={1}
+          value={backoff}
+          onValue={setBackoff}
+        />
+        <PairsField
+          legend="Required labels"
+          hint="only workers with every one of these labels run it"
+          columns={[
+            { name: 'key', placeholder: 'zone' },
+            { name: 'value', placeholder: 'lab' },
+          ]}
+          rows={labels}
+          onRows={setLabels}
+        />
+        <PairsField
+          legend="Preferred labels"
+          hint="among the matching workers, those with these labels (weight 1–100) go first"
+          columns={[
+            { name: 'key', placeholder: 'disk' },
+            { name: 'value', placeholder: 'ssd' },
+            { name: 'weight', placeholder: '10', type: 'number' },
+          ]}
+          rows={preferred}
+          onRows={setPreferred}
+        />
+        <Field
+          id="bundle"
+          label="Script bundle"
+          hint="pushed with npm run bundle -- push"
+          kind="select"
+          options={bundleOptions}
+          value={bundle}
+          onValue={setBundle}
+        />
+        {bundle ? (
+          <Field id="workdir" label="Folder in the bundle" value={workdir} onValue={setWorkdir} />
+        ) : null}
+        <PairsField
+          legend="Secret env"
+          hint="an env name the command gets, from a secret (several joined by &)"
+          columns={[
+            { name: 'env name', placeholder: 'JD_COOKIE' },
+            { name: 'secret', placeholder: 'jd-cookie-1', list: 'secret-names' },
+          ]}
+          rows={secretEnv}
+          onRows={setSecretEnv}
+        />
+        <datalist id="secret-names">
+          {(secrets.data?.items ?? []).map((x) => (
+            <option key={x.name} value={x.name} />
+          ))}
+        </datalist>
         <div class="actions">
           <button type="submit" class="primary" disabled={busy}>
             {task ? 'Save' : 'Create'}
