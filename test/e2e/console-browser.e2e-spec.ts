@@ -197,7 +197,7 @@ describe('the web console in a real browser (sqlite, a real worker process)', ()
     await context.close();
   });
 
-  it('works with the keyboard alone: sign in, then reach the workers page', async () => {
+  it('works with the keyboard alone: sign in, reach the workers page, add a row to the task form', async () => {
     const { context } = await newContext(browser, 1280);
     const page = await context.newPage();
     await page.goto(`${base}/`);
@@ -214,6 +214,20 @@ describe('the web console in a real browser (sqlite, a real worker process)', ()
     }
     await page.keyboard.press('Enter');
     await heading(page, 'Workers').waitFor();
+    // The task form's rows: "Add required label" from the keyboard puts the focus in the new row.
+    await page.goto(`${base}/#/tasks/new`);
+    await heading(page, 'New task').waitFor();
+    await page.getByRole('button', { name: 'Add required label' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByLabel('Required labels 1 key').waitFor();
+    expect(await page.evaluate<string | null>("document.activeElement?.getAttribute('aria-label')")).toBe(
+      'Required labels 1 key',
+    );
+    await page.keyboard.type('zone');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('lab');
+    expect(await page.getByLabel('Required labels 1 key').inputValue()).toBe('zone');
+    expect(await page.getByLabel('Required labels 1 value').inputValue()).toBe('lab');
     await context.close();
   });
 

@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import { useLayoutEffect, useRef } from 'preact/hooks';
 
 /** The value of the element an input event came from (every field here is controlled state). */
 const valueOf = (e: Event) => (e.target as HTMLInputElement).value;
@@ -97,10 +98,18 @@ export function PairsField(props: {
   onRows: (rows: string[][]) => void;
 }) {
   const { rows, onRows, columns } = props;
+  // A row added from the keyboard gets the focus in its first input, where the typing goes next.
+  const box = useRef<HTMLFieldSetElement>(null);
+  const added = useRef(false);
+  useLayoutEffect(() => {
+    if (!added.current) return;
+    added.current = false;
+    box.current?.querySelector<HTMLInputElement>('.pair:last-of-type input')?.focus();
+  }, [rows.length]);
   const set = (r: number, c: number, value: string) =>
     onRows(rows.map((row, i) => (i === r ? row.map((v, j) => (j === c ? value : v)) : row)));
   return (
-    <fieldset class="pairs">
+    <fieldset class="pairs" ref={box}>
       <legend>{props.legend}</legend>
       {props.hint ? <p class="hint muted">{props.hint}</p> : null}
       {rows.map((row, r) => (
@@ -126,7 +135,13 @@ export function PairsField(props: {
           </button>
         </div>
       ))}
-      <button type="button" onClick={() => onRows([...rows, columns.map(() => '')])}>
+      <button
+        type="button"
+        onClick={() => {
+          added.current = true;
+          onRows([...rows, columns.map(() => '')]);
+        }}
+      >
         Add {props.legend.toLowerCase().replace(/s$/, '')}
       </button>
     </fieldset>
