@@ -28,6 +28,7 @@ import { Secrets1766023200000 as SqliteSecrets } from './sqlite/1766023200000-se
 import { SessionCertificate1766016000000 as SqliteSessionCertificate } from './sqlite/1766016000000-session-certificate';
 import { ConsoleSessions1766448000000 as SqliteConsoleSessions } from './sqlite/1766448000000-console-sessions';
 import { LogStreams1765497600000 as LogStreams } from './log-streams';
+import { AttemptsByWorker1766620800000 as AttemptsByWorker } from './attempts-by-worker';
 import { Bundles1766030400000 as PostgresBundles } from './postgres/1766030400000-bundles';
 import { Bundles1766030400000 as SqliteBundles } from './sqlite/1766030400000-bundles';
 
@@ -47,6 +48,7 @@ export const SQLITE_MIGRATIONS = [
   SqliteSecrets,
   SqliteBundles,
   SqliteConsoleSessions,
+  AttemptsByWorker,
 ];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
@@ -68,4 +70,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresSecrets,
   PostgresBundles,
   PostgresConsoleSessions,
+  AttemptsByWorker,
 ];

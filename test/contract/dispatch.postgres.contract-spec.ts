@@ -6,6 +6,7 @@ import { describeClaimOneStatementWindows } from './claim-one-statement-windows.
 import { describeClaimPreferredPlacement } from './claim-preferred-placement.contract';
 import { describeClaimRaceAndFences } from './claim-race-and-fences.contract';
 import { describeDispatchContract } from './dispatch.contract';
+import { describeRunsByWorker } from './runs-by-worker.contract';
 
 describeDispatchContract(
   'postgres',
@@ -17,4 +18,5 @@ describeDispatchContract(
   describeClaimBatch,
   describeClaimBatchFallback,
   describeClaimOneStatementWindows,
+  describeRunsByWorker,
 );

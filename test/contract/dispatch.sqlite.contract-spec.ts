@@ -4,6 +4,7 @@ import { describeClaimCost } from './claim-cost.contract';
 import { describeClaimPreferredPlacement } from './claim-preferred-placement.contract';
 import { describeClaimRaceAndFences } from './claim-race-and-fences.contract';
 import { describeDispatchContract } from './dispatch.contract';
+import { describeRunsByWorker } from './runs-by-worker.contract';
 
 describeDispatchContract(
   'sqlite',
@@ -12,4 +13,5 @@ describeDispatchContract(
   describeClaimPreferredPlacement,
   describeClaimCost,
   describeClaimBatch,
+  describeRunsByWorker,
 );

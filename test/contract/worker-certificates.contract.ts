@@ -11,8 +11,10 @@ import {
   SqlDatabase,
   SqlEnrollmentTokenRepository,
   SqlWorkerCertificateRepository,
+  SqlWorkerSessionRepository,
 } from '@ql/persistence';
 import { changedTables, snapshotDatabase } from '../support/db-snapshot';
+import { newSessionId, snapshot } from '../support/fixtures';
 import { DispatchTarget } from '../support/dispatch-targets';
 import { announcingTransactions, pausedAfter, untilLockWaiter } from '../support/paused-database';
 
@@ -289,6 +291,47 @@ export function describeWorkerCertificateContract(dialect: string, makeTarget: (
         { worker },
       );
       expect(rows).toEqual([{ fingerprint: a.fingerprint }]);
+    });
+
+    it("the admin worker views carry the current certificate's life: none, enrolled, renewed, revoked", async () => {
+      const sessions = new SqlWorkerSessionRepository(db, ids);
+      const worker = workerId();
+      await sessions.register({
+        workerId: worker,
+        sessionId: newSessionId(),
+        snapshot: snapshot(),
+        leaseMs: 3_600_000,
+      });
+      const views = async () => {
+        const listed = await sessions.listWorkers({ afterWorkerId: worker.slice(0, -1), limit: 200 });
+        return [
+          (await sessions.findWorker(worker))?.certificate,
+          listed.find((w) => w.workerId === worker)?.certificate,
+        ];
+      };
+      expect(await views()).toEqual([null, null]);
+      const first = await enroll(worker);
+      const life = (c: { issuedAt: number; notAfter: number }) => ({
+        issuedAt: c.issuedAt,
+        notAfter: c.notAfter,
+      });
+      expect(await views()).toEqual([life(first), life(first)]);
+      target.clock.advance(60_000);
+      const next = issued(worker);
+      await renew(worker, first.fingerprint, next);
+      expect(await views()).toEqual([life(next), life(next)]);
+      // The admin writes answer with it too (their UPDATE … RETURNING reads the same columns).
+      const move = { actor: 'key-1', action: 'worker.drain', target: `worker:${worker}` };
+      expect((await sessions.drainWorker(worker, move)).certificate).toEqual(life(next));
+      await repo.revokeWorker(worker, null, {
+        actor: 'key-1',
+        action: 'worker.revoke',
+        target: `worker:${worker}`,
+      });
+      expect(await views()).toEqual([null, null]);
+      expect(
+        (await sessions.resumeWorker(worker, { ...move, action: 'worker.resume' })).certificate,
+      ).toBeNull();
     });
 
     it('the table keeps one current certificate per worker even against a write that forgets to supersede', async () => {

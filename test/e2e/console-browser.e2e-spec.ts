@@ -1,11 +1,17 @@
 // Size: the web console as a person uses it, in Debian's Chromium (issue 20): sign-in, the first task
 // with its live log on a real worker, cancel, a viewer's view, CSRF, a script-like log line, headers,
-// accessibility, keyboard use and the screenshots of every page at two widths.
+// certificate expiry, a worker's runs, the full task form, accessibility, keyboard use and the
+// screenshots of every page at two widths.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { ingressPath } from '@ql/contracts';
 import { launchChromium, newContext, screenshot, seriousA11yViolations } from '../support/browser';
+import { bundleOf } from '../support/bundle-fixtures';
+import { enrollWorker, issuerEnv } from '../support/enrolled-worker';
+import { newSessionId, registerBody } from '../support/fixtures';
 import { ROOT, tempDir } from '../support/entry-points';
 import { RemoteRunHarness, RunWorker } from '../support/remote-run-harness';
 
@@ -23,8 +29,12 @@ describe('the web console in a real browser (sqlite, a real worker process)', ()
   beforeAll(async () => {
     const consoleDir = join(folder, 'console');
     execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-console.js'), consoleDir]);
-    h = await RemoteRunHarness.start('sqlite', ['worker-1'], { QL_CONSOLE_DIR: consoleDir });
-    worker = h.startWorker('worker-1');
+    h = await RemoteRunHarness.start('sqlite', ['worker-1'], (pki) => ({
+      QL_CONSOLE_DIR: consoleDir,
+      QL_SECRETS_KEY: randomBytes(32).toString('base64'),
+      ...issuerEnv(pki),
+    }));
+    worker = h.startWorker('worker-1', { env: { QL_WORKER_LABELS: 'zone=lab' } });
     browser = await launchChromium();
     base = h.t.plane.adminUrl;
     await h.untilOnline(worker);
@@ -187,7 +197,7 @@ describe('the web console in a real browser (sqlite, a real worker process)', ()
     await context.close();
   });
 
-  it('works with the keyboard alone: sign in, then reach the workers page', async () => {
+  it('works with the keyboard alone: sign in, reach the workers page, add a row to the task form', async () => {
     const { context } = await newContext(browser, 1280);
     const page = await context.newPage();
     await page.goto(`${base}/`);
@@ -204,6 +214,173 @@ describe('the web console in a real browser (sqlite, a real worker process)', ()
     }
     await page.keyboard.press('Enter');
     await heading(page, 'Workers').waitFor();
+    // The task form's rows: "Add required label" from the keyboard puts the focus in the new row.
+    await page.goto(`${base}/#/tasks/new`);
+    await heading(page, 'New task').waitFor();
+    await page.getByRole('button', { name: 'Add required label' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByLabel('Required labels 1 key').waitFor();
+    expect(await page.evaluate<string | null>("document.activeElement?.getAttribute('aria-label')")).toBe(
+      'Required labels 1 key',
+    );
+    await page.keyboard.type('zone');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('lab');
+    expect(await page.getByLabel('Required labels 1 key').inputValue()).toBe('zone');
+    expect(await page.getByLabel('Required labels 1 value').inputValue()).toBe('lab');
+    await context.close();
+  });
+
+  describe('workers: certificate expiry, their recent runs, and the runs filtered by worker', () => {
+    let life: { issuedAt: number; notAfter: number };
+    let runId: string;
+    let taskId: string;
+    beforeAll(async () => {
+      // worker-2 enrolls (its certificate is issued here) and registers a session; it never pulls.
+      const credentials = await enrollWorker(h.t, 'worker-2');
+      const registered = await h.t.ingress(
+        credentials,
+        ingressPath('worker-2', newSessionId(), 'register'),
+        registerBody(),
+      );
+      expect(registered.status).toBe(200);
+      const view = (await h.worker('worker-2')) as unknown as Record<string, string>;
+      life = {
+        issuedAt: Date.parse(view.certificateIssuedAt!),
+        notAfter: Date.parse(view.certificateNotAfter!),
+      };
+      expect(life.notAfter).toBeGreaterThan(life.issuedAt);
+      // worker-1's certificate is the test PKI's, made by hand: none issued here.
+      expect(await h.worker('worker-1')).toMatchObject({
+        certificateIssuedAt: null,
+        certificateNotAfter: null,
+      });
+      taskId = await h.createTask({ runtime: 'shell', command: 'echo on worker-1' });
+      runId = (await h.untilRunEnds(await h.trigger(taskId))).id;
+    });
+
+    it.each([1280, 360])('at %i px', async (width) => {
+      const { context } = await newContext(browser, width);
+      const page = await context.newPage();
+      await signIn(page, h.t.adminToken);
+      await page.goto(`${base}/#/workers`);
+      const enrolled = page.getByRole('row', { name: /worker-2/ });
+      await enrolled.getByText(/^expires in /).waitFor();
+      expect(await enrolled.locator('.cert-warn').count()).toBe(0);
+      await page
+        .getByRole('row', { name: /worker-1/ })
+        .getByText('— (not enrolled)')
+        .waitFor();
+      await screenshot(page, `workers-certificates-${width}`);
+
+      // The worker page lists the runs that ran on it, with their task, linked.
+      await page.goto(`${base}/#/workers/worker-1`);
+      const recent = page.getByRole('region', { name: 'Recent runs on this worker' });
+      const row = recent.getByRole('row', { name: new RegExp(runId.slice(-12)) });
+      await row.getByText('succeeded').waitFor();
+      expect(await row.getByRole('link', { name: runId.slice(-12) }).getAttribute('href')).toBe(
+        `#/runs/${runId}`,
+      );
+      expect(await row.getByRole('link', { name: /^remote run / }).getAttribute('href')).toBe(
+        `#/tasks/${taskId}`,
+      );
+      expect(await seriousA11yViolations(page)).toEqual([]);
+      await screenshot(page, `worker-runs-${width}`);
+
+      // The runs page filtered by worker: worker-2 ran nothing, worker-1 ran it.
+      await page.goto(`${base}/#/runs`);
+      await page.getByRole('row', { name: new RegExp(runId.slice(-12)) }).waitFor();
+      await page.getByLabel('Worker').selectOption('worker-2');
+      await page.getByText('No runs.').waitFor();
+      await page.getByLabel('Worker').selectOption('worker-1');
+      await page.getByRole('row', { name: new RegExp(runId.slice(-12)) }).waitFor();
+      expect(await seriousA11yViolations(page)).toEqual([]);
+      await screenshot(page, `runs-by-worker-${width}`);
+      await context.close();
+
+      // In the last fifth of its life the expiry is a warning, in words as well as in colour.
+      const late = await newContext(browser, width);
+      const old = await late.context.newPage();
+      await old.clock.setFixedTime(life.notAfter - 0.1 * (life.notAfter - life.issuedAt));
+      await signIn(old, h.t.adminToken);
+      await old.goto(`${base}/#/workers/worker-2`);
+      const certificate = old.getByTestId('worker-certificate');
+      await certificate
+        .locator('.cert-warn')
+        .getByText(/expires in/)
+        .waitFor();
+      expect(await certificate.textContent()).toMatch(/^⚠ Warning: expires in /);
+      expect(await seriousA11yViolations(old)).toEqual([]);
+      await screenshot(old, `worker-certificate-warning-${width}`);
+      await late.context.close();
+    });
+  });
+
+  it.each([1280, 360])('the task form at %i px: placement, retries, bundle and secret env', async (width) => {
+    const bundle = bundleOf({ 'scripts/hello.txt': 'hi from the bundle\n' });
+    const pushed = await h.t.admin('POST', '/api/v1/bundles', undefined, undefined, {
+      rawBody: bundle.content,
+      headers: { 'content-type': 'application/gzip' },
+    });
+    expect([200, 201]).toContain(pushed.status);
+    const secret = await h.t.admin('POST', '/api/v1/secrets', { name: `token-${width}`, value: 'abcdef' });
+    expect([200, 201]).toContain(secret.status);
+    const { context } = await newContext(browser, width);
+    const page = await context.newPage();
+    await signIn(page, h.t.adminToken);
+    await page.goto(`${base}/#/tasks/new`);
+    await page.getByLabel('Name').fill(`full form ${width}`);
+    await page.getByLabel('Command').fill('cat hello.txt; echo "token length ${#MY_TOKEN}"');
+    await page.getByLabel('Attempts in all (empty or 1: no retry)').fill('3');
+    await page.getByLabel('First retry after (seconds)').fill('5');
+    await page.getByRole('button', { name: 'Add required label' }).click();
+    await page.getByLabel('Required labels 1 key').fill('zone');
+    await page.getByLabel('Required labels 1 value').fill('lab');
+    await page.getByRole('button', { name: 'Add preferred label' }).click();
+    await page.getByLabel('Preferred labels 1 key').fill('disk');
+    await page.getByLabel('Preferred labels 1 value').fill('ssd');
+    await page.getByLabel('Preferred labels 1 weight').fill('10');
+    await page.getByLabel('Script bundle').selectOption(bundle.digest);
+    await page.getByLabel('Folder in the bundle').fill('scripts');
+    await page.getByRole('button', { name: 'Add secret env' }).click();
+    await page.getByLabel('Secret env 1 env name').fill('MY_TOKEN');
+    await page.getByLabel('Secret env 1 secret').fill(`token-${width}`);
+    // Leaving the field closes the secret names' suggestion list, which may cover the buttons below.
+    await page.getByLabel('Secret env 1 secret').press('Tab');
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, `task-form-full-${width}`);
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.getByRole('heading', { level: 2, name: `Task full form ${width}` }).waitFor();
+    const taskId = decodeURIComponent(new URL(page.url()).hash.split('/')[2]!);
+    const saved = (await h.t.admin('GET', `/api/v1/tasks/${taskId}`)).body as {
+      spec: Record<string, unknown>;
+    };
+    expect(saved.spec).toMatchObject({
+      retry: { maxAttempts: 3, initialBackoffMs: 5000 },
+      placement: {
+        required: { labels: { zone: 'lab' } },
+        preferred: [{ key: 'disk', value: 'ssd', weight: 10 }],
+      },
+      bundle: { digest: bundle.digest, workdir: 'scripts' },
+      secretEnv: { MY_TOKEN: `token-${width}` },
+    });
+    await page.getByText('requires zone=lab; prefers disk=ssd (weight 10)').waitFor();
+    await screenshot(page, `task-full-${width}`);
+    // It runs on worker-1 (zone=lab) in the bundle's folder with the secret in its env.
+    await page.getByRole('button', { name: 'Run now' }).click();
+    await page.getByTestId('run-status').getByText('succeeded').waitFor();
+    await page.getByTestId('run-log').getByText('hi from the bundle').waitFor();
+    await page.getByTestId('run-log').getByText('token length 6').waitFor();
+    // The edit form shows what was saved; saving it unchanged makes no new revision.
+    await page.goto(`${base}/#/tasks/${taskId}/edit`);
+    expect(await page.getByLabel('Required labels 1 key').inputValue()).toBe('zone');
+    expect(await page.getByLabel('Secret env 1 secret').inputValue()).toBe(`token-${width}`);
+    expect(await page.getByLabel('Script bundle').inputValue()).toBe(bundle.digest);
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('heading', { level: 2, name: `Task full form ${width}` }).waitFor();
+    expect(((await h.t.admin('GET', `/api/v1/tasks/${taskId}`)).body as { revision: number }).revision).toBe(
+      1,
+    );
     await context.close();
   });
 
@@ -237,12 +414,12 @@ describe('the web console in a real browser (sqlite, a real worker process)', ()
           violations: [],
         });
         await screenshot(page, `${name}-${width}`);
-      // Nothing is wider than the screen: a phone scrolls tables inside their box, not the page.
+        // Nothing is wider than the screen: a phone scrolls tables inside their box, not the page.
         const overflow = await page.evaluate<number>(
           'document.documentElement.scrollWidth - window.innerWidth',
         );
         expect({ name, width, overflow: overflow <= 0 }).toEqual({ name, width, overflow: true });
-        }
+      }
       await context.close();
     },
   );

@@ -337,12 +337,20 @@ describe.each<Dialect>(['sqlite', 'postgres'])('tasks and runs through the admin
     expect(everyId).toEqual([...everyId].sort().reverse());
     expect(everyId.slice(0, 3)).toEqual(newestFirst);
 
-    for (const bad of ['status=done', 'taskId=abc', 'before=1', 'limit=0', 'sort=asc']) {
+    for (const bad of ['status=done', 'taskId=abc', 'before=1', 'limit=0', 'sort=asc', 'workerId=a%20b']) {
       const res = await call('GET', `/api/v1/runs?${bad}`);
       expect({ bad, status: res.status, code: (res.body as { code: string }).code }).toEqual({
         bad,
         status: 400,
         code: 'invalid_request',
+      });
+    }
+    for (const bad of ['a%20b', '', '-x', 'x'.repeat(200), 'a&workerId=b']) {
+      const res = await call('GET', `/api/v1/runs?workerId=${bad}`);
+      expect({ bad, status: res.status, detail: (res.body as { detail: string }).detail }).toEqual({
+        bad,
+        status: 400,
+        detail: 'workerId: invalid_worker_id',
       });
     }
   });
@@ -405,6 +413,13 @@ describe.each<Dialect>(['sqlite', 'postgres'])('tasks and runs through the admin
 
     const claimed = await runDetail(run.id);
     expect(claimed).toMatchObject({ status: 'dispatching', attemptCount: 1, pending: null });
+    // The runs list by worker (issue 20) has it; a worker it never ran on does not.
+    const byWorker = async (workerId: string) =>
+      ((await call('GET', `/api/v1/runs?workerId=${workerId}`)).body as { items: RunView[] }).items.map(
+        (r) => r.id,
+      );
+    expect(await byWorker('worker-a')).toContain(run.id);
+    expect(await byWorker('worker-never-seen')).toEqual([]);
     expect(claimed.attempts).toEqual([
       expect.objectContaining({ attemptNo: 1, status: 'claimed', workerId: 'worker-a', leaseGeneration: 1 }),
     ]);

@@ -23,3 +23,23 @@ export function duration(fromIso: string, toIso: string | null): string {
 export function when(iso: string | null | undefined): string {
   return iso ? new Date(iso).toLocaleString() : '—';
 }
+
+/**
+ * A certificate's expiry as people read it ("expires in 13h 2m"), and whether it is near: less than
+ * 20 % of its life left, or past. Null without a certificate issued by enrollment.
+ */
+export function expiry(
+  issuedAt: string | null | undefined,
+  notAfter: string | null | undefined,
+  now = Date.now(),
+): { text: string; warn: boolean } | null {
+  if (!notAfter) return null;
+  const end = Date.parse(notAfter);
+  const left = end - now;
+  const life = issuedAt ? end - Date.parse(issuedAt) : 0;
+  const seconds = Math.round(Math.abs(left) / 1000);
+  return {
+    text: left <= 0 ? `expired ${span(seconds)} ago` : `expires in ${span(seconds)}`,
+    warn: left <= 0 || left < 0.2 * life,
+  };
+}

@@ -14,6 +14,7 @@ export interface Worker {
   } | null;
   lastSeenAt: string | null;
   registeredAt: string | null;
+  certificateIssuedAt?: string | null;
   certificateNotAfter?: string | null;
 }
 export interface WorkerDetail extends Worker {
@@ -28,7 +29,27 @@ export interface TaskSpec {
   timezone?: string | null;
   env?: Record<string, string> | null;
   priority?: number;
+  placement?: {
+    required?: { labels?: Record<string, string> | null; [key: string]: unknown } | null;
+    preferred?: { key: string; value: string; weight: number }[] | null;
+  } | null;
+  retry?: {
+    maxAttempts: number;
+    initialBackoffMs: number;
+    multiplier?: number;
+    maxBackoffMs?: number;
+  } | null;
+  bundle?: { digest: string; workdir: string } | null;
+  secretEnv?: Record<string, string> | null;
   [key: string]: unknown;
+}
+export interface Bundle {
+  digest: string;
+  sizeBytes: number;
+  createdAt: string;
+}
+export interface Secret {
+  name: string;
 }
 export interface Task {
   id: string;

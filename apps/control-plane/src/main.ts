@@ -99,6 +99,7 @@ async function run(config: ControlPlaneConfig): Promise<void> {
       [
         '',
         `  Admin API + probes : ${plane.adminUrl}   (GET /readyz, GET /openapi.json, Swagger UI at /docs)`,
+        `  Web console        : ${plane.adminUrl}/  (sign in with an API key)`,
         `  Worker ingress     : ${plane.ingressUrl} (mTLS, CA ${config.tlsCaPath})`,
         `  First API key      : npm run api-key -- --name me --role admin`,
         `  More workers       : npm run pki -- --worker <id>; QL_WORKER_ID=<id> npm run start:worker`,

@@ -203,9 +203,13 @@ function spawnWorker(
   });
 }
 
+/** The README's way to make the first key: it prints the key's token once. */
+const FIRST_KEY = 'npm run api-key -- --name me --role admin';
+
 controlPlane.on('message', (message: Partial<ReadyMessage> | MigratedMessage) => {
   if (message?.type === 'control-plane-migrated') {
     log('info', 'control plane ready', { pid: controlPlane.pid });
+    if (ready) howToConnect(ready);
     return;
   }
   if (message?.type !== 'control-plane-ready' || ready) return;
@@ -215,9 +219,24 @@ controlPlane.on('message', (message: Partial<ReadyMessage> | MigratedMessage) =>
     log('warn', 'control plane listening; not ready: migrations pending (run `npm run migrate`)', {
       pid: controlPlane.pid,
     });
-  else log('info', 'control plane ready', { pid: controlPlane.pid });
+  else {
+    log('info', 'control plane ready', { pid: controlPlane.pid });
+    howToConnect(ready);
+  }
   startWorker(ready);
 });
+
+/** Where the web console is and how to make the key that signs in to it (README, "Quickstart"). */
+function howToConnect(from: ReadyMessage): void {
+  // A listener on every interface is reached on this machine's loopback.
+  const url = new URL(from.adminUrl);
+  if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = '127.0.0.1';
+  const consoleUrl = url.href;
+  log('info', `web console at ${consoleUrl}; sign in with an API key: ${FIRST_KEY}`, {
+    console: consoleUrl,
+    firstKey: FIRST_KEY,
+  });
+}
 
 controlPlane.on('exit', (code, signal) => {
   const how = exitText(code, signal);

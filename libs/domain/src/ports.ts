@@ -64,6 +64,11 @@ export interface WorkerRecord {
   readonly lastSeenAt: number;
   /** Journal records waiting for an operator, as the current session's last heartbeat said (ADR 0029). */
   readonly recoveryRequired: number;
+  /**
+   * The validity of its current certificate issued here (enrollment or renewal, ADR 0045 §4: neither
+   * superseded nor revoked); null when it has none (a certificate made by hand or by the dev PKI).
+   */
+  readonly certificate: { readonly issuedAt: number; readonly notAfter: number } | null;
 }
 
 export interface WorkerListQuery {

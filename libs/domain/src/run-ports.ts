@@ -49,6 +49,8 @@ export interface TriggerRunCommand {
 export interface RunListQuery {
   readonly status?: RunStatus;
   readonly taskId?: string;
+  /** Runs with an attempt (any, not only the current one) on this worker: the `attempts_worker` index. */
+  readonly workerId?: string;
   /** Keyset: runs with a smaller id (newest first). */
   readonly before?: string;
   readonly limit: number;

@@ -115,11 +115,15 @@ export class SqlRunRepository implements RunRepository {
     return row ? toRun(row) : null;
   }
 
-  // Keyset on id, newest first (UUIDv7 ids sort by creation time).
+  // Keyset on id, newest first (UUIDv7 ids sort by creation time). A worker's runs: its attempts' run ids
+  // from the `attempts_worker (worker_id, run_id)` index, the keyset applied inside too.
   async list(query: RunListQuery): Promise<RunRecord[]> {
     const where = [
       query.status ? 'status = :status' : null,
       query.taskId ? 'task_id = :taskId' : null,
+      query.workerId
+        ? `id IN (SELECT run_id FROM attempts WHERE worker_id = :workerId${query.before ? ' AND run_id < :before' : ''})`
+        : null,
       query.before ? 'id < :before' : null,
     ].filter(Boolean);
     const rows = await this.db.many<RunRow>(
@@ -129,6 +133,7 @@ export class SqlRunRepository implements RunRepository {
         limit: query.limit,
         ...(query.status ? { status: query.status } : {}),
         ...(query.taskId ? { taskId: query.taskId } : {}),
+        ...(query.workerId ? { workerId: query.workerId } : {}),
         ...(query.before ? { before: query.before } : {}),
       },
     );

@@ -46,8 +46,19 @@ const STATUS_FILTER: Readonly<Record<WorkerStatus, string>> = {
   disabled: `disabled = :yes`,
 };
 
-/** What the admin views read: the stored columns and the effective status. */
-export const adminColumns = (columns: string) => `${columns}, ${WORKER_STATUS_SQL} AS effective_status`;
+/**
+ * The worker's current certificate (issued by enrollment or renewal, neither superseded nor revoked:
+ * at most one, the partial unique index `worker_certificates_current`), one column of it. A scalar
+ * subquery, so the admin writes' `UPDATE … RETURNING` read it too; null for a hand-made certificate.
+ */
+const currentCertificate = (column: string) =>
+  `(SELECT c.${column} FROM worker_certificates c WHERE c.worker_id = workers.worker_id
+    AND c.superseded_by IS NULL AND c.revoked_at IS NULL) AS certificate_${column}`;
+
+/** What the admin views read: the stored columns, the effective status and the current certificate's life. */
+export const adminColumns = (columns: string) =>
+  `${columns}, ${WORKER_STATUS_SQL} AS effective_status, ${currentCertificate('issued_at')},
+  ${currentCertificate('not_after')}`;
 
 /** Keyset on worker_id; every filter is optional and they combine with AND. */
 export function listWorkersSql(columns: string, query: WorkerListQuery): { sql: string; params: SqlParams } {

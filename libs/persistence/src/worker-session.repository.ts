@@ -76,6 +76,8 @@ interface WorkerRow {
 /** An admin read: the row and its effective status by the database's clock (ADR 0035). */
 interface AdminWorkerRow extends WorkerRow {
   effective_status: WorkerStatus;
+  certificate_issued_at: number | Date | null;
+  certificate_not_after: number | Date | null;
 }
 
 const COLUMNS = `worker_id, disabled, session_id, generation, version, status, lease_expires_at,
@@ -614,5 +616,9 @@ function toRecord(row: AdminWorkerRow): WorkerRecord {
     registeredAt: toMs(row.registered_at),
     lastSeenAt: toMs(row.last_seen_at),
     recoveryRequired: toInt(row.recovery_required),
+    certificate:
+      row.certificate_not_after === null
+        ? null
+        : { issuedAt: toMs(row.certificate_issued_at!), notAfter: toMs(row.certificate_not_after) },
   };
 }

@@ -1,34 +1,31 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, get } from '../api';
+import { RUN_STATUSES, isTerminalRun } from '../../../../libs/domain/src/run-statuses';
 import { AnsiText } from '../ansi';
 import { age, duration, when } from '../format';
 import { href } from '../router';
-import type { LogEntry, LogPage, Page, Run, RunDetail } from '../types';
+import type { LogEntry, LogPage, Page, Run, RunDetail, Task, Worker } from '../types';
 import { ConfirmButton, ErrorNote, Loading, Section, Status, useLoad } from '../ui';
 
-// RUN_STATUSES of libs/domain/src/runs.ts, whose module needs Node (the console bundles only pure files).
-const STATUSES = [
-  'queued',
-  'dispatching',
-  'running',
-  'retry_wait',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'timed_out',
-  'lost',
-];
-const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'lost']);
+const ENDED = new Set<string>(RUN_STATUSES.filter(isTerminalRun));
 
-export function RunsTable({ runs }: { runs: Run[] }) {
+/** Task names by id (the first 200 tasks), for tables of runs that name their task. */
+export function useTaskNames(): Map<string, string> | undefined {
+  const { data } = useLoad((signal) => get<Page<Task>>('/api/v1/tasks?limit=200', signal), []);
+  return useMemo(() => (data ? new Map(data.items.map((t) => [t.id, t.name])) : undefined), [data]);
+}
+
+export function RunsTable(props: { runs: Run[]; tasks?: Map<string, string>; label?: string }) {
+  const { runs, tasks, label = 'Runs' } = props;
   if (runs.length === 0) return <p class="muted">No runs.</p>;
   return (
-    <div class="table-wrap" role="region" aria-label="Runs" tabIndex={0}>
+    <div class="table-wrap" role="region" aria-label={label} tabIndex={0}>
       <table>
-        <caption class="visually-hidden">Runs</caption>
+        <caption class="visually-hidden">{label}</caption>
         <thead>
           <tr>
             <th scope="col">Run</th>
+            {tasks ? <th scope="col">Task</th> : null}
             <th scope="col">Status</th>
             <th scope="col">Trigger</th>
             <th scope="col">Attempts</th>
@@ -42,6 +39,11 @@ export function RunsTable({ runs }: { runs: Run[] }) {
               <th scope="row">
                 <a href={href('runs', r.id)}>{r.id.slice(-12)}</a>
               </th>
+              {tasks ? (
+                <td>
+                  <a href={href('tasks', r.taskId)}>{tasks.get(r.taskId) ?? r.taskId.slice(-12)}</a>
+                </td>
+              ) : null}
               <td>
                 <Status value={r.status} />
               </td>
@@ -60,12 +62,16 @@ export function RunsTable({ runs }: { runs: Run[] }) {
 export function RunsPage() {
   const [status, setStatus] = useState('');
   const [taskId, setTaskId] = useState('');
+  const [workerId, setWorkerId] = useState('');
+  const workers = useLoad((signal) => get<Page<Worker>>('/api/v1/workers?limit=200', signal), []);
+  const tasks = useTaskNames();
   const [since, setSince] = useState('');
   const [before, setBefore] = useState<string[]>([]);
   const cursor = before[before.length - 1];
   const query = new URLSearchParams({ limit: '50' });
   if (status) query.set('status', status);
   if (taskId.trim()) query.set('taskId', taskId.trim());
+  if (workerId) query.set('workerId', workerId);
   if (cursor) query.set('before', cursor);
   const { data, error } = useLoad(
     (signal) => get<Page<Run>>(`/api/v1/runs?${query.toString()}`, signal),
@@ -85,7 +91,7 @@ export function RunsPage() {
             onChange={(e) => (setStatus((e.target as HTMLSelectElement).value), setBefore([]))}
           >
             <option value="">any</option>
-            {STATUSES.map((s) => (
+            {RUN_STATUSES.map((s) => (
               <option key={s} value={s}>
                 {s.replace(/_/g, ' ')}
               </option>
@@ -100,6 +106,20 @@ export function RunsPage() {
           />
         </label>
         <label>
+          Worker{' '}
+          <select
+            value={workerId}
+            onChange={(e) => (setWorkerId((e.target as HTMLSelectElement).value), setBefore([]))}
+          >
+            <option value="">any</option>
+            {(workers.data?.items ?? []).map((w) => (
+              <option key={w.workerId} value={w.workerId}>
+                {w.workerId}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
           Created{' '}
           <select value={since} onChange={(e) => setSince((e.target as HTMLSelectElement).value)}>
             <option value="">any time</option>
@@ -110,7 +130,7 @@ export function RunsPage() {
         </label>
       </form>
       <ErrorNote error={error} />
-      {!data ? <Loading what="runs" /> : <RunsTable runs={shown} />}
+      {!data ? <Loading what="runs" /> : <RunsTable runs={shown} tasks={tasks} />}
       <div class="pager">
         <button type="button" disabled={before.length === 0} onClick={() => setBefore(before.slice(0, -1))}>
           Newer

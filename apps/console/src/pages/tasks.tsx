@@ -7,8 +7,7 @@ import { go, href } from '../router';
 import type { Page, Revision, Run, Task, TaskSpec } from '../types';
 import { ErrorNote, Loading, Section, useLoad } from '../ui';
 import { RunsTable } from './runs';
-
-const RUNTIMES = ['shell', 'node', 'python'];
+import { TaskForm, pairsOf } from './task-form';
 
 async function trigger(taskId: string) {
   const answer = await api<{ run: Run }>(
@@ -122,6 +121,31 @@ export function TaskPage({ taskId, admin }: { taskId: string; admin: boolean }) 
             <dd>{t.spec.timeoutMs ? `${t.spec.timeoutMs / 1000} s` : '—'}</dd>
             <dt>Schedule</dt>
             <dd>{t.spec.cron ? `${t.spec.cron} (${t.spec.timezone ?? 'UTC'})` : 'none'}</dd>
+            <dt>Retries</dt>
+            <dd>
+              {t.spec.retry
+                ? `${t.spec.retry.maxAttempts} attempts in all, the first retry after ${t.spec.retry.initialBackoffMs / 1000} s`
+                : 'none'}
+            </dd>
+            <dt>Placement</dt>
+            <dd>{placementText(t.spec.placement)}</dd>
+            <dt>Bundle</dt>
+            <dd>
+              {t.spec.bundle ? (
+                <>
+                  <code>{t.spec.bundle.digest.slice(0, 12)}</code>, folder{' '}
+                  <code>{t.spec.bundle.workdir}</code>
+                </>
+              ) : (
+                'none'
+              )}
+            </dd>
+            <dt>Secret env</dt>
+            <dd>
+              {pairsOf(t.spec.secretEnv)
+                .map(([env, secret]) => `${env} ← ${secret}`)
+                .join(', ') || 'none'}
+            </dd>
             <dt>Revision</dt>
             <dd>
               {t.revision}, {when(t.updatedAt)}
@@ -136,6 +160,16 @@ export function TaskPage({ taskId, admin }: { taskId: string; admin: boolean }) 
       )}
     </Section>
   );
+}
+
+function placementText(placement: TaskSpec['placement']): string {
+  const required = pairsOf(placement?.required?.labels).map(([k, v]) => `${k}=${v}`);
+  const preferred = (placement?.preferred ?? []).map((p) => `${p.key}=${p.value} (weight ${p.weight})`);
+  const parts = [
+    required.length ? `requires ${required.join(', ')}` : '',
+    preferred.length ? `prefers ${preferred.join(', ')}` : '',
+  ].filter(Boolean);
+  return parts.join('; ') || 'any worker with its runtime';
 }
 
 function Revisions({ items }: { items: Revision[] }) {
@@ -173,110 +207,4 @@ export function TaskEditPage({ admin, taskId }: { admin: boolean; taskId?: strin
   if (!admin) return <p class="muted">Changing tasks needs an admin key.</p>;
   if (taskId && !existing.data) return <Loading what="the task" />;
   return <TaskForm task={existing.data ?? null} />;
-}
-
-function TaskForm({ task }: { task: Task | null }) {
-  const spec = task?.spec;
-  const [name, setName] = useState(spec?.name ?? '');
-  const [command, setCommand] = useState(spec?.command ?? '');
-  const [runtime, setRuntime] = useState(spec?.runtime ?? 'shell');
-  const [timeout, setTimeoutSeconds] = useState(spec?.timeoutMs ? String(spec.timeoutMs / 1000) : '');
-  const [cron, setCron] = useState(spec?.cron ?? '');
-  const [timezone, setTimezone] = useState(spec?.timezone ?? 'UTC');
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    const body: TaskSpec = {
-      ...(spec ?? {}),
-      name: name.trim(),
-      command,
-      runtime,
-      cron: cron.trim() || null,
-      timezone: cron.trim() ? timezone.trim() || 'UTC' : null,
-      ...(timeout.trim() ? { timeoutMs: Number(timeout) * 1000 } : {}),
-    };
-    setBusy(true);
-    try {
-      const saved = task
-        ? await api<Task>('PUT', `/api/v1/tasks/${task.id}`, body)
-        : await api<Task>('POST', '/api/v1/tasks', body);
-      go('tasks', saved.id);
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <Section title={task ? `Edit ${task.name}` : 'New task'}>
-      <form class="task-form" onSubmit={submit}>
-        <label for="name">Name</label>
-        <input
-          id="name"
-          name="name"
-          required
-          maxLength={100}
-          value={name}
-          onInput={(e) => setName((e.target as HTMLInputElement).value)}
-        />
-        <label for="command">Command</label>
-        <textarea
-          id="command"
-          name="command"
-          required
-          rows={3}
-          value={command}
-          onInput={(e) => setCommand((e.target as HTMLTextAreaElement).value)}
-        />
-        <label for="runtime">Runtime</label>
-        <select
-          id="runtime"
-          name="runtime"
-          value={runtime}
-          onChange={(e) => setRuntime((e.target as HTMLSelectElement).value)}
-        >
-          {RUNTIMES.map((r) => (
-            <option key={r} value={r}>
-              {r}
-            </option>
-          ))}
-        </select>
-        <label for="timeoutSeconds">Timeout (seconds, empty for the default)</label>
-        <input
-          id="timeoutSeconds"
-          name="timeoutSeconds"
-          type="number"
-          min={1}
-          value={timeout}
-          onInput={(e) => setTimeoutSeconds((e.target as HTMLInputElement).value)}
-        />
-        <label for="cron">Cron (empty: only when triggered)</label>
-        <input
-          id="cron"
-          name="cron"
-          value={cron}
-          onInput={(e) => setCron((e.target as HTMLInputElement).value)}
-          placeholder="0 7 * * *"
-        />
-        <label for="timezone">Time zone</label>
-        <input
-          id="timezone"
-          name="timezone"
-          value={timezone}
-          onInput={(e) => setTimezone((e.target as HTMLInputElement).value)}
-        />
-        <CronPreview cron={cron} timezone={timezone} />
-        <div class="actions">
-          <button type="submit" class="primary" disabled={busy}>
-            {task ? 'Save' : 'Create'}
-          </button>
-          <a class="button" href={task ? href('tasks', task.id) : href('tasks')}>
-            Cancel
-          </a>
-        </div>
-        <ErrorNote error={error} />
-      </form>
-    </Section>
-  );
 }

@@ -1,8 +1,9 @@
 import { api, get } from '../api';
-import { age, when } from '../format';
+import { age, expiry, when } from '../format';
 import { go, href } from '../router';
-import type { Page, Worker, WorkerDetail } from '../types';
+import type { Page, Run, Worker, WorkerDetail } from '../types';
 import { ConfirmButton, ErrorNote, Loading, Section, Status, useLoad } from '../ui';
+import { RunsTable, useTaskNames } from './runs';
 
 const slots = (w: Worker) =>
   w.maxConcurrentRuns === null || w.availableSlots === null
@@ -19,6 +20,19 @@ function Labels({ labels }: { labels: Record<string, string> | null | undefined 
           {v === '' ? k : `${k}=${v}`}
         </span>
       ))}
+    </span>
+  );
+}
+
+/** Its current certificate's expiry; a warning (not by colour alone) under 20 % of its life left. */
+function CertificateExpiry({ worker }: { worker: Worker }) {
+  const e = expiry(worker.certificateIssuedAt, worker.certificateNotAfter);
+  if (!e) return <span class="muted">— (not enrolled)</span>;
+  return (
+    <span class={e.warn ? 'cert-warn' : ''} title={when(worker.certificateNotAfter)}>
+      {e.warn ? <span aria-hidden="true">⚠ </span> : null}
+      {e.warn ? <span class="visually-hidden">Warning: </span> : null}
+      {e.text}
     </span>
   );
 }
@@ -66,8 +80,8 @@ export function WorkersPage() {
                   </td>
                   <td>{w.softwareVersion ?? '—'}</td>
                   <td title={when(w.lastSeenAt)}>{age(w.lastSeenAt)}</td>
-                  <td title={when(w.certificateNotAfter)}>
-                    {w.certificateNotAfter ? age(w.certificateNotAfter) : '—'}
+                  <td>
+                    <CertificateExpiry worker={w} />
                   </td>
                 </tr>
               ))}
@@ -82,6 +96,12 @@ export function WorkersPage() {
 export function WorkerPage({ workerId, admin }: { workerId: string; admin: boolean }) {
   const path = `/api/v1/workers/${encodeURIComponent(workerId)}`;
   const { data: w, error, reload } = useLoad((signal) => get<WorkerDetail>(path, signal), [workerId], 5000);
+  const runs = useLoad(
+    (signal) => get<Page<Run>>(`/api/v1/runs?workerId=${encodeURIComponent(workerId)}&limit=20`, signal),
+    [workerId],
+    5000,
+  );
+  const tasks = useTaskNames();
   const act = (action: string) => async () => {
     await api('POST', `${path}/${action}`);
     reload();
@@ -149,6 +169,10 @@ export function WorkerPage({ workerId, admin }: { workerId: string; admin: boole
             <dd>
               <Labels labels={w.capabilities?.labels} />
             </dd>
+            <dt>Certificate</dt>
+            <dd data-testid="worker-certificate">
+              <CertificateExpiry worker={w} />
+            </dd>
           </dl>
           <h3>Active runs</h3>
           {(w.activeRuns ?? []).length === 0 ? (
@@ -161,6 +185,13 @@ export function WorkerPage({ workerId, admin }: { workerId: string; admin: boole
                 </li>
               ))}
             </ul>
+          )}
+          <h3>Recent runs on this worker</h3>
+          <p class="muted">The last 20 runs any attempt of which ran here, newest first.</p>
+          {runs.data ? (
+            <RunsTable runs={runs.data.items} tasks={tasks} label="Recent runs on this worker" />
+          ) : (
+            <Loading what="runs" />
           )}
           <h3>Capabilities</h3>
           <pre class="json" tabIndex={0}>

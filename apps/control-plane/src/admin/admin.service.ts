@@ -254,6 +254,8 @@ export function toWorkerView(w: WorkerRecord) {
     registeredAt: new Date(w.registeredAt).toISOString(),
     lastSeenAt: new Date(w.lastSeenAt).toISOString(),
     recoveryRequired: w.recoveryRequired,
+    certificateIssuedAt: w.certificate ? new Date(w.certificate.issuedAt).toISOString() : null,
+    certificateNotAfter: w.certificate ? new Date(w.certificate.notAfter).toISOString() : null,
   };
 }
 

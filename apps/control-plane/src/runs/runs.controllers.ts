@@ -21,7 +21,7 @@ import {
   ApiResponse,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { RUN_STATUSES, UUID_V7_PATTERN } from '@ql/domain';
+import { RUN_STATUSES, UUID_V7_PATTERN, WORKER_ID_PATTERN } from '@ql/domain';
 import { AdminController, IntegerQuery, LimitQuery, TextQuery } from '../http/admin-docs';
 import { AdminErrorResponses } from '../http/error-responses';
 import { AdminRequest, RequireRole } from '../identity/api-key.guard';
@@ -161,6 +161,11 @@ export class RunsController {
   @ApiOperation({ summary: 'List runs, newest first (keyset pagination on run id)' })
   @TextQuery('status', 'only runs in this status', { type: 'string', enum: RUN_STATUSES })
   @TextQuery('taskId', 'only runs of this task', uuidV7)
+  @TextQuery(
+    'workerId',
+    'only runs with an attempt on this worker: any attempt, not only the current one (a run retried elsewhere stays in the list of each worker it ran on); a deleted worker keeps its runs, an id no worker had lists none; a malformed id is 400 `invalid_worker_id`',
+    { type: 'string', pattern: WORKER_ID_PATTERN.source },
+  )
   @TextQuery('before', 'run id to continue before (nextBefore)', uuidV7)
   @LimitQuery()
   @ApiOkResponse({ type: RunPageDto })

@@ -22,6 +22,7 @@ import {
   displayLogText,
   readEnum,
   readInt,
+  parseWorkerId,
   readObject,
   sha256Hex,
 } from '@ql/domain';
@@ -81,11 +82,12 @@ export class RunsService {
   }
 
   async list(query: unknown) {
-    const q = readObject(query ?? {}, 'query', ['status', 'taskId', 'before', 'limit']);
+    const q = readObject(query ?? {}, 'query', ['status', 'taskId', 'workerId', 'before', 'limit']);
     const limit = readLimit(q.limit);
     const runs = await this.runs.list({
       status: q.status === undefined ? undefined : readEnum(q.status, 'status', RUN_STATUSES),
       taskId: q.taskId === undefined ? undefined : parseResourceId(q.taskId, 'taskId'),
+      workerId: q.workerId === undefined ? undefined : parseWorkerId(q.workerId, 'workerId'),
       before: q.before === undefined ? undefined : parseResourceId(q.before, 'before'),
       limit,
     });

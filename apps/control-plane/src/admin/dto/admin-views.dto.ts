@@ -70,6 +70,20 @@ export class WorkerDto {
       "journal records of the worker waiting for an operator (recovery_required), as its session's last heartbeat said; while above 0 the worker does not pull (ADR 0029)",
   })
   readonly recoveryRequired!: number;
+
+  @ApiProperty({
+    ...NULLABLE_TIME_PROP,
+    description:
+      'when its current certificate issued here (enrollment or renewal, neither superseded nor revoked; ADR 0045 §4) was issued; null when it has none (a certificate made by hand or by `npm run pki`)',
+  })
+  readonly certificateIssuedAt!: string | null;
+
+  @ApiProperty({
+    ...NULLABLE_TIME_PROP,
+    description:
+      'when that certificate expires (its notAfter); the worker renews it at 2/3 of its life; null as for certificateIssuedAt',
+  })
+  readonly certificateNotAfter!: string | null;
 }
 
 export class WorkerPageDto extends ListOf(WorkerDto, { cursor: 'nextAfter' }) {}
