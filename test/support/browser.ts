@@ -41,6 +41,9 @@ export async function newContext(
   width: number,
 ): Promise<{ context: BrowserContext; dialogs: string[] }> {
   const context = await browser.newContext({ viewport: { width, height: 900 } });
+  // Playwright's 30 s default is a clock assertion: a run on a loaded machine may take longer to start
+  // or to end. The tests' own timeouts (minutes) bound a hang instead.
+  context.setDefaultTimeout(120_000);
   const dialogs: string[] = [];
   context.on('page', (p) => p.on('dialog', (d) => (dialogs.push(d.message()), void d.dismiss())));
   return { context, dialogs };
