@@ -4,14 +4,18 @@
  * systemd and no Docker engine here, so what stands in for them:
  * - Kubernetes: the image is replayed (test/support/docker-emulation.ts: its COPY steps, the build,
  *   the production packages; PATH offers only the task runtimes the image installs); the worker
- *   container's `args` and `env` run as a process in the image's WORKDIR; the Secret's items are files
- *   in a folder standing for its mountPath, the `state` volume a 0711 folder; the control plane's
+ *   container's `args` and `env` run as a process in the image's WORKDIR; the items of the CA ConfigMap
+ *   and of the enrollment token Secret (a token made through the admin API) are files in folders standing
+ *   for their mountPaths, the `state` volume a 0711 folder; the control plane's
  *   Service URL becomes a test control plane's ingress. Capabilities, seccomp and the read-only root
  *   are not applied.
  * - systemd: the install of docs/operations.md is replayed: bin/, dist/ (from the replayed build),
  *   deploy/, package.json and package-lock.json copied into a folder standing for WorkingDirectory, the
  *   production packages linked; ExecStart (the launcher, under that folder) runs there with the unit's
- *   Environment= lines (`%i` the instance), the EnvironmentFile's URL and systemd's default PATH; /etc/qinglong and the StateDirectory become temp folders.
+ *   Environment= lines (`%i` the instance, `%d` a credentials folder the LoadCredential= token is copied
+ *   into), the EnvironmentFile's URL and systemd's default PATH; /etc/qinglong and the StateDirectory
+ *   become temp folders.
+ * Both workers join by enrollment (issue 18): the control plane has the dev PKI's worker issuer.
  *   The host's `sh` and `python3` are used, as the docs require of the host. `qinglong-task` is not a
  *   user on this machine: its numeric stand-in is the image's 10001:10001. Capabilities, KillMode and
  *   restarts are not applied (test/deploy/systemd-unit.spec.ts reads them).
@@ -26,6 +30,7 @@ import {
   readFileSync,
   rmSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -33,8 +38,9 @@ import { parseAllDocuments } from 'yaml';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { LoggedProcess } from '../support/child-process';
 import { REPO_ROOT, ReplayedImage, parseDockerfile, replayImage } from '../support/docker-emulation';
+import { ENROLL_REQUEST_TIMEOUT_MS, issuerEnv } from '../support/enrolled-worker';
 import { RemoteRunHarness, WAIT_DEADLINE_MS } from '../support/remote-run-harness';
-import { parseUnit } from '../support/systemd-unit';
+import { parseUnit, unitCredentials, unitEnvironment } from '../support/systemd-unit';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- deployment files, read as plain YAML */
 const read = (...path: string[]) => readFileSync(join(REPO_ROOT, ...path), 'utf8');
@@ -55,7 +61,7 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
 
   beforeAll(async () => {
     [h, image] = await Promise.all([
-      RemoteRunHarness.start('sqlite', ['worker-1', 'router-7']),
+      RemoteRunHarness.start('sqlite', [], (pki) => issuerEnv(pki)),
       replayImage(parseDockerfile(read('Dockerfile'))),
     ]);
   }, 180_000);
@@ -70,6 +76,13 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
     rmSync(root, { recursive: true, force: true });
   });
 
+  /** A single-use enrollment token for `workerId`, made through the admin API. */
+  const enrollToken = async (workerId: string) => {
+    const res = await h.t.admin('POST', '/api/v1/enrollment-tokens', { workerId });
+    expect(res.status).toBe(201);
+    return (res.body as { token: string }).token;
+  };
+
   /** Starts `command`, runs one Python task on it, stops it with SIGTERM; the worker's output on failure. */
   async function runPython(
     workerId: string,
@@ -79,7 +92,9 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
     // Both start the worker through its launcher (ADR 0046), which execs node in its place.
     const [launcher, ...args] = command;
     expect(launcher).toMatch(/(^|\/)bin\/ql-worker$/);
-    const worker = new LoggedProcess(launcher!, args, options);
+    // The one enrollment call gets the deadline the other process tests give it on a loaded machine.
+    const env = { ...options.env, QL_WORKER_REQUEST_TIMEOUT_MS: String(ENROLL_REQUEST_TIMEOUT_MS) };
+    const worker = new LoggedProcess(launcher!, args, { ...options, env });
     processes.push(worker);
     const transcript = () =>
       [...worker.lines.map((l) => JSON.stringify(l)), ...worker.stderr].slice(-30).join('\n');
@@ -92,6 +107,7 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
         },
       );
       expect(worker.lines.find((l) => l.msg === 'worker machine class')).toMatchObject({ workerId });
+      expect(worker.messages()).toContain('worker certificate enrolled');
       const runId = await h.trigger(await h.createTask({ runtime: 'python', command: PYTHON }));
       const run = await h.untilRunEnds(runId);
       expect({
@@ -118,22 +134,27 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
     const mounts = Object.fromEntries(
       container.volumeMounts.map((m: any) => [m.name, m.mountPath]),
     ) as Record<string, string>;
-    const secret = pod.volumes.find((v: any) => v.name === 'worker-tls').secret;
-    const tls = folder('k8s-worker-tls');
-    mkdirSync(tls, { recursive: true });
-    const pair = h.pki.workers['worker-1']!;
-    const sources: Record<string, string> = {
-      'ca.crt': h.pki.caCertPath,
-      'tls.crt': pair.certPath,
-      'tls.key': pair.keyPath,
-    };
-    for (const item of secret.items) copyFileSync(sources[item.key]!, join(tls, item.path));
+    const volume = (name: string) => pod.volumes.find((v: any) => v.name === name);
+    const ca = folder('k8s-ca');
+    mkdirSync(ca, { recursive: true });
+    for (const item of volume('ca').configMap.items) {
+      expect(item.key).toBe('ca.crt');
+      copyFileSync(h.pki.caCertPath, join(ca, item.path));
+    }
+    const enroll = folder('k8s-enroll');
+    mkdirSync(enroll, { recursive: true });
+    const token = await enrollToken('worker-1');
+    const secret = volume('enroll').secret;
+    for (const item of secret.items) {
+      expect(item.key).toBe('token');
+      writeFileSync(join(enroll, item.path), token, { mode: secret.defaultMode });
+    }
     const state = folder('k8s-state');
     mkdirSync(state, { recursive: true });
     chmodSync(state, 0o711);
     const env: Record<string, string> = {};
     for (const { name, value } of container.env as { name: string; value: string }[]) {
-      let local = remap(remap(value, mounts['worker-tls']!, tls), mounts.state!, state);
+      let local = remap(remap(remap(value, mounts.ca!, ca), mounts.enroll!, enroll), mounts.state!, state);
       if (name === 'QL_WORKER_CONTROL_PLANE_URL') local = h.t.plane.ingressUrl;
       env[name] = local;
     }
@@ -164,19 +185,25 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
     expect(unitSource && existsSync(join(opt, unitSource))).toBe(true);
     symlinkSync(join(image.root, 'node_modules'), join(opt, 'node_modules'), 'dir'); // npm ci --omit=dev
     const etc = folder('etc-qinglong');
-    mkdirSync(join(etc, 'pki', 'workers'), { recursive: true });
-    copyFileSync(h.pki.caCertPath, join(etc, 'pki', 'ca.crt'));
-    copyFileSync(h.pki.workers[instance]!.certPath, join(etc, 'pki', 'workers', `${instance}.crt`));
-    copyFileSync(h.pki.workers[instance]!.keyPath, join(etc, 'pki', 'workers', `${instance}.key`));
+    const onMachine = (path: string) => remap(path, '/etc/qinglong', etc);
+    // The operator's files: the CA and the token (LoadCredential='s source); systemd copies it into %d.
+    const credentials = folder('credentials');
+    mkdirSync(credentials, { mode: 0o700 });
+    const token = await enrollToken(instance);
+    for (const [name, source] of Object.entries(unitCredentials(service, instance))) {
+      mkdirSync(dirname(onMachine(source)), { recursive: true, mode: 0o700 });
+      writeFileSync(onMachine(source), `${token}\n`, { mode: 0o600 });
+      copyFileSync(onMachine(source), join(credentials, name));
+    }
     const stateRoot = folder('var-lib');
     const stateDirectory = service.StateDirectory![0]!.replace(/%i/g, instance);
     mkdirSync(join(stateRoot, stateDirectory), { recursive: true });
     chmodSync(join(stateRoot, stateDirectory), Number.parseInt(service.StateDirectoryMode![0]!, 8));
     const env: Record<string, string> = {};
-    for (const line of service.Environment!) {
-      const [name, value] = [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)];
-      env[name] = remap(remap(value.replace(/%i/g, instance), '/etc/qinglong', etc), '/var/lib', stateRoot);
-    }
+    for (const [name, value] of Object.entries(unitEnvironment(service, { i: instance, d: credentials })))
+      env[name] = remap(onMachine(value), '/var/lib', stateRoot);
+    mkdirSync(dirname(env.QL_WORKER_TLS_CA!), { recursive: true });
+    copyFileSync(h.pki.caCertPath, env.QL_WORKER_TLS_CA!);
     // The EnvironmentFile's one line (docs/operations.md), and the task user's numeric stand-in.
     env.QL_WORKER_CONTROL_PLANE_URL = h.t.plane.ingressUrl;
     expect(env.QL_WORKER_RUN_AS).toBe('qinglong-task');
