@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { launchChromium, newContext, screenshot, seriousA11yViolations } from '../support/browser';
-import { EntryPoint, QUICKSTART, ROOT, freePort, runCli, tempDir } from '../support/entry-points';
+import { EntryPoint, QUICKSTART, ROOT, quickstartEnv, runCli, tempDir } from '../support/entry-points';
 
 jest.setTimeout(240_000);
 
@@ -21,15 +21,10 @@ describe('the web console from the quickstart (npm start), in a real browser', (
   beforeAll(async () => {
     dir = tempDir('ql-console-quickstart-');
     execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-console.js'), join(dir, 'console')]);
-    env = {
-      QL_ADMIN_PORT: String(await freePort()),
-      QL_INGRESS_PORT: String(await freePort()),
-      QL_DATABASE_URL: `sqlite:${join(dir, 'ql.sqlite')}`,
-      QL_DEV_PKI_DIR: join(dir, 'pki'),
+    env = await quickstartEnv(dir, {
       QL_CONSOLE_DIR: join(dir, 'console'),
-      QL_LOG_LEVEL: 'warn',
       QL_WORKER_HEARTBEAT_MS: '200',
-    };
+    });
     quickstart = new EntryPoint(QUICKSTART, env);
     browser = await launchChromium();
   });

@@ -3,9 +3,8 @@
  * with code 5 and the quickstart says how to bring it back instead of restarting it in a loop.
  */
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
-import { CLI, EntryPoint, QUICKSTART, freePort, tempDir } from '../support/entry-points';
+import { CLI, EntryPoint, QUICKSTART, quickstartEnv, tempDir } from '../support/entry-points';
 
 // A quickstart start (control plane, then worker) takes seconds on a loaded machine.
 jest.setTimeout(180_000);
@@ -24,15 +23,8 @@ describe('the quickstart (npm start) when its worker is disabled', () => {
 
   it('the disabled worker exits 5 and is not restarted; the line names enable', async () => {
     dir = tempDir('ql-quickstart-disabled-');
-    const admin = await freePort();
-    const env = {
-      QL_ADMIN_PORT: String(admin),
-      QL_INGRESS_PORT: String(await freePort()),
-      QL_DATABASE_URL: `sqlite:${join(dir, 'ql.sqlite')}`,
-      QL_DEV_PKI_DIR: join(dir, 'pki'),
-      QL_LOG_LEVEL: 'warn',
-      QL_WORKER_HEARTBEAT_MS: '200',
-    };
+    const env = await quickstartEnv(dir, { QL_WORKER_HEARTBEAT_MS: '200' });
+    const admin = Number(env.QL_ADMIN_PORT);
     const q = (quickstart = new EntryPoint(QUICKSTART, env));
     await q.until('worker-1 registered', async () => q.lines.find((l) => l.msg === 'worker registered'), {
       deadlineMs: 60_000,

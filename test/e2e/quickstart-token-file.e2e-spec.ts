@@ -5,7 +5,7 @@
  */
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { EntryPoint, QUICKSTART, freePort, runCli, tempDir } from '../support/entry-points';
+import { EntryPoint, QUICKSTART, quickstartEnv, runCli, tempDir } from '../support/entry-points';
 
 // Two CLI processes and a quickstart start take seconds each on a loaded machine.
 jest.setTimeout(240_000);
@@ -25,13 +25,7 @@ describe('the quickstart (npm start) with an enrollment token file', () => {
   it("its worker enrolls with the file's token; the quickstart makes none", async () => {
     dir = tempDir('ql-quickstart-token-file-');
     const tokenFile = join(dir, 'worker-1.token');
-    const env = {
-      QL_ADMIN_PORT: String(await freePort()),
-      QL_INGRESS_PORT: String(await freePort()),
-      QL_DATABASE_URL: `sqlite:${join(dir, 'ql.sqlite')}`,
-      QL_DEV_PKI_DIR: join(dir, 'pki'),
-      QL_LOG_LEVEL: 'warn',
-    };
+    const env = await quickstartEnv(dir);
     expect((await runCli(env, 'migrate')).code).toBe(0);
     expect(
       (await runCli(env, 'enroll-token', 'create', '--worker', 'worker-1', '--out', tokenFile)).code,

@@ -61,6 +61,24 @@ export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/**
+ * What a quickstart in its own folder `dir` needs: free admin and ingress ports, its SQLite database
+ * and dev PKI there, warnings only; `extra` settings on top.
+ */
+export async function quickstartEnv(
+  dir: string,
+  extra: Record<string, string> = {},
+): Promise<Record<string, string>> {
+  return {
+    QL_ADMIN_PORT: String(await freePort()),
+    QL_INGRESS_PORT: String(await freePort()),
+    QL_DATABASE_URL: `sqlite:${join(dir, 'ql.sqlite')}`,
+    QL_DEV_PKI_DIR: join(dir, 'pki'),
+    QL_LOG_LEVEL: 'warn',
+    ...extra,
+  };
+}
+
 /** A port nothing listens on right now (for settings that must name a fixed port). */
 export async function freePort(): Promise<number> {
   const server = createServer();
