@@ -40,7 +40,7 @@ import { LoggedProcess } from '../support/child-process';
 import { REPO_ROOT, ReplayedImage, parseDockerfile, replayImage } from '../support/docker-emulation';
 import { ENROLL_REQUEST_TIMEOUT_MS, issuerEnv } from '../support/enrolled-worker';
 import { RemoteRunHarness, WAIT_DEADLINE_MS } from '../support/remote-run-harness';
-import { parseUnit, unitCredentials, unitEnvironment } from '../support/systemd-unit';
+import { parseUnit, replayUnitStart, unitCredentials } from '../support/systemd-unit';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- deployment files, read as plain YAML */
 const read = (...path: string[]) => readFileSync(join(REPO_ROOT, ...path), 'utf8');
@@ -185,23 +185,15 @@ describe('a Python task through the Kubernetes and systemd worker command lines'
     expect(unitSource && existsSync(join(opt, unitSource))).toBe(true);
     symlinkSync(join(image.root, 'node_modules'), join(opt, 'node_modules'), 'dir'); // npm ci --omit=dev
     const etc = folder('etc-qinglong');
-    const onMachine = (path: string) => remap(path, '/etc/qinglong', etc);
+    const stateRoot = folder('var-lib');
+    const onMachine = (path: string) => remap(remap(path, '/etc/qinglong', etc), '/var/lib', stateRoot);
     // The operator's files: the CA and the token (LoadCredential='s source); systemd copies it into %d.
-    const credentials = folder('credentials');
-    mkdirSync(credentials, { mode: 0o700 });
     const token = await enrollToken(instance);
-    for (const [name, source] of Object.entries(unitCredentials(service, instance))) {
+    for (const source of Object.values(unitCredentials(service, instance))) {
       mkdirSync(dirname(onMachine(source)), { recursive: true, mode: 0o700 });
       writeFileSync(onMachine(source), `${token}\n`, { mode: 0o600 });
-      copyFileSync(onMachine(source), join(credentials, name));
     }
-    const stateRoot = folder('var-lib');
-    const stateDirectory = service.StateDirectory![0]!.replace(/%i/g, instance);
-    mkdirSync(join(stateRoot, stateDirectory), { recursive: true });
-    chmodSync(join(stateRoot, stateDirectory), Number.parseInt(service.StateDirectoryMode![0]!, 8));
-    const env: Record<string, string> = {};
-    for (const [name, value] of Object.entries(unitEnvironment(service, { i: instance, d: credentials })))
-      env[name] = remap(onMachine(value), '/var/lib', stateRoot);
+    const { env } = replayUnitStart(service, instance, { credentials: folder('credentials'), onMachine });
     mkdirSync(dirname(env.QL_WORKER_TLS_CA!), { recursive: true });
     copyFileSync(h.pki.caCertPath, env.QL_WORKER_TLS_CA!);
     // The EnvironmentFile's one line (docs/operations.md), and the task user's numeric stand-in.

@@ -19,7 +19,7 @@ import { LoggedProcess } from '../support/child-process';
 import { ENROLL_REQUEST_TIMEOUT_MS, issuerEnv } from '../support/enrolled-worker';
 import { ROOT, WORKER, runCli } from '../support/entry-points';
 import { RemoteRunHarness, eventually } from '../support/remote-run-harness';
-import { parseUnit, unitCredentials, unitEnvironment } from '../support/systemd-unit';
+import { parseUnit, replayUnitStart, unitCredentials, unitEnvironment } from '../support/systemd-unit';
 import { LAUNCHER } from '../support/worker-launcher';
 import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 
@@ -71,24 +71,17 @@ describe('the systemd unit’s ExecStart as a real process: the worker enrolls w
     writeFileSync(local(environmentFile!), `QL_WORKER_CONTROL_PLANE_URL=${h.t.plane.ingressUrl}\n`);
 
     // What systemd does at start: the StateDirectory, the credentials copied, the environment.
-    const state = local(`/var/lib/${service.StateDirectory![0]!.replace(/%i/g, INSTANCE)}`);
-    mkdirSync(state, { recursive: true });
-    chmodSync(state, Number.parseInt(service.StateDirectoryMode![0]!, 8));
-    const credentials = h.folder('credentials');
-    mkdirSync(credentials, { mode: 0o700 });
-    for (const [name, source] of Object.entries(credentialsSource))
-      copyFileSync(local(source), join(credentials, name));
+    const { env: unitEnv, state } = replayUnitStart(service, INSTANCE, {
+      credentials: h.folder('credentials'),
+      onMachine: local,
+    });
     const fromFile = Object.fromEntries(
       readFileSync(local(environmentFile!), 'utf8')
         .trim()
         .split('\n')
         .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
     );
-    const env = Object.fromEntries(
-      Object.entries({ ...unitEnvironment(service, { i: INSTANCE, d: credentials }), ...fromFile }).map(
-        ([k, v]) => [k, local(v)],
-      ),
-    );
+    const env = { ...unitEnv, ...fromFile };
     expect(env.QL_WORKER_RUN_AS).toBe('qinglong-task');
     env.QL_WORKER_RUN_AS = '10001:10001';
     // A shared, loaded test machine: the one enrollment call gets the deadline the other process tests give it.

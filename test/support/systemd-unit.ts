@@ -1,3 +1,6 @@
+import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
 /** `[Section]` → key → values of a systemd unit file (a key may repeat, as Environment= does). */
 export function parseUnit(unit: string): Record<string, Record<string, string[]>> {
   const sections: Record<string, Record<string, string[]>> = {};
@@ -42,4 +45,31 @@ export function unitCredentials(service: Record<string, string[]>, instance: str
       return [line.slice(0, colon), line.slice(colon + 1).replace(/%i/g, instance)];
     }),
   );
+}
+
+/**
+ * What systemd does when it starts instance `instance` of the unit, replayed on stand-in folders
+ * (`onMachine` maps a path of the unit to its stand-in): the StateDirectory made with
+ * StateDirectoryMode, each `LoadCredential=` source copied into `credentials` (`%d`, made 0700), and
+ * the `Environment=` lines with `%i` and `%d` filled in, their paths mapped.
+ */
+export function replayUnitStart(
+  service: Record<string, string[]>,
+  instance: string,
+  options: { credentials: string; onMachine: (path: string) => string },
+): { env: Record<string, string>; state: string } {
+  const { credentials, onMachine } = options;
+  const state = onMachine(`/var/lib/${service.StateDirectory![0]!.replace(/%i/g, instance)}`);
+  mkdirSync(state, { recursive: true });
+  chmodSync(state, Number.parseInt(service.StateDirectoryMode![0]!, 8));
+  mkdirSync(credentials, { mode: 0o700 });
+  for (const [name, source] of Object.entries(unitCredentials(service, instance)))
+    copyFileSync(onMachine(source), join(credentials, name));
+  const env = Object.fromEntries(
+    Object.entries(unitEnvironment(service, { i: instance, d: credentials })).map(([name, value]) => [
+      name,
+      onMachine(value),
+    ]),
+  );
+  return { env, state };
 }
