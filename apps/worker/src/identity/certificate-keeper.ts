@@ -165,12 +165,7 @@ export class CertificateKeeper {
    * a refusal is thrown.
    */
   private async renew(signal: AbortSignal, failures: RepeatedFailureLog, replay?: KeyObject): Promise<void> {
-    let privateKey = replay;
-    if (!privateKey) {
-      const made = newWorkerKey();
-      this.files.writePendingKey(made.keyPem);
-      privateKey = made.privateKey;
-    }
+    const privateKey = this.keyToSend(replay);
     const body = { csr: buildCsr(this.config.workerId, privateKey) };
     for (let pauseMs = RENEW_RETRY_FIRST_MS; ; pauseMs = Math.min(pauseMs * 2, RENEW_RETRY_MAX_MS)) {
       let answer: unknown;
@@ -210,16 +205,19 @@ export class CertificateKeeper {
     }
   }
 
+  /** `replay` (a key whose CSR was sent before, its answer lost), else a new key written to `<key>.pending` first. */
+  private keyToSend(replay: KeyObject | undefined): KeyObject {
+    if (replay) return replay;
+    const made = newWorkerKey();
+    this.files.writePendingKey(made.keyPem);
+    return made.privateKey;
+  }
+
   /** Joining (ADR 0045 §2): a new key, its CSR and the token over server-authenticated TLS. */
   private async enroll(token: string, signal: AbortSignal, why: string): Promise<void> {
     // The key of an enrollment whose answer was lost (a crash, a timeout) is sent again: the control
     // plane answers a used token with the certificate it issued for that key.
-    let privateKey = this.files.readPendingKey();
-    if (!privateKey) {
-      const made = newWorkerKey();
-      this.files.writePendingKey(made.keyPem);
-      privateKey = made.privateKey;
-    }
+    const privateKey = this.keyToSend(this.files.readPendingKey());
     const caPem = readFileSync(this.config.tlsCaPath);
     const body = {
       workerId: this.config.workerId,
