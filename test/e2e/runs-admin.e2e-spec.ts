@@ -39,7 +39,12 @@ interface RunView {
 }
 interface RunDetail extends RunView {
   placement: { required: Record<string, unknown> };
-  pending: { considered: number; matching: number; reasons: Record<string, number> } | null;
+  pending: {
+    considered: number;
+    matching: number;
+    reasons: Record<string, number>;
+    missingLabels: Record<string, number>;
+  } | null;
   attempts: { id: string; attemptNo: number; status: string; workerId: string | null }[];
   events: { seq: number; type: string; attemptId: string | null }[];
 }
@@ -373,6 +378,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('tasks and runs through the admin
       considered: 1,
       matching: 0,
       reasons: { ...zero, architecture: 1 },
+      missingLabels: {},
       computedAt: expect.stringMatching(/Z$/),
     });
     expect(detail.pending!.reasons.architecture).toBeGreaterThanOrEqual(1);
@@ -389,6 +395,28 @@ describe.each<Dialect>(['sqlite', 'postgres'])('tasks and runs through the admin
     // A run that is not queued has nothing pending.
     await call('POST', `/api/v1/runs/${anyRun.id}/cancel`);
     expect((await runDetail(anyRun.id)).pending).toBeNull();
+  });
+
+  it('"why pending" names the required label keys the workers lack, never their values', async () => {
+    // worker-a has zone=zone-f3b1c9 (another value) and no disk label at all; it has the hostname label.
+    const labelled = await createTask({
+      placement: {
+        required: {
+          labels: {
+            zone: 'lab',
+            disk: 'ssd',
+            'kubernetes.io/hostname': SECRET_LABELS['kubernetes.io/hostname'],
+          },
+        },
+      },
+    });
+    const run = (await trigger(labelled.id)).body.run;
+    const detail = await runDetail(run.id);
+    expect(detail.pending).toMatchObject({ considered: 1, matching: 0, missingLabels: { zone: 1, disk: 1 } });
+    expect(detail.pending!.reasons.label).toBe(1);
+    const raw = (await call('GET', `/api/v1/runs/${run.id}`)).raw;
+    expect(raw).not.toContain(SECRET_LABELS.zone);
+    await call('POST', `/api/v1/runs/${run.id}/cancel`);
   });
 
   it('run detail lists attempts and the per-run event log (seq 1..n) once a worker claims the run', async () => {

@@ -100,6 +100,7 @@ export interface RunDetail extends Run {
     considered: number;
     matching: number;
     reasons: Record<string, number>;
+    missingLabels?: Record<string, number>;
     computedAt: string;
   } | null;
   placement?: { pending?: RunDetail['pending'] } | null;

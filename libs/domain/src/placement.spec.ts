@@ -680,8 +680,31 @@ describe('explainPlacement', () => {
         draining: 1,
         expired: 1,
       },
+      missingLabels: {},
     });
     expect(Object.keys(explanation.reasons).sort()).toEqual([...PLACEMENT_REASONS].sort());
+  });
+
+  it('names the required label keys the label-refused candidates lack, with counts', () => {
+    const s = required({ labels: { zone: 'lab', disk: 'ssd' }, architectures: ['x86_64'] });
+    const withLabels = (labels: Record<string, string>) => ({ ...caps, labels });
+    const explanation = explainPlacement(
+      s,
+      [
+        candidate({ workerId: 'ok', capabilities: withLabels({ zone: 'lab', disk: 'ssd' }) }),
+        candidate({ workerId: 'other-zone', capabilities: withLabels({ zone: 'home', disk: 'ssd' }) }),
+        candidate({ workerId: 'none', capabilities: withLabels({}) }),
+        // Refused for its architecture first: its labels are not counted.
+        candidate({ workerId: 'arm', capabilities: { ...withLabels({}), architecture: 'arm64' } }),
+      ],
+      NOW,
+    );
+    expect(explanation).toMatchObject({
+      matching: 1,
+      reasons: { label: 2, architecture: 1 },
+      missingLabels: { zone: 2, disk: 1 },
+    });
+    expect(JSON.stringify(explanation)).not.toContain('home');
   });
 
   it('reports zeros for no candidates', () => {

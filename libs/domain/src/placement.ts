@@ -228,6 +228,13 @@ export type CapabilityMismatch = Exclude<PlacementReason, 'capacity' | 'draining
 export const hasLabel = (labels: Readonly<Record<string, string>>, key: string, value: string) =>
   Object.hasOwn(labels, key) && labels[key] === value;
 
+/** The keys of the task's required labels the worker lacks (or has with another value), in spec order. */
+export function missingLabels(spec: PlacementSpec, capabilities: Capabilities): string[] {
+  return Object.entries(spec.required.labels)
+    .filter(([k, v]) => !hasLabel(capabilities.labels, k, v))
+    .map(([k]) => k);
+}
+
 /** R-PLC-2: the first required rule the capabilities break, in a fixed order; null when all hold. */
 export function capabilityMismatch(
   spec: PlacementSpec,
@@ -322,6 +329,11 @@ export interface PlacementExplanation {
   readonly matching: number;
   /** Every reason is present (0 when no candidate was rejected for it). */
   readonly reasons: Readonly<Record<PlacementReason, number>>;
+  /**
+   * For the candidates refused for `label`: how many lack each of the task's required label keys
+   * (keys from the task's own spec, never a worker's label); only keys some candidate lacks.
+   */
+  readonly missingLabels: Readonly<Record<string, number>>;
 }
 
 /** Why a run is not placed: how many candidates were rejected for each reason. */
@@ -331,11 +343,14 @@ export function explainPlacement(
   now: number,
 ): PlacementExplanation {
   const reasons = Object.fromEntries(PLACEMENT_REASONS.map((r) => [r, 0])) as Record<PlacementReason, number>;
+  const labels = new Map<string, number>();
   let matching = 0;
   for (const c of candidates) {
     const reason = candidateRejection(spec, c, now);
     if (reason === null) matching++;
     else reasons[reason]++;
+    if (reason === 'label')
+      for (const key of missingLabels(spec, c.capabilities)) labels.set(key, (labels.get(key) ?? 0) + 1);
   }
-  return { considered: candidates.length, matching, reasons };
+  return { considered: candidates.length, matching, reasons, missingLabels: Object.fromEntries(labels) };
 }

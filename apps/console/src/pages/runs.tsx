@@ -256,6 +256,12 @@ const PENDING_REASONS: Record<string, string> = {
   expired: 'session expired',
 };
 
+/** ": lacks zone (2), gpu (1)": the task's required label keys the refused workers lack. */
+function missingLabelsText(missing: Record<string, number> | undefined): string {
+  const parts = Object.entries(missing ?? {}).map(([key, n]) => `${key} (${n})`);
+  return parts.length > 0 ? `: lacks ${parts.join(', ')}` : '';
+}
+
 export function RunPage({ runId, admin }: { runId: string; admin: boolean }) {
   const {
     data: run,
@@ -311,6 +317,7 @@ export function RunPage({ runId, admin }: { runId: string; admin: boolean }) {
                   .map(([reason, n]) => (
                     <li key={reason}>
                       {n} × {PENDING_REASONS[reason] ?? reason}
+                      {reason === 'label' ? missingLabelsText(run.pending?.missingLabels) : null}
                     </li>
                   ))}
               </ul>

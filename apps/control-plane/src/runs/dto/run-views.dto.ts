@@ -210,6 +210,15 @@ export class PendingDto {
   })
   readonly reasons!: Record<string, number>;
 
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'integer' },
+    description:
+      "of the candidates refused for `label`: how many lack each of the task's required label keys " +
+      "(keys of the task's own placement, never a worker's label); only keys some candidate lacks",
+  })
+  readonly missingLabels!: Record<string, number>;
+
   @ApiProperty(TIME_PROP)
   readonly computedAt!: string;
 }
