@@ -51,6 +51,28 @@ const CASES: Case[] = [
     line: (dir) => `configuration error: QL_TLS_CA=${join(dir, 'no-pki', 'ca.crt')} cannot be read (ENOENT)`,
   },
   { name: 'quickstart: a bad setting', entry: QUICKSTART, env: badPort, code: 2, line: badPortLine },
+  {
+    name: 'quickstart: a typo in QL_DATABASE_URL',
+    entry: QUICKSTART,
+    env: (dir) => ({ ...base(dir), QL_DATABASE_URL: 'postgress://ql:hunter2@127.0.0.1:5432/ql' }),
+    code: 2,
+    line: () =>
+      'configuration error: QL_DATABASE_URL=postgress://ql:***@127.0.0.1:5432/ql must start with sqlite: or postgres://',
+  },
+  {
+    name: 'control plane: a PostgreSQL URL that does not parse',
+    entry: CONTROL_PLANE,
+    env: (dir) => ({ ...base(dir), QL_DATABASE_URL: 'postgres://ql@127.0.0.1:54x2/ql' }),
+    code: 2,
+    line: () => 'configuration error: QL_DATABASE_URL=postgres://ql@127.0.0.1:54x2/ql is not a valid URL',
+  },
+  {
+    name: 'quickstart: both listeners on one port',
+    entry: QUICKSTART,
+    env: (dir) => ({ ...base(dir), QL_ADMIN_PORT: '18080', QL_INGRESS_PORT: '18080' }),
+    code: 2,
+    line: () => 'configuration error: QL_ADMIN_PORT and QL_INGRESS_PORT are both 18080',
+  },
   { name: 'control plane: a bad setting', entry: CONTROL_PLANE, env: badPort, code: 2, line: badPortLine },
   { name: 'CLI migrate: a bad setting', entry: CLI, args: ['migrate'], env: badPort, code: 2, line: badPortLine },
   {

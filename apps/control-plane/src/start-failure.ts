@@ -1,4 +1,6 @@
-import { ConfigError, ControlPlaneConfig } from './config/config';
+import { ConfigError, ControlPlaneConfig, redactDatabaseUrl } from './config/config';
+
+export { redactDatabaseUrl };
 
 /** The control plane's exit codes; the same numbers as the worker's (apps/worker/src/worker-exit.ts). */
 export const EXIT = {
@@ -64,9 +66,4 @@ function isDatabaseError(e: NodeError): boolean {
     'severity' in e ||
     /database|ECONNREFUSED/i.test(`${e.message} ${e.code ?? ''}`)
   );
-}
-
-/** A database URL with its password masked, for messages. */
-export function redactDatabaseUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
 }

@@ -103,7 +103,7 @@ export const SETTINGS = [
     env: 'QL_DATABASE_URL',
     default: 'sqlite:./var/ql.sqlite',
     doc: '`sqlite:<file>` or `postgres://user@host:port/db`; `cluster-control` requires PostgreSQL',
-    parse: text,
+    parse: databaseUrl,
   },
   {
     key: 'dbPoolSize',
@@ -429,6 +429,29 @@ export const SETTINGS = [
   },
 ] as const satisfies readonly Setting<ControlPlaneConfig>[];
 
+/** A database URL with its password masked, for messages. */
+export function redactDatabaseUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
+}
+
+/** `sqlite:<file>` or a PostgreSQL URL that parses: a typo is a configuration error, not a failed start. */
+function databaseUrl(raw: string, name: string): string {
+  const shown = `${name}=${redactDatabaseUrl(raw)}`;
+  if (raw.startsWith('sqlite:')) {
+    if (!raw.slice('sqlite:'.length).replace(/^\/\//, '').trim())
+      throw new ConfigError(`${shown} names no file, e.g. sqlite:./var/ql.sqlite`);
+    return raw;
+  }
+  if (!/^postgres(ql)?:\/\//.test(raw))
+    throw new ConfigError(`${shown} must start with sqlite: or postgres://`);
+  try {
+    new URL(raw);
+  } catch {
+    throw new ConfigError(`${shown} is not a valid URL (postgres://user@host:port/database)`);
+  }
+  return raw;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneConfig {
   const result = readSettings<ControlPlaneConfig>(SETTINGS as readonly Setting<ControlPlaneConfig>[], env, {
     prefix: 'QL_',
@@ -437,9 +460,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneCo
   if (result.profile === 'cluster-control' && !/^postgres(ql)?:\/\//.test(result.databaseUrl)) {
     throw new ConfigError('QL_PROFILE=cluster-control refuses SQLite: set QL_DATABASE_URL=postgres://…');
   }
+  if (sameListenAddress(result))
+    throw new ConfigError(
+      `QL_ADMIN_PORT and QL_INGRESS_PORT are both ${result.adminPort}: the admin API and the worker ingress need a port each`,
+    );
   checkWorkerIssuer(result);
   secretCipherOf(result);
   return result;
+}
+
+/** Both listeners on one port of one address (or of every address): the second could never bind. */
+function sameListenAddress(c: ControlPlaneConfig): boolean {
+  const any = (host: string) => ['0.0.0.0', '::', '[::]'].includes(host);
+  return (
+    c.adminPort !== 0 &&
+    c.adminPort === c.ingressPort &&
+    (c.adminHost === c.ingressHost || any(c.adminHost) || any(c.ingressHost))
+  );
 }
 
 /** The issuer is all or nothing: a certificate and exactly one source of its key (ADR 0045 §5). */
