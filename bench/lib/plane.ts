@@ -157,8 +157,7 @@ export async function startPlaneProcess(
   const readyMs = performance.now() - proc.startedAt;
   const key = runCli(['api-key', '--name', 'bench', '--role', 'admin'], planeEnv(db, pki));
   if (key.status !== 0) throw new Error(`api-key failed: ${key.stderr}`);
-  const adminToken = (JSON.parse(key.stdout.slice(0, key.stdout.lastIndexOf('}') + 1)) as { token: string })
-    .token;
+  const adminToken = (JSON.parse(key.stdout) as { token: string }).token;
   return {
     process: proc,
     ready,

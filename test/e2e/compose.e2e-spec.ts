@@ -426,7 +426,7 @@ describe('the compose services as real processes (compiled image layout, Postgre
       { cwd: image.root, env: localEnv(controlPlanes[0]!) },
     );
     expect(key.code).toBe(0);
-    const { token } = JSON.parse(key.stdout.slice(0, key.stdout.lastIndexOf('}') + 1)) as { token: string };
+    const { token } = JSON.parse(key.stdout) as { token: string };
 
     const running = workers.map((name) => ({ name, p: start(name) }));
     const statuses = async () => {

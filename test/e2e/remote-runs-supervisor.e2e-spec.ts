@@ -83,7 +83,7 @@ describe('the quickstart supervisor after a control-plane outage longer than the
       },
     );
     expect(cli.status).toBe(0);
-    const { token } = JSON.parse(cli.stdout.slice(0, cli.stdout.lastIndexOf('}') + 1)) as { token: string };
+    const { token } = JSON.parse(cli.stdout) as { token: string };
     const server = request(`http://127.0.0.1:${ports.admin}`);
     admin = async (method, path, body) => {
       const res = await server[method](path).set('authorization', `Bearer ${token}`).send(body);

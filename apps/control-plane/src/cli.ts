@@ -191,9 +191,9 @@ async function run(command: string, args: string[]): Promise<number> {
           repos.workerCertificates,
         );
         const key = await service.createApiKey({ id: 'cli' }, { name: values.name, role: values.role });
-        process.stdout.write(
-          `${JSON.stringify(key, null, 2)}\nStore the token now: it is not shown again.\n`,
-        );
+        // stdout is the JSON alone (`npm run -s api-key … | jq -r .token`); the advice goes to stderr.
+        process.stdout.write(`${JSON.stringify(key, null, 2)}\n`);
+        process.stderr.write('Store the token now: it is not shown again.\n');
         return EXIT.ok;
       });
     }
