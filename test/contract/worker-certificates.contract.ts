@@ -293,7 +293,7 @@ export function describeWorkerCertificateContract(dialect: string, makeTarget: (
       expect(rows).toEqual([{ fingerprint: a.fingerprint }]);
     });
 
-    it("the admin worker views carry the current certificate's life: none, enrolled, renewed, revoked", async () => {
+    it("the admin worker views carry the current certificate's life and fingerprint: none, enrolled, renewed, revoked", async () => {
       const sessions = new SqlWorkerSessionRepository(db, ids);
       const worker = workerId();
       await sessions.register({
@@ -311,9 +311,10 @@ export function describeWorkerCertificateContract(dialect: string, makeTarget: (
       };
       expect(await views()).toEqual([null, null]);
       const first = await enroll(worker);
-      const life = (c: { issuedAt: number; notAfter: number }) => ({
+      const life = (c: { issuedAt: number; notAfter: number; fingerprint: string }) => ({
         issuedAt: c.issuedAt,
         notAfter: c.notAfter,
+        fingerprint: c.fingerprint,
       });
       expect(await views()).toEqual([life(first), life(first)]);
       target.clock.advance(60_000);

@@ -72,6 +72,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate rotation (%s)
       ({ res, credentials: second } = await renewCertificate(t, 'rot-1', second!));
       expect(res.status).toBe(200);
     }
+    // The admin view names the certificate it holds now, not the one its session registered with.
+    const view = await t.admin('GET', '/api/v1/workers/rot-1');
+    expect((view.body as { certificateFingerprint: string }).certificateFingerprint).toBe(
+      second!.fingerprint,
+    );
     expect((await register('rot-1', second!)).status).toBe(200);
     expect((await t.plane.core.repositories.workerCertificates.current('rot-1'))?.fingerprint).toBe(
       second!.fingerprint,

@@ -68,7 +68,12 @@ export interface WorkerRecord {
    * The validity of its current certificate issued here (enrollment or renewal, ADR 0045 §4: neither
    * superseded nor revoked); null when it has none (a certificate made by hand or by the dev PKI).
    */
-  readonly certificate: { readonly issuedAt: number; readonly notAfter: number } | null;
+  readonly certificate: {
+    readonly issuedAt: number;
+    readonly notAfter: number;
+    /** SHA-256 (hex) of its DER: the certificate the worker holds since its last enrollment or renewal. */
+    readonly fingerprint: string;
+  } | null;
 }
 
 export interface WorkerListQuery {

@@ -55,10 +55,10 @@ const currentCertificate = (column: string) =>
   `(SELECT c.${column} FROM worker_certificates c WHERE c.worker_id = workers.worker_id
     AND c.superseded_by IS NULL AND c.revoked_at IS NULL) AS certificate_${column}`;
 
-/** What the admin views read: the stored columns, the effective status and the current certificate's life. */
+/** What the admin views read: the stored columns, the effective status, the current certificate's life and fingerprint. */
 export const adminColumns = (columns: string) =>
   `${columns}, ${WORKER_STATUS_SQL} AS effective_status, ${currentCertificate('issued_at')},
-  ${currentCertificate('not_after')}`;
+  ${currentCertificate('not_after')}, ${currentCertificate('fingerprint')}`;
 
 /** Keyset on worker_id; every filter is optional and they combine with AND. */
 export function listWorkersSql(columns: string, query: WorkerListQuery): { sql: string; params: SqlParams } {

@@ -78,6 +78,7 @@ interface AdminWorkerRow extends WorkerRow {
   effective_status: WorkerStatus;
   certificate_issued_at: number | Date | null;
   certificate_not_after: number | Date | null;
+  certificate_fingerprint: string | null;
 }
 
 const COLUMNS = `worker_id, disabled, session_id, generation, version, status, lease_expires_at,
@@ -619,6 +620,10 @@ function toRecord(row: AdminWorkerRow): WorkerRecord {
     certificate:
       row.certificate_not_after === null
         ? null
-        : { issuedAt: toMs(row.certificate_issued_at!), notAfter: toMs(row.certificate_not_after) },
+        : {
+            issuedAt: toMs(row.certificate_issued_at!),
+            notAfter: toMs(row.certificate_not_after),
+            fingerprint: row.certificate_fingerprint!,
+          },
   };
 }

@@ -78,7 +78,9 @@ export class AdminService {
     const worker = await this.sessions.findWorker(id);
     if (!worker) throw new NotFoundError('worker');
     const activeRuns = await this.sessions.activeRuns(id, MAX_CONCURRENT_RUNS);
-    const certificateFingerprint = await this.sessions.sessionCertificate(worker.session.sessionId);
+    // The certificate it holds now: a renewal mid-session replaces the one the session registered with.
+    const certificateFingerprint =
+      worker.certificate?.fingerprint ?? (await this.sessions.sessionCertificate(worker.session.sessionId));
     return { ...toWorkerView(worker), certificateFingerprint, activeRuns: activeRuns.map(toActiveRunView) };
   }
 

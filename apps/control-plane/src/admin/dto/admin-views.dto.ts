@@ -127,7 +127,7 @@ export class WorkerDetailDto extends WorkerDto {
     nullable: true,
     pattern: '^[0-9a-f]{64}$',
     description:
-      'SHA-256 (hex) of the client certificate its current session registered with (ADR 0045 §4); null for a session registered before it was recorded',
+      'SHA-256 (hex) of its current certificate: the one last issued to it by enrollment or renewal (ADR 0045 §4), else (a certificate not issued here) the one its current session registered with; null for a session registered before it was recorded',
   })
   readonly certificateFingerprint!: string | null;
 
