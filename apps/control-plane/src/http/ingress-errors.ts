@@ -86,6 +86,14 @@ function renderDomainError(
     case 'forbidden':
       return { status: 401, body: { code: 'worker_authentication_required', message: error.message } };
     case 'unavailable':
-      return { status: 503, body: { code: 'worker_ingress_unavailable', message: error.message } };
+      // Which state, where the worker can tell them apart: migrations pending ends when an operator acts.
+      return {
+        status: 503,
+        body: {
+          code: 'worker_ingress_unavailable',
+          message: error.message,
+          ...(error.reason === 'migrations_pending' ? { reason: error.reason } : {}),
+        },
+      };
   }
 }

@@ -4,10 +4,14 @@ import { RETRY_AFTER_SECONDS } from './admin-errors';
 import { renderIngressError } from './ingress-errors';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 
+const MIGRATIONS_PENDING_LOG_MS = 60_000;
+
 @Catch()
 @Injectable()
 export class IngressExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('ingress');
+  /** When "migrations pending" was last logged: once a minute, not once per worker call. */
+  private migrationsPendingLoggedAt = -Infinity;
 
   constructor(private readonly metrics: ControlPlaneMetrics) {}
 
@@ -23,6 +27,12 @@ export class IngressExceptionFilter implements ExceptionFilter {
         sessionId: params.sessionId,
         reason: body.reason,
       });
+    } else if (body.reason === 'migrations_pending') {
+      const now = Date.now();
+      if (now - this.migrationsPendingLoggedAt >= MIGRATIONS_PENDING_LOG_MS) {
+        this.migrationsPendingLoggedAt = now;
+        this.logger.warn({ msg: 'ingress calls refused: migrations pending (503)', detail: body.message });
+      }
     } else if (status >= 500) {
       this.logger.error({ msg: 'ingress request failed', error: String(error) });
     }

@@ -5,7 +5,7 @@ import type { WorkerConfig } from '../config/worker-config';
 import { IngressCallError, IngressCallOptions } from '../ingress-client/worker-ingress-https.client';
 import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerLog } from '../logging/worker-log';
-import { describeError, isRetryable, pause, retryAfterOf } from '../runs/lease-channel';
+import { describeError, isRetryable, pause, startRetryPauseMs } from '../runs/lease-channel';
 import { unlinkQuietly } from '../journal/durable-files';
 import { CertificateFiles, CurrentCertificate, describe } from './certificate-files';
 import { buildCsr, newWorkerKey } from './csr';
@@ -189,7 +189,7 @@ export class CertificateKeeper {
           throw new IdentityLostError('worker_disabled', error.message, error.code);
         if (!isRetryable(error) || signal.aborted) throw error;
         const notAfterMs = this.held!.current.notAfterMs;
-        const waitMs = Math.min(Math.max(pauseMs, retryAfterOf(error) ?? 0), notAfterMs - this.now());
+        const waitMs = Math.min(startRetryPauseMs(error, pauseMs), notAfterMs - this.now());
         if (waitMs <= 0) throw expired(this.config.workerId, this.held!.current);
         failures.failed({
           retryInMs: waitMs,

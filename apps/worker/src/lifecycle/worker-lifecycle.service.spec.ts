@@ -365,6 +365,34 @@ describe('WorkerLifecycleService', () => {
     ]);
   });
 
+  it('a control plane waiting for `migrate` (503 migrations_pending) is asked again at its Retry-After, not after a growing backoff', async () => {
+    let refusals = 6;
+    ingress.reply.register = (call) => {
+      if (refusals-- > 0)
+        throw new IngressCallError(
+          'register',
+          503,
+          'worker_ingress_unavailable',
+          'migrations pending',
+          'migrations_pending',
+          2_000,
+        );
+      return ingress.accept(call);
+    };
+    // Settled either way, so a failed expectation below does not leave the start's rejection unhandled.
+    const started = service.start().then(
+      () => 'online',
+      (error: unknown) => String(error),
+    );
+    await tick(0);
+    // Six refusals 2 s apart: 12 s in all, where the backoff (0.5, 1, 2, 4, 8, 10 s …) would have sent 4.
+    for (let i = 1; i <= 6; i++) {
+      await tick(2_000);
+      expect(ingress.calls).toHaveLength(i + 1);
+    }
+    expect(await started).toBe('online');
+  });
+
   it('a stop while register waits to be sent again ends the start: cancelled, nothing more sent', async () => {
     ingress.reply.register = () => {
       throw new IngressCallError('register', 0, 'transport_error', 'connect ECONNREFUSED', 'ECONNREFUSED');

@@ -29,7 +29,7 @@ import {
   isRetryable,
   isSessionFenced,
   pause,
-  retryAfterOf,
+  startRetryPauseMs,
 } from '../runs/lease-channel';
 import { RateLimitLog } from '../logging/rate-limit-log';
 import { RepeatedFailureLog } from '../logging/repeated-failure';
@@ -253,7 +253,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
         const answerless =
           isRetryable(error) && (error as IngressCallError).code !== 'credentials_unavailable';
         if (!answerless || this.abort.signal.aborted) throw error;
-        const waitMs = Math.max(pauseMs, retryAfterOf(error) ?? 0);
+        const waitMs = startRetryPauseMs(error, pauseMs);
         if (!isRateLimited(error))
           failures.failed({ workerId: this.config.workerId, retryInMs: waitMs, ...describeError(error) });
         await pause(waitMs, this.abort.signal);

@@ -106,6 +106,17 @@ export function retryAfterOf(error: unknown): number | undefined {
   return Math.min(error.retryAfterMs, RETRY_AFTER_CAP_MS);
 }
 
+/**
+ * The pause before a start call (register, renewal) is sent again: the backoff, or the answer's
+ * `Retry-After` when longer; but a control plane that waits for `migrate` is asked again at its
+ * `Retry-After`, so the worker joins soon after the operator has run it, not after a long backoff.
+ */
+export function startRetryPauseMs(error: unknown, backoffMs: number): number {
+  const asked = retryAfterOf(error);
+  if (asked !== undefined && (error as IngressCallError).reason === 'migrations_pending') return asked;
+  return Math.max(backoffMs, asked ?? 0);
+}
+
 export interface TermOptions {
   /** Pause before sending a call again that got no answer (an answer's `Retry-After` goes first). */
   readonly retryMs: number;

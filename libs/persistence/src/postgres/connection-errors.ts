@@ -35,8 +35,20 @@ export function isConnectionError(error: unknown): boolean {
   return MESSAGES.includes(message);
 }
 
-/** A connection error becomes one UnavailableError (503 on both listeners); anything else is returned as is. */
+/** undefined_table: a replica started before `migrate` ran on its database (issue 16). */
+const MISSING_TABLE = '42P01';
+
+/**
+ * A connection error becomes one UnavailableError (503 on both listeners), and so does a table that
+ * does not exist yet (migrations pending: a state an operator ends, not a fault); anything else is
+ * returned as is.
+ */
 export function asUnavailable(error: unknown): unknown {
+  if (codeOf(error) === MISSING_TABLE)
+    return new UnavailableError(
+      'migrations_pending',
+      'migrations pending: run `npm run migrate` with this QL_DATABASE_URL; retry later',
+    );
   if (!isConnectionError(error)) return error;
   // The code, or pg's message when it has none: what an operator reading the log needs.
   const cause = codeOf(error) ?? (error as Error).message;

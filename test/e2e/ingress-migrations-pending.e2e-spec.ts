@@ -1,0 +1,74 @@
+/**
+ * Issue 29.8: a cluster-control replica on a PostgreSQL database that `migrate` has not run on yet
+ * answers every worker call 503 `worker_ingress_unavailable` with reason `migrations_pending` and a
+ * `Retry-After`, logs it as one warning (not an error per call), and serves the same worker once the
+ * migrations are applied. PostgreSQL only: the standalone (SQLite) profile migrates by itself.
+ */
+import type { LoggerService } from '@nestjs/common';
+import { ingressPath } from '@ql/contracts';
+import { runMigrations } from '@ql/persistence';
+import { createPostgresDatabase, TestPostgresDatabase } from '../support/databases';
+import { newSessionId, registerBody } from '../support/fixtures';
+import { TestPlane, createTestPki, readPair, startTestPlane } from '../support/test-plane';
+
+/** Every line the plane's Nest logger was given, with its level. */
+class LevelledLog implements LoggerService {
+  readonly lines: { level: string; text: string }[] = [];
+  private keep =
+    (level: string) =>
+    (...args: unknown[]) =>
+      void this.lines.push({ level, text: JSON.stringify(args) });
+  log = this.keep('log');
+  error = this.keep('error');
+  warn = this.keep('warn');
+  debug = this.keep('debug');
+  verbose = this.keep('verbose');
+  fatal = this.keep('fatal');
+}
+
+describe('worker calls before `migrate` (postgres)', () => {
+  let db: TestPostgresDatabase;
+  let pki: Awaited<ReturnType<typeof createTestPki>>;
+  let t: TestPlane;
+  const log = new LevelledLog();
+
+  beforeAll(async () => {
+    db = await createPostgresDatabase({ migrated: false });
+    pki = await createTestPki(['router-sh-01']);
+    t = await startTestPlane(
+      { dialect: 'postgres', url: db.url, dispose: async () => {} },
+      pki,
+      {},
+      {
+        seedKeys: false,
+        logger: log,
+      },
+    );
+  });
+  afterAll(async () => {
+    await t?.close();
+    await db?.drop();
+    pki?.remove();
+  });
+
+  it('answers 503 migrations_pending with Retry-After, warns once, and registers once migrated', async () => {
+    const credentials = readPair(pki.workers['router-sh-01']!);
+    const register = () =>
+      t.ingress(credentials, ingressPath('router-sh-01', newSessionId(), 'register'), registerBody());
+    for (let i = 0; i < 5; i++) {
+      const res = await register();
+      expect({ status: res.status, body: res.body, retryAfter: res.headers['retry-after'] }).toEqual({
+        status: 503,
+        body: expect.objectContaining({ code: 'worker_ingress_unavailable', reason: 'migrations_pending' }),
+        retryAfter: expect.stringMatching(/^\d+$/),
+      });
+    }
+    expect(log.lines.filter((l) => l.level === 'error')).toEqual([]);
+    expect(log.lines.filter((l) => l.level === 'warn').map((l) => l.text)).toEqual([
+      expect.stringContaining('migrations pending'),
+    ]);
+
+    await runMigrations({ dialect: 'postgres', url: db.url });
+    expect((await register()).status).toBe(200);
+  });
+});
