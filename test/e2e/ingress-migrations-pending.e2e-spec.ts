@@ -4,27 +4,12 @@
  * `Retry-After`, logs it as one warning (not an error per call), and serves the same worker once the
  * migrations are applied. PostgreSQL only: the standalone (SQLite) profile migrates by itself.
  */
-import type { LoggerService } from '@nestjs/common';
 import { ingressPath } from '@ql/contracts';
 import { runMigrations } from '@ql/persistence';
+import { LevelledLog } from '../support/captured-log';
 import { createPostgresDatabase, TestPostgresDatabase } from '../support/databases';
 import { newSessionId, registerBody } from '../support/fixtures';
 import { TestPlane, createTestPki, readPair, startTestPlane } from '../support/test-plane';
-
-/** Every line the plane's Nest logger was given, with its level. */
-class LevelledLog implements LoggerService {
-  readonly lines: { level: string; text: string }[] = [];
-  private keep =
-    (level: string) =>
-    (...args: unknown[]) =>
-      void this.lines.push({ level, text: JSON.stringify(args) });
-  log = this.keep('log');
-  error = this.keep('error');
-  warn = this.keep('warn');
-  debug = this.keep('debug');
-  verbose = this.keep('verbose');
-  fatal = this.keep('fatal');
-}
 
 describe('worker calls before `migrate` (postgres)', () => {
   let db: TestPostgresDatabase;
@@ -63,10 +48,8 @@ describe('worker calls before `migrate` (postgres)', () => {
         retryAfter: expect.stringMatching(/^\d+$/),
       });
     }
-    expect(log.lines.filter((l) => l.level === 'error')).toEqual([]);
-    expect(log.lines.filter((l) => l.level === 'warn').map((l) => l.text)).toEqual([
-      expect.stringContaining('migrations pending'),
-    ]);
+    expect(log.at('error')).toEqual([]);
+    expect(log.at('warn')).toEqual([expect.stringContaining('migrations pending')]);
 
     await runMigrations({ dialect: 'postgres', url: db.url });
     expect((await register()).status).toBe(200);

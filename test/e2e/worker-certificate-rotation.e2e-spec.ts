@@ -5,6 +5,7 @@
  * worker, a revoked or deleted worker's certificate and one not issued here do not renew.
  */
 import { ingressPath } from '@ql/contracts';
+import { LevelledLog } from '../support/captured-log';
 import { changedTables, snapshotDatabase } from '../support/db-snapshot';
 import { enrollWorker, issuerEnv, renewCertificate } from '../support/enrolled-worker';
 import { newSessionId, registerBody } from '../support/fixtures';
@@ -154,5 +155,27 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate rotation (%s)
     const { res } = await renewCertificate(t, 'hand-made', readPair(pki.workers['hand-made']!));
     expect(res).toMatchObject({ status: 403, body: { code: 'certificate_unknown' } });
     expect(changedTables(before, await snapshot())).toEqual(['audit_log']);
+  });
+
+  it('a plane without an issuer answers renewals 503 enrollment_disabled: one warning, no error per call, nothing written', async () => {
+    const log = new LevelledLog();
+    const plain = await startTestPlane(
+      db,
+      pki,
+      { QL_INGRESS_RATE_BURST: '100000' },
+      { seedKeys: false, logger: log },
+    );
+    try {
+      const before = await snapshot();
+      for (let i = 0; i < 3; i++) {
+        const { res } = await renewCertificate(plain, 'hand-made', readPair(pki.workers['hand-made']!));
+        expect(res).toMatchObject({ status: 503, body: { code: 'enrollment_disabled' } });
+      }
+      expect(log.at('error')).toEqual([]);
+      expect(log.at('warn')).toEqual([expect.stringContaining('enrollment_disabled')]);
+      expect(await snapshot()).toEqual(before);
+    } finally {
+      await plain.close();
+    }
   });
 });

@@ -11,3 +11,22 @@ export class CapturedLog implements LoggerService {
   verbose = this.keep;
   fatal = this.keep;
 }
+
+/** Every line a Nest logger was given, with its level: what tests check for errors and one-off warnings. */
+export class LevelledLog implements LoggerService {
+  readonly lines: { level: string; text: string }[] = [];
+  private keep =
+    (level: string) =>
+    (...args: unknown[]) =>
+      void this.lines.push({ level, text: JSON.stringify(args) });
+  log = this.keep('log');
+  error = this.keep('error');
+  warn = this.keep('warn');
+  debug = this.keep('debug');
+  verbose = this.keep('verbose');
+  fatal = this.keep('fatal');
+
+  at(level: string): string[] {
+    return this.lines.filter((l) => l.level === level).map((l) => l.text);
+  }
+}
