@@ -8,7 +8,17 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeF
 import { join } from 'node:path';
 import { CLI, ROOT, runCli, tempDir } from '../support/entry-points';
 
-const COMMANDS = ['migrate', 'pki', 'api-key', 'enroll-token', 'secret', 'bundle', 'openapi', 'config-docs'];
+const COMMANDS = [
+  'migrate',
+  'pki',
+  'api-key',
+  'enroll-token',
+  'secret',
+  'bundle',
+  'backup',
+  'openapi',
+  'config-docs',
+];
 const OPTIONS = [
   '--worker <id>',
   '--server-name <dns>',
@@ -162,7 +172,7 @@ describe('scripts/ensure-built.js (what `npm start`, `npm run api-key` … run f
 
   it('the npm scripts never delete dist/ and run the CLI after the up-to-date check, not after a build', () => {
     expect(Object.values(pkg.scripts).filter((s) => /rm -rf|rimraf/.test(s))).toEqual([]);
-    for (const name of ['start', 'migrate', 'pki', 'api-key', 'enroll-token', 'secret', 'config-docs'])
+    for (const name of ['start', 'migrate', 'pki', 'api-key', 'enroll-token', 'secret', 'backup', 'config-docs'])
       expect(pkg.scripts[name]).toMatch(/^node scripts\/ensure-built\.js && node dist\//);
     expect(pkg.scripts.build).toMatch(/dist\/\.built/);
   });

@@ -86,6 +86,17 @@ const COMMANDS: Record<string, Command> = {
       ['delete <digest>', 'refused while a live task or an unfinished run pins it (exit 1)'],
     ],
   },
+  backup: {
+    usage: 'backup --out <file>',
+    summary:
+      "a consistent copy of the SQLite database in QL_DATABASE_URL while the control plane runs (SQLite's online backup, integrity-checked; PostgreSQL: pg_dump, docs/operations.md)",
+    options: [
+      [
+        '--out <file>',
+        'the new file (refused if it exists); restore: docs/operations.md, "Backup and restore"',
+      ],
+    ],
+  },
   openapi: {
     usage: 'openapi [--out <file>]',
     summary: 'print the OpenAPI document (admin API and worker ingress)',
@@ -281,6 +292,19 @@ async function run(command: string, args: string[]): Promise<number> {
           (text) => process.stderr.write(text),
         );
       });
+    }
+    case 'backup': {
+      const { values } = parseArgs({ args, options: { out: { type: 'string' } } });
+      if (values.out === undefined) throw new ConfigError('backup: --out <file> is required');
+      if (!/^sqlite:/.test(config.databaseUrl))
+        throw new ConfigError(
+          'backup copies a SQLite database; for PostgreSQL use pg_dump (docs/operations.md, "Backup and restore")',
+        );
+      const sqlitePath = config.databaseUrl.slice('sqlite:'.length).replace(/^\/\//, '');
+      sayDatabase(config, sqlitePath);
+      const { backupSqlite } = require('./backup/sqlite-backup') as typeof import('./backup/sqlite-backup');
+      process.stdout.write(`${JSON.stringify(await backupSqlite(sqlitePath, values.out), null, 2)}\n`);
+      return EXIT.ok;
     }
     case 'openapi': {
       // Builds both applications' module graphs in preview mode: no database, no listener.
