@@ -102,7 +102,9 @@ async function run(config: ControlPlaneConfig): Promise<void> {
         `  Web console        : ${plane.adminUrl}/  (sign in with an API key)`,
         `  Worker ingress     : ${plane.ingressUrl} (mTLS, CA ${config.tlsCaPath})`,
         `  First API key      : npm run api-key -- --name me --role admin`,
-        `  More workers       : npm run pki -- --worker <id>; QL_WORKER_ID=<id> npm run start:worker`,
+        `  More workers       : npm run -s enroll-token -- create --worker <id>, then on the machine`,
+        `                       QL_PROFILE=worker QL_WORKER_ID=<id> QL_WORKER_ENROLL_TOKEN=<token> QL_WORKER_CONTROL_PLANE_URL=${plane.ingressUrl} QL_WORKER_TLS_CA=${config.tlsCaPath} bin/ql-worker`,
+        `                       (README, "Adding a worker machine")`,
         '',
       ].join('\n'),
     );
