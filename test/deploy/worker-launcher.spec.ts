@@ -177,6 +177,41 @@ describe('bin/ql-worker: the machine class from the memory the worker may use (A
     }
   });
 
+  it('a node that says it is 24 gets the small class without --no-expose-wasm (Node 24 refuses it: exit 9); one that says 22 gets it', async () => {
+    const h = host().memTotal(mib(256));
+    for (const [version, expected] of [
+      ['v24.22.3', ['--lite-mode']],
+      ['v22.23.5', ['--lite-mode', '--no-expose-wasm']],
+    ] as const) {
+      // A node that answers --version as `version` and is this node otherwise (exec: same pid).
+      const dir = mkdtempSync(join(tmpdir(), 'ql-fake-node-'));
+      const fake = join(dir, 'node');
+      writeFileSync(
+        fake,
+        `#!/bin/sh\nif [ "$1" = --version ]; then echo ${version}; exit 0; fi\nexec ${process.execPath} "$@"\n`,
+        { mode: 0o755 },
+      );
+      try {
+        const run = await runLauncher(h, { QL_WORKER_NODE: fake });
+        expect({
+          version,
+          code: run.code,
+          execArgv: run.saw?.execArgv,
+          nodeFlags: run.classLine?.nodeFlags,
+        }).toEqual({
+          version,
+          code: 0,
+          execArgv: expected,
+          nodeFlags: expected,
+        });
+        expect(workerNodeFlags('small', version.slice(1))).toEqual(expected);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    expect(workerNodeFlags('large', '24.22.3')).toEqual([]);
+  });
+
   it('an invalid class: exit 2 (a configuration error, not restarted), one line on stderr naming the classes, node never started', async () => {
     const h = host().memTotal(gib(8));
     for (const value of ['huge', 'Small', '', 'small ']) {
