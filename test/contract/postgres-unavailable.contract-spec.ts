@@ -97,7 +97,12 @@ describe('PostgreSQL adapter: an unreachable server is UnavailableError', () => 
   });
 
   it('an error that is not about the connection is left as it is', async () => {
-    await expect(db.one('SELECT * FROM no_such_table')).rejects.toMatchObject({ code: '42P01' });
+    await expect(db.one('SELECT no_such_column FROM pg_class')).rejects.toMatchObject({ code: '42703' });
     await expect(inTransaction('SELECT 1/0')).rejects.toMatchObject({ code: '22012' });
+  });
+
+  it('a table that does not exist yet is UnavailableError migrations_pending (a replica before `migrate`)', async () => {
+    for (const query of [db.one('SELECT * FROM no_such_table'), inTransaction('SELECT * FROM no_such_table')])
+      await expect(query).rejects.toMatchObject({ kind: 'unavailable', reason: 'migrations_pending' });
   });
 });

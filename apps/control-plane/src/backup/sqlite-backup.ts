@@ -1,6 +1,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ConfigError } from '../config/config';
+import { parseArgs } from 'node:util';
+import { ConfigError, ControlPlaneConfig } from '../config/config';
 
 export interface SqliteBackup {
   readonly file: string;
@@ -57,4 +58,22 @@ export async function backupSqlite(sourcePath: string, outPath: string): Promise
   }
   renameSync(partial, out);
   return { file: out, bytes: statSync(out).size, pages };
+}
+
+/** `backup --out <file>`: the copy's `{file, bytes, pages}` on stdout; PostgreSQL is pg_dump's. */
+export async function runBackupCommand(
+  config: ControlPlaneConfig,
+  args: string[],
+  sayDatabase: (sqlitePath: string) => void,
+): Promise<number> {
+  const { values } = parseArgs({ args, options: { out: { type: 'string' } } });
+  if (values.out === undefined) throw new ConfigError('backup: --out <file> is required');
+  if (!/^sqlite:/.test(config.databaseUrl))
+    throw new ConfigError(
+      'backup copies a SQLite database; for PostgreSQL use pg_dump (docs/operations.md, "Backup and restore")',
+    );
+  const sqlitePath = config.databaseUrl.slice('sqlite:'.length).replace(/^\/\//, '');
+  sayDatabase(sqlitePath);
+  process.stdout.write(`${JSON.stringify(await backupSqlite(sqlitePath, values.out), null, 2)}\n`);
+  return 0;
 }
