@@ -11,7 +11,9 @@ import { monotonicNow } from '../host/monotonic';
  * `@pgid seconds` is the dead man's switch (ADR 0028): a sleeper (`sleep` in a subshell) SIGKILLs
  * the group when the time passes, unless a later `@` line (the next renewal) or `-pgid` disarms it
  * first. The sleepers are processes of their own: a worker that is stopped (SIGSTOP, Ctrl-Z, a long
- * pause) cannot hold them back. A disarmed sleeper's trap kills its `sleep`. Where `sleep` takes
+ * pause) cannot hold them back. A disarmed sleeper's trap SIGKILLs its `sleep`: a SIGTERM could land
+ * in the forked child before it dropped the copied trap and be lost (an orphaned `sleep` lived on),
+ * and a TERM before `s` is set is caught after it (`d`). Where `sleep` takes
  * whole seconds only (a minimal busybox), the time is rounded down: the switch fires early, never late.
  */
 const REAPER_SCRIPT = `set -f; groups=""
@@ -20,7 +22,8 @@ killg() { kill -KILL "-$1" 2>/dev/null; eval "c=\\\${c$1:-}"; [ -n "$c" ] && { e
 disarm() { eval "p=\\\${w$1:-}"; [ -n "$p" ] && kill -TERM "$p" 2>/dev/null; eval "w$1="; }
 arm() {
   disarm "$1"; t=$2; [ -n "$whole" ] && t=\${t%%.*}
-  ( trap 'kill "$s" 2>/dev/null; exit 0' TERM; sleep "$t" & s=$!; wait "$s" && killg "$1" ) &
+  ( s=; d=; trap 'd=1; [ -n "$s" ] && kill -KILL "$s" 2>/dev/null' TERM
+    sleep "$t" & s=$!; [ -n "$d" ] && kill -KILL "$s" 2>/dev/null; wait "$s" && [ -z "$d" ] && killg "$1" ) &
   eval "w$1=$!"
 }
 while IFS= read -r line; do
