@@ -7,7 +7,13 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { RunCgroups, parseMountinfo } from '../host/cgroup';
 import { environHas } from '../host/process-table';
 import { cgroupKillShell, killLeftoverCgroup } from './leftover-group';
-import { ATTEMPT_MARKER, LaunchRequest, LocalProcessExecutor } from './local-process.executor';
+import {
+  ATTEMPT_MARKER,
+  LaunchRequest,
+  LocalProcessExecutor,
+  LocalRun,
+  ProcessOutcome,
+} from './local-process.executor';
 
 /**
  * Runs contained by cgroup v2 (ADR 0030), on this host's real cgroup v2 tree: a task that leaves its
@@ -20,15 +26,22 @@ const mount = parseMountinfo(readFileSync('/proc/self/mountinfo', 'utf8')).find(
 if (!mount) throw new Error('these tests need a writable cgroup v2 mount, as this host has');
 /** The folder of this file's attempt cgroups (an explicit QL_WORKER_CGROUP path), removed at the end. */
 const base = join(mount.point, `ql-test-exec-${process.pid}`) as `/${string}`;
-/** A daemon: leaves the task's process group and session, writes a marker line every 100 ms. */
-const DAEMON = `setsid sh -c 'while :; do date +%s%3N >> "$M/daemon"; sleep 0.1; done' &`;
+/**
+ * A daemon: leaves the task's process group and session, ignores SIGTERM (its `sleep`s too), keeps
+ * the run's output pipe open and writes a marker line every 100 ms. Only `cgroup.kill` ends it; while
+ * it lives the run's output never closes and the run never settles.
+ */
+const DAEMON = `setsid sh -c 'trap "" TERM; while :; do date +%s%3N >> "$M/daemon"; sleep 0.1; done' &`;
+/** The task's part after starting the daemon: wait until the daemon wrote its first line. */
+const UNTIL_DAEMON_RAN = 'while [ ! -s "$M/daemon" ]; do sleep 0.01; done;';
 
 let root: string;
 beforeEach(() => (root = mkdtempSync(join(tmpdir(), 'ql-cgroup-exec-'))));
 afterEach(() => rmSync(root, { recursive: true, force: true }));
-afterAll(() => {
+afterAll(async () => {
+  // A run that failed its test may have left its daemon: kill it with its cgroup, whatever happened.
   for (const id of existsSync(base) ? readdirSync(base, { withFileTypes: true }) : [])
-    if (id.isDirectory()) rmdirSync(join(base, id.name));
+    if (id.isDirectory()) await killLeftoverCgroup(new RunCgroups(base, false), id.name, 0);
   if (existsSync(base)) rmdirSync(base);
 });
 
@@ -45,6 +58,19 @@ async function until(what: string, probe: () => boolean, withinMs = 30_000): Pro
   while (!probe()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await delay(20);
+  }
+}
+
+/** The run's outcome, or a failure if it has not settled within 15 s (a bound on a hang only). */
+async function settled(run: LocalRun): Promise<ProcessOutcome> {
+  let timer: NodeJS.Timeout | undefined;
+  const hang = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('the run did not settle within 15 s')), 15_000);
+  });
+  try {
+    return await Promise.race([run.done, hang]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -72,13 +98,13 @@ async function launch(request: Partial<LaunchRequest>, path?: string) {
 }
 
 describe('runs contained by cgroup v2', () => {
-  it('a daemon left behind by a command that exits 0 is killed; CPU is reported; the cgroup is removed', async () => {
+  it('a daemon left behind by a command that exits 0 (it ignores SIGTERM, holds the output) is killed; CPU is reported; the cgroup is removed', async () => {
     // The command exits 0 only once the daemon has run (wrote its first line): otherwise, on a loaded
     // machine, the kill at the exit may come before the daemon was ever scheduled.
     const { run, attemptId, cgroup, daemon } = await launch({
-      command: `${DAEMON} while [ ! -s "$M/daemon" ]; do sleep 0.01; done; echo started`,
+      command: `${DAEMON} ${UNTIL_DAEMON_RAN} echo started`,
     });
-    const outcome = await run.done;
+    const outcome = await settled(run);
     expect(outcome).toMatchObject({ status: 'succeeded', exitCode: 0, groupCleared: true });
     expect(outcome.usage?.cpuUsec).toEqual(expect.any(Number));
     expect(outcome.usage?.cpuUsec).toBeGreaterThan(0);
@@ -87,17 +113,23 @@ describe('runs contained by cgroup v2', () => {
     expect(existsSync(daemon)).toBe(true); // it did run
   });
 
-  it('cancel kills the daemon that left the process group', async () => {
-    const { run, attemptId, cgroup, daemon } = await launch({ command: `${DAEMON} sleep 30` });
-    await until('the daemon writing', () => existsSync(daemon));
-    const members = readFileSync(join(cgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
-    expect(members).toContain(String(run.pid));
-    expect(members.length).toBeGreaterThanOrEqual(2); // the task's shell, its sleep and the daemon
-    run.cancel();
-    await expect(run.done).resolves.toMatchObject({ status: 'cancelled', groupCleared: true });
-    expect(attemptProcesses(attemptId)).toEqual([]);
-    expect(existsSync(cgroup)).toBe(false);
-  });
+  it.each([
+    ['cancel', 'cancelled', (run: LocalRun) => run.cancel()],
+    ['a timeout', 'timed_out', (run: LocalRun) => run.timeOut()],
+  ])(
+    '%s kills the daemon that left the process group, ignores SIGTERM and holds the output',
+    async (_how, status, stop) => {
+      const { run, attemptId, cgroup, daemon } = await launch({ command: `${DAEMON} sleep 30` });
+      await until('the daemon writing', () => existsSync(daemon));
+      const members = readFileSync(join(cgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
+      expect(members).toContain(String(run.pid));
+      expect(members.length).toBeGreaterThanOrEqual(2); // the task's shell, its sleep and the daemon
+      stop(run);
+      await expect(settled(run)).resolves.toMatchObject({ status, groupCleared: true });
+      expect(attemptProcesses(attemptId)).toEqual([]);
+      expect(existsSync(cgroup)).toBe(false);
+    },
+  );
 
   it('a missing runtime is a start failure and leaves no cgroup', async () => {
     const attempt = launch({ runtime: 'python', command: 'print(1)' }, join(root, 'empty-bin'));
