@@ -1,12 +1,13 @@
 import { createIdGenerator } from '@ql/contracts';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { RunCgroups, parseMountinfo } from '../host/cgroup';
-import { environHas } from '../host/process-table';
-import { cgroupKillShell, killLeftoverCgroup } from './leftover-group';
+import { environHas, waitGroupGone } from '../host/process-table';
+import { GroupReaper } from './group-reaper';
+import { cgroupKillShell, killLeftoverCgroup, sweepLeftoverCgroups } from './leftover-group';
 import {
   ATTEMPT_MARKER,
   LaunchRequest,
@@ -24,8 +25,13 @@ const mount = parseMountinfo(readFileSync('/proc/self/mountinfo', 'utf8')).find(
   (m) => m.fsType === 'cgroup2',
 );
 if (!mount) throw new Error('these tests need a writable cgroup v2 mount, as this host has');
-/** The folder of this file's attempt cgroups (an explicit QL_WORKER_CGROUP path), removed at the end. */
+/** This file's runs folder (an explicit QL_WORKER_CGROUP path), removed at the end. */
 const base = join(mount.point, `ql-test-exec-${process.pid}`) as `/${string}`;
+/** The executor's own folder in it, where its attempt cgroups go. */
+const WORKER_FOLDER = 'exec-spec';
+const runs = join(base, WORKER_FOLDER);
+/** A worker folder whose reaper ends (its worker died). */
+const REAPER_FOLDER = join(base, 'reaper-spec');
 /**
  * A daemon: leaves the task's process group and session, ignores SIGTERM (its `sleep`s too), keeps
  * the run's output pipe open and writes a marker line every 100 ms. Only `cgroup.kill` ends it; while
@@ -40,9 +46,9 @@ beforeEach(() => (root = mkdtempSync(join(tmpdir(), 'ql-cgroup-exec-'))));
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 afterAll(async () => {
   // A run that failed its test may have left its daemon: kill it with its cgroup, whatever happened.
-  for (const id of existsSync(base) ? readdirSync(base, { withFileTypes: true }) : [])
-    if (id.isDirectory()) await killLeftoverCgroup(new RunCgroups(base, false), id.name, 0);
-  if (existsSync(base)) rmdirSync(base);
+  for (const dir of [runs, REAPER_FOLDER, base]) await sweepLeftoverCgroups(new RunCgroups(dir, false), 0);
+  new RunCgroups(REAPER_FOLDER, false).removeIfEmpty();
+  new RunCgroups(runs, false, base).removeIfEmpty();
 });
 
 /** Live processes carrying the attempt's marker (every process a run starts inherits it). */
@@ -83,6 +89,7 @@ async function launch(request: Partial<LaunchRequest>, path?: string) {
     killGraceMs: 300,
     outputCapBytes: 1 << 20,
     cgroup: base,
+    cgroupFolder: WORKER_FOLDER,
     ...(path ? { path } : {}),
   });
   const run = await executor.launch({
@@ -94,7 +101,7 @@ async function launch(request: Partial<LaunchRequest>, path?: string) {
     timeoutMs: 30_000,
     ...request,
   });
-  return { run, attemptId, cgroup: join(base, attemptId), daemon: join(markers, 'daemon') };
+  return { run, attemptId, cgroup: join(runs, attemptId), daemon: join(markers, 'daemon') };
 }
 
 describe('runs contained by cgroup v2', () => {
@@ -135,16 +142,16 @@ describe('runs contained by cgroup v2', () => {
     const attempt = launch({ runtime: 'python', command: 'print(1)' }, join(root, 'empty-bin'));
     await expect(attempt).rejects.toMatchObject({ code: 'runtime_unavailable' });
     await expect(attempt).rejects.toThrow(/python3 is not installed on this worker/);
-    expect(readdirSync(base).filter((name) => /^[0-9a-f-]{36}$/.test(name))).toEqual([]);
+    expect(readdirSync(runs).filter((name) => /^[0-9a-f-]{36}$/.test(name))).toEqual([]);
   });
 });
 
 describe('leftover cgroups after a crash', () => {
   /** A cgroup of `attemptId` holding a process in a session of its own, as a crashed worker leaves it. */
-  async function leftover() {
+  async function leftover(folder: string = base) {
     const attemptId = ids.uuidV7();
-    const cgroups = new RunCgroups(base, false);
-    if (!existsSync(base)) mkdirSync(base);
+    const cgroups = new RunCgroups(folder, false);
+    mkdirSync(folder, { recursive: true });
     const cgroup = cgroups.create(attemptId);
     const child = spawn('sleep', ['60'], {
       detached: true,
@@ -164,6 +171,38 @@ describe('leftover cgroups after a crash', () => {
     expect(attemptProcesses(attemptId)).toEqual([]);
     expect(existsSync(path)).toBe(false);
     await expect(killLeftoverCgroup(cgroups, attemptId, 300)).resolves.toBe('gone');
+  });
+
+  it("at restart every attempt cgroup left in the worker's folder is swept: the populated one killed, the empty one removed", async () => {
+    const { attemptId, cgroups, path } = await leftover();
+    const empty = cgroups.create(ids.uuidV7()).path;
+    const swept = await sweepLeftoverCgroups(cgroups, 300);
+    expect(swept).toEqual(
+      expect.arrayContaining([
+        { attemptId, verdict: 'killed' },
+        { attemptId: empty.split('/').at(-1), verdict: 'gone' },
+      ]),
+    );
+    expect(attemptProcesses(attemptId)).toEqual([]);
+    expect({ populated: existsSync(path), empty: existsSync(empty) }).toEqual({
+      populated: false,
+      empty: false,
+    });
+    expect(cgroups.attempts()).toEqual([]);
+  });
+
+  it("the reaper, when its worker dies (its input ends), kills the attempt cgroup and removes it and the worker's folder", async () => {
+    const { attemptId, cgroups, path } = await leftover(REAPER_FOLDER);
+    const reaper = new GroupReaper();
+    reaper.track(attemptProcesses(attemptId)[0]!, path);
+    const pid = reaper.pid!;
+    reaper.release(); // as the kernel closes the pipe of a worker killed with -9
+    expect(await waitGroupGone(pid, 10_000)).toBe(true);
+    expect(attemptProcesses(attemptId)).toEqual([]);
+    expect({ cgroup: existsSync(path), folder: existsSync(cgroups.base) }).toEqual({
+      cgroup: false,
+      folder: false,
+    });
   });
 
   it('the reaper snippet (sh) kills what is in the attempt cgroup and removes it', async () => {

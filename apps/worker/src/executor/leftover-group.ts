@@ -73,6 +73,25 @@ export async function killLeftoverCgroup(
 }
 
 /**
+ * At restart, after the journal scan: every attempt cgroup still in this worker's own folder is a
+ * predecessor's (this process has launched nothing yet, and the folder is its journal's alone), left
+ * by a record the scan does not kill for (`launching`, an outcome already journaled) or by a reaper
+ * that could not remove it. Each is killed if populated and removed; one that cannot be emptied is
+ * reported (`stuck`) and kept.
+ */
+export async function sweepLeftoverCgroups(
+  cgroups: RunCgroups,
+  graceMs: number,
+): Promise<{ attemptId: string; verdict: 'killed' | 'gone' | 'stuck' }[]> {
+  const swept: { attemptId: string; verdict: 'killed' | 'gone' | 'stuck' }[] = [];
+  for (const attemptId of cgroups.attempts()) {
+    const verdict = await killLeftoverCgroup(cgroups, attemptId, graceMs).catch(() => 'stuck' as const);
+    swept.push({ attemptId, verdict });
+  }
+  return swept;
+}
+
+/**
  * One `sh` line that SIGKILLs everything in the cgroup of `attemptId` and removes the cgroup once it
  * is empty (5 s at most), for the reaper to run when the worker dies; does nothing if it is gone.
  */

@@ -1,14 +1,16 @@
+import { createHash } from 'node:crypto';
 import {
   accessSync,
   constants,
   existsSync,
   mkdirSync,
   readFileSync,
+  readdirSync,
   rmdirSync,
   writeFileSync,
 } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import { join, posix } from 'node:path';
+import { join, posix, resolve } from 'node:path';
 
 /**
  * Run containment by cgroup v2 (ADR 0030): each attempt in a cgroup of its own, named for the
@@ -33,8 +35,17 @@ export type CgroupChoice =
   | { readonly kind: 'cgroup'; readonly cgroups: RunCgroups }
   | { readonly kind: 'process_group'; readonly reason: string };
 
-/** The sub-folder of the worker's own cgroup that holds the attempt cgroups under `auto`. */
+/** The sub-folder of the worker's own cgroup that holds the workers' run folders under `auto`. */
 export const AUTO_RUNS_FOLDER = 'ql-runs';
+
+/**
+ * The folder of one worker's attempt cgroups, under the runs folder: named for its id and its journal
+ * folder, whose kernel lock one live process holds (ADR 0029). Workers sharing a cgroup (or a
+ * QL_WORKER_CGROUP path) never share it, and a restarted worker finds its predecessor's cgroups there.
+ */
+export function workerCgroupFolder(workerId: string, journalDir: string): string {
+  return `${workerId}-${createHash('sha256').update(resolve(journalDir)).digest('hex').slice(0, 12)}`;
+}
 /** Where `auto` moves the worker when its own cgroup must be free of processes to enable `memory`. */
 export const AUTO_WORKER_FOLDER = 'ql-worker';
 
@@ -88,7 +99,11 @@ const inside = (path: string, dir: string) => dir === '/' || path === dir || pat
  * process group alone (with the reason, for the one start line). Creates the runs folder (`auto`)
  * and may move the worker into a leaf (see `enableMemory`); never throws.
  */
-export function chooseRunCgroups(setting: CgroupSetting, host: CgroupHost = readHost()): CgroupChoice {
+export function chooseRunCgroups(
+  setting: CgroupSetting,
+  folder: string,
+  host: CgroupHost = readHost(),
+): CgroupChoice {
   const none = (reason: string): CgroupChoice => ({ kind: 'process_group', reason });
   if (setting === 'off') return none('QL_WORKER_CGROUP=off');
   const mounts = parseMountinfo(host.mountinfo);
@@ -126,7 +141,14 @@ export function chooseRunCgroups(setting: CgroupSetting, host: CgroupHost = read
   }
   if (!existsSync(join(base, 'cgroup.kill')))
     return none('this kernel has no cgroup.kill (Linux 5.14 or later needed)');
-  return { kind: 'cgroup', cgroups: new RunCgroups(base, enableMemory(base, own, host.pid)) };
+  const mine = join(base, folder);
+  try {
+    mkdirSync(mine);
+  } catch (error) {
+    if (errorCode(error) !== 'EEXIST') return none(`cannot create the cgroup ${mine} (${errorCode(error)})`);
+  }
+  const memory = enableMemory(base, mine, own, host.pid);
+  return { kind: 'cgroup', cgroups: new RunCgroups(mine, memory, own === null ? null : base) };
 }
 
 function controllers(dir: string, file: 'cgroup.controllers' | 'cgroup.subtree_control'): string[] {
@@ -152,13 +174,15 @@ function enable(dir: string): boolean {
  * Turns on the `memory` controller for the attempt cgroups when the subtree offers it, so each has a
  * `memory.peak`. A non-root cgroup with processes cannot enable controllers for its children (the
  * "no internal processes" rule): under `auto` the worker then moves itself into the leaf
- * `<own>/ql-worker`, a sibling of `<own>/ql-runs` (systemd `Delegate=yes` allows it). Best effort:
+ * `<own>/ql-worker`, a sibling of `<own>/ql-runs` (systemd `Delegate=yes` allows it); then each
+ * level down to the worker's folder passes it on. Best effort:
  * false when it cannot (other processes share the worker's cgroup), and runs go without memory.peak.
  */
-function enableMemory(base: string, own: string | null, pid: number): boolean {
+function enableMemory(base: string, mine: string, own: string | null, pid: number): boolean {
   try {
     // An explicit path: the operator arranged its parent; only the folder itself is changed.
-    if (own === null) return controllers(base, 'cgroup.controllers').includes('memory') && enable(base);
+    if (own === null)
+      return controllers(base, 'cgroup.controllers').includes('memory') && enable(base) && enable(mine);
     if (!controllers(own, 'cgroup.controllers').includes('memory')) return false;
     if (!enable(own)) {
       const leaf = join(own, AUTO_WORKER_FOLDER);
@@ -166,7 +190,7 @@ function enableMemory(base: string, own: string | null, pid: number): boolean {
       writeFileSync(join(leaf, 'cgroup.procs'), String(pid));
       if (!enable(own)) return false;
     }
-    return enable(base);
+    return enable(base) && enable(mine);
   } catch {
     return false;
   }
@@ -191,13 +215,39 @@ export function containmentLine(choice: CgroupChoice): {
   };
 }
 
-/** The folder of the attempt cgroups; one cgroup per attempt, named by its id. */
+const ATTEMPT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** This worker's folder of attempt cgroups; one cgroup per attempt, named by its id. */
 export class RunCgroups {
   constructor(
     readonly base: string,
     /** Whether the attempt cgroups have the memory controller (and so `memory.peak`). */
     readonly memory: boolean,
+    /** `auto`'s shared `ql-runs`, removed with the last worker's folder; null for an operator's path. */
+    private readonly runsFolder: string | null = null,
   ) {}
+
+  /** The ids of the attempt cgroups in the folder now (at start: a crashed predecessor's). */
+  attempts(): string[] {
+    try {
+      return readdirSync(this.base, { withFileTypes: true })
+        .filter((entry) => entry.isDirectory() && ATTEMPT_ID.test(entry.name))
+        .map((entry) => entry.name);
+    } catch {
+      return [];
+    }
+  }
+
+  /** Removes the folder if it holds no attempt cgroup, then `ql-runs` if no other worker's is left. */
+  removeIfEmpty(): void {
+    for (const dir of this.runsFolder ? [this.base, this.runsFolder] : [this.base]) {
+      try {
+        rmdirSync(dir);
+      } catch (error) {
+        if (errorCode(error) !== 'ENOENT') return; // still in use (EBUSY)
+      }
+    }
+  }
 
   /** The attempt's cgroup (made now); an existing one of the same attempt is taken over. */
   create(attemptId: string): AttemptCgroup {
