@@ -1,5 +1,5 @@
 import type { RecordedProcess } from '../journal/journal-record';
-import type { RunCgroups } from '../host/cgroup';
+import { ATTEMPT_ID, RunCgroups } from '../host/cgroup';
 import {
   currentBootId,
   environHas,
@@ -40,10 +40,8 @@ export async function killLeftoverGroup(
   throw new Error(`process group ${recorded.pgid} survived SIGKILL`);
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 function attemptCgroup(cgroups: RunCgroups, attemptId: string) {
-  if (!UUID.test(attemptId)) throw new RangeError('attemptId must be a uuid');
+  if (!ATTEMPT_ID.test(attemptId)) throw new RangeError('attemptId must be a uuid');
   return cgroups.of(attemptId);
 }
 

@@ -46,6 +46,7 @@ export const AUTO_RUNS_FOLDER = 'ql-runs';
 export function workerCgroupFolder(workerId: string, journalDir: string): string {
   return `${workerId}-${createHash('sha256').update(resolve(journalDir)).digest('hex').slice(0, 12)}`;
 }
+
 /** Where `auto` moves the worker when its own cgroup must be free of processes to enable `memory`. */
 export const AUTO_WORKER_FOLDER = 'ql-worker';
 
@@ -97,7 +98,7 @@ const inside = (path: string, dir: string) => dir === '/' || path === dir || pat
 /**
  * Decides, once at start, how runs are contained: cgroups under a writable cgroup v2 folder, or the
  * process group alone (with the reason, for the one start line). Creates the runs folder (`auto`)
- * and may move the worker into a leaf (see `enableMemory`); never throws.
+ * and the worker's `folder` in it, and may move the worker into a leaf (see `enableMemory`); never throws.
  */
 export function chooseRunCgroups(
   setting: CgroupSetting,
@@ -143,9 +144,9 @@ export function chooseRunCgroups(
     return none('this kernel has no cgroup.kill (Linux 5.14 or later needed)');
   const mine = join(base, folder);
   try {
-    mkdirSync(mine);
+    mkdirSync(mine, { recursive: true }); // `ql-runs` again too, if the last worker beside just removed it
   } catch (error) {
-    if (errorCode(error) !== 'EEXIST') return none(`cannot create the cgroup ${mine} (${errorCode(error)})`);
+    return none(`cannot create the cgroup ${mine} (${errorCode(error)})`);
   }
   const memory = enableMemory(base, mine, own, host.pid);
   return { kind: 'cgroup', cgroups: new RunCgroups(mine, memory, own === null ? null : base) };
@@ -215,7 +216,8 @@ export function containmentLine(choice: CgroupChoice): {
   };
 }
 
-const ATTEMPT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** The name of an attempt cgroup: the attempt's id. */
+export const ATTEMPT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** This worker's folder of attempt cgroups; one cgroup per attempt, named by its id. */
 export class RunCgroups {
