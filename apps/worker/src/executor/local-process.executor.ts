@@ -131,11 +131,6 @@ export class LocalProcessExecutor {
     return this.choice;
   }
 
-  /** No run is left: this worker's cgroup folder goes if it is empty (ADR 0030). */
-  close(): void {
-    if (this.choice?.kind === 'cgroup') this.choice.cgroups.removeIfEmpty();
-  }
-
   /** Resolves once the process exists (its pid and group known); rejects with StartFailedError. */
   async launch(request: LaunchRequest): Promise<LocalRun> {
     if (!UUID.test(request.offerId)) throw new RangeError('offerId must be a uuid');

@@ -55,11 +55,15 @@ describe('cgroup detection (QL_WORKER_CGROUP)', () => {
   it("auto on a writable cgroup v2 tree: attempt cgroups under <own cgroup>/ql-runs/<the worker's folder>, a real cgroup with cgroup.kill", () => {
     const runs = join(ownDir, AUTO_RUNS_FOLDER);
     const base = join(runs, FOLDER);
-    if (!existsSync(runs)) made.push(runs);
-    made.push(base);
     const choice = chooseRunCgroups('auto', FOLDER, host);
     expect(reason(choice)).toBe(`cgroup ${base}`);
-    expect(existsSync(join(base, 'cgroup.kill'))).toBe(true);
+    if (choice.kind !== 'cgroup') throw new Error('no cgroups here');
+    // The folders exist while an attempt's cgroup does: made with it, removed with it.
+    expect(existsSync(base)).toBe(false);
+    const attempt = choice.cgroups.create('01a24296-434d-7227-a4ec-443ce21cc446');
+    expect(existsSync(join(attempt.path, 'cgroup.kill'))).toBe(true);
+    expect(attempt.remove()).toBe(true);
+    expect(existsSync(base)).toBe(false);
     // No memory controller in cgroup v2 on this host: memory.peak is left out, not invented.
     const memory = readFileSync(join(ownDir, 'cgroup.controllers'), 'utf8').includes('memory');
     expect(choice.kind === 'cgroup' && choice.cgroups.memory).toBe(memory);
@@ -88,11 +92,20 @@ describe('cgroup detection (QL_WORKER_CGROUP)', () => {
     );
   });
 
-  it("an explicit writable cgroup v2 path: attempt cgroups under the worker's folder in it", () => {
+  it("an explicit writable cgroup v2 path: attempt cgroups under the worker's folder in it, which goes with the last", () => {
     const path = join(cgroup2.point, `ql-test-${process.pid}`) as `/${string}`;
-    made.push(path, join(path, FOLDER));
-    expect(reason(chooseRunCgroups(path, FOLDER, host))).toBe(`cgroup ${join(path, FOLDER)}`);
-    expect(existsSync(join(path, FOLDER, 'cgroup.procs'))).toBe(true);
+    made.push(path);
+    const choice = chooseRunCgroups(path, FOLDER, host);
+    expect(reason(choice)).toBe(`cgroup ${join(path, FOLDER)}`);
+    if (choice.kind !== 'cgroup') throw new Error('no cgroups here');
+    const attempt = choice.cgroups.create('01a24296-434d-7227-a4ec-443ce21cc446');
+    expect(existsSync(join(path, FOLDER, '01a24296-434d-7227-a4ec-443ce21cc446', 'cgroup.procs'))).toBe(true);
+    attempt.remove();
+    // The operator's folder stays; the worker's in it goes.
+    expect({ path: existsSync(path), folder: existsSync(join(path, FOLDER)) }).toEqual({
+      path: true,
+      folder: false,
+    });
   });
 
   it("each worker's folder is its own (id and journal folder) and goes once empty; ql-runs goes with the last one", () => {
@@ -104,21 +117,21 @@ describe('cgroup detection (QL_WORKER_CGROUP)', () => {
       workerCgroupFolder('worker-a', '/srv/ql/journal'),
     );
     const runs = join(ownDir, AUTO_RUNS_FOLDER);
-    if (!existsSync(runs)) made.push(runs);
     const [one, other] = [`${FOLDER}-one`, `${FOLDER}-other`];
-    made.push(join(runs, one), join(runs, other));
     const mine = chooseRunCgroups('auto', one, host);
     const theirs = chooseRunCgroups('auto', other, host);
     if (mine.kind !== 'cgroup' || theirs.kind !== 'cgroup') throw new Error('no cgroups here');
     const attempt = mine.cgroups.create('01a24296-434d-7227-a4ec-443ce21cc446');
+    const their = theirs.cgroups.create('01a24296-434d-7227-a4ec-443ce21cc447');
     expect(mine.cgroups.attempts()).toEqual(['01a24296-434d-7227-a4ec-443ce21cc446']);
     mine.cgroups.removeIfEmpty(); // an attempt cgroup in it: kept
     expect(existsSync(mine.cgroups.base)).toBe(true);
-    attempt.remove();
-    mine.cgroups.removeIfEmpty();
-    expect(existsSync(mine.cgroups.base)).toBe(false);
-    expect(existsSync(theirs.cgroups.base)).toBe(true);
-    theirs.cgroups.removeIfEmpty();
+    attempt.remove(); // the last of mine: my folder goes, theirs and ql-runs stay
+    expect({ mine: existsSync(mine.cgroups.base), theirs: existsSync(theirs.cgroups.base) }).toEqual({
+      mine: false,
+      theirs: true,
+    });
+    their.remove();
     expect(existsSync(theirs.cgroups.base)).toBe(false);
     // ql-runs too, unless a worker of a test running beside this one has its folder there.
     const others = existsSync(runs) ? readdirSync(runs).filter((n) => !n.includes('.')) : [];

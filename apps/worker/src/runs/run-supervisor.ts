@@ -174,7 +174,6 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
   async close(): Promise<void> {
     await this.stopPulling();
     await this.abandonAll('worker_closing');
-    this.executor.close();
     if (!this.abort.signal.aborted) this.abort.abort();
     await this.renewer?.stop();
     await this.journal.close();
