@@ -78,14 +78,32 @@ describe('a task that daemonizes with setsid, on a worker with cgroup containmen
     return { runId, attemptId, daemon };
   }
 
-  /** What a user checks once the run is terminal: nothing of the attempt runs, nothing of it is left. */
-  async function expectNothingLeft(attemptId: string, daemon: string) {
+  /** The daemon's lines: the epoch ms of each beat. */
+  const beats = (daemon: string) => readFileSync(daemon, 'utf8').trim().split('\n').map(Number);
+
+  /** The epoch ms of the worker's first line `msg` about the attempt. */
+  const lineTime = async (msg: string, attemptId: string) =>
+    Date.parse(
+      String(
+        (await eventually(msg, () => worker.lines.find((l) => l.msg === msg && l.attemptId === attemptId)))
+          .time,
+      ),
+    );
+
+  /**
+   * What a user checks once the run is terminal: nothing of the attempt runs, nothing of it is left,
+   * and the daemon stopped by `killedBy` (epoch ms): by the kill of the cancel, timeout or exit itself
+   * (SIGTERM, `cgroup.kill` after the 0.5 s grace), not by the reaper's switch at the lease's hard stop,
+   * which also `cgroup.kill`s and so hid a cancel without `cgroup.kill` (it stopped the daemon ~3.5 s later).
+   */
+  async function expectNothingLeft(attemptId: string, daemon: string, killedBy: number) {
     expect(attemptProcesses(attemptId)).toEqual([]);
     expect(existsSync(join(base, attemptId))).toBe(false);
     const size = statSync(daemon).size;
     // Not an event to await: an absence. Six of the daemon's 100 ms periods pass without a new line.
     await delay(600);
     expect(statSync(daemon).size).toBe(size);
+    expect(Math.max(...beats(daemon)) - killedBy).toBeLessThan(0);
     const completed = await eventually('the attempt completed line', () =>
       worker.lines.find((l) => l.msg === 'attempt completed' && l.attemptId === attemptId),
     );
@@ -106,7 +124,12 @@ describe('a task that daemonizes with setsid, on a worker with cgroup containmen
       run: 'cancelled',
       finished: 'cancelled',
     });
-    await expectNothingLeft(attemptId, daemon);
+    // 2 s after the worker heard the cancel: the 0.5 s grace and room for a loaded machine.
+    await expectNothingLeft(
+      attemptId,
+      daemon,
+      (await lineTime('cancel requested; killing the run', attemptId)) + 2_000,
+    );
   });
 
   it('(b) past its timeout: the daemon dies with the attempt', async () => {
@@ -115,7 +138,8 @@ describe('a task that daemonizes with setsid, on a worker with cgroup containmen
     });
     const run = await h.untilRunEnds(runId);
     expect(run.status).toBe('timed_out');
-    await expectNothingLeft(attemptId, daemon);
+    // 2 s past its 2 s timeout, counted from its start: the grace and room for a loaded machine.
+    await expectNothingLeft(attemptId, daemon, (await lineTime('attempt started', attemptId)) + 4_000);
   });
 
   it('(c) the command exits 0 at once: the daemon it left (holding its output) is killed and the run succeeds', async () => {
@@ -128,7 +152,8 @@ describe('a task that daemonizes with setsid, on a worker with cgroup containmen
       run: 'succeeded',
       finished: expect.objectContaining({ status: 'succeeded', exitCode: 0 }),
     });
-    await expectNothingLeft(attemptId, daemon);
+    // 2 s after its first line, which the command waited for before it exited.
+    await expectNothingLeft(attemptId, daemon, beats(daemon)[0]! + 2_000);
   });
 
   it('(d) the worker killed with -9 (last: it ends this worker): its reaper kills the cgroup, daemon and all', async () => {
