@@ -194,7 +194,6 @@ describe('worker-side lease enforcement (sqlite, real worker processes)', () => 
       );
       const hardStop = Date.parse(String(armed.at(-1)?.hardStopAt));
       const last1 = Math.max(...markerBeats(s.markers, s.attempt1));
-      recordMargin('frozen worker (SIGSTOP): last beat before the armed hard stop', hardStop, last1);
       expect(last1 - hardStop).toBeLessThan(250);
     } finally {
       s.victim.kill('SIGCONT');
