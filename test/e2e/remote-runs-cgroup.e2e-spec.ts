@@ -2,14 +2,15 @@
  * A task that daemonizes (`setsid`) leaves its process group: killing the group on cancel, on timeout
  * or after the command exits left it running while the run was reported ended (issue 15, item 7).
  * Each attempt runs in a cgroup of its own (QL_WORKER_CGROUP=auto on this host, whose cgroup v2 tree
- * is writable, ADR 0030): in each case, once the run is terminal, no process of the attempt is left,
+ * is writable, ADR 0030), under the worker's own folder. The daemon ignores SIGTERM and keeps the run's
+ * output open (issue 28): only `cgroup.kill` ends it. In each case, once the run is terminal, no process of the attempt is left,
  * the daemon's marker file stops growing, the cgroup is removed, and the worker's 'attempt completed'
  * line carries the attempt's CPU time.
  *
  * SQLite only: what is under test is the worker host's containment; the control plane's part (cancel,
  * deadline, completion) is the same on both dialects and covered by remote-runs.e2e-spec.
  */
-import { existsSync, mkdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { RunCgroups } from '../../apps/worker/src/host/cgroup';
@@ -24,8 +25,11 @@ import {
 
 jest.setTimeout(180_000);
 
-/** Leaves the task's process group and session; appends a timestamp to "$M/daemon" every 100 ms. */
-const DAEMON = `setsid sh -c 'while :; do date +%s%3N >> "$M/daemon"; sleep 0.1; done'`;
+/**
+ * Leaves the task's process group and session, ignores SIGTERM (its `sleep`s too) and keeps the run's
+ * output open; appends a timestamp to "$M/daemon" every 100 ms. Only `cgroup.kill` ends it.
+ */
+const DAEMON = `setsid sh -c 'trap "" TERM; while :; do date +%s%3N >> "$M/daemon"; sleep 0.1; done'`;
 
 describe('a task that daemonizes with setsid, on a worker with cgroup containment (sqlite)', () => {
   let h: RemoteRunHarness;
@@ -51,11 +55,7 @@ describe('a task that daemonizes with setsid, on a worker with cgroup containmen
   });
   afterAll(async () => {
     await h?.close();
-    try {
-      rmdirSync(base); // the runs folder `auto` made; still busy if another worker uses it
-    } catch {
-      // in use or gone
-    }
+    new RunCgroups(base, false).removeIfEmpty(); // the worker's folder, if a failure left it
   });
 
   /** Starts a run of `command` (with `M` = a fresh marker folder); resolves once the daemon writes. */
@@ -78,14 +78,32 @@ describe('a task that daemonizes with setsid, on a worker with cgroup containmen
     return { runId, attemptId, daemon };
   }
 
-  /** What a user checks once the run is terminal: nothing of the attempt runs, nothing of it is left. */
-  async function expectNothingLeft(attemptId: string, daemon: string) {
+  /** The daemon's lines: the epoch ms of each beat. */
+  const beats = (daemon: string) => readFileSync(daemon, 'utf8').trim().split('\n').map(Number);
+
+  /** The epoch ms of the worker's first line `msg` about the attempt. */
+  const lineTime = async (msg: string, attemptId: string) =>
+    Date.parse(
+      String(
+        (await eventually(msg, () => worker.lines.find((l) => l.msg === msg && l.attemptId === attemptId)))
+          .time,
+      ),
+    );
+
+  /**
+   * What a user checks once the run is terminal: nothing of the attempt runs, nothing of it is left,
+   * and the daemon stopped by `killedBy` (epoch ms): by the kill of the cancel, timeout or exit itself
+   * (SIGTERM, `cgroup.kill` after the 0.5 s grace), not by the reaper's switch at the lease's hard stop,
+   * which also `cgroup.kill`s and so hid a cancel without `cgroup.kill` (it stopped the daemon ~3.5 s later).
+   */
+  async function expectNothingLeft(attemptId: string, daemon: string, killedBy: number) {
     expect(attemptProcesses(attemptId)).toEqual([]);
     expect(existsSync(join(base, attemptId))).toBe(false);
     const size = statSync(daemon).size;
     // Not an event to await: an absence. Six of the daemon's 100 ms periods pass without a new line.
     await delay(600);
     expect(statSync(daemon).size).toBe(size);
+    expect(Math.max(...beats(daemon)) - killedBy).toBeLessThan(0);
     const completed = await eventually('the attempt completed line', () =>
       worker.lines.find((l) => l.msg === 'attempt completed' && l.attemptId === attemptId),
     );
@@ -106,7 +124,12 @@ describe('a task that daemonizes with setsid, on a worker with cgroup containmen
       run: 'cancelled',
       finished: 'cancelled',
     });
-    await expectNothingLeft(attemptId, daemon);
+    // 2 s after the worker heard the cancel: the 0.5 s grace and room for a loaded machine.
+    await expectNothingLeft(
+      attemptId,
+      daemon,
+      (await lineTime('cancel requested; killing the run', attemptId)) + 2_000,
+    );
   });
 
   it('(b) past its timeout: the daemon dies with the attempt', async () => {
@@ -115,32 +138,35 @@ describe('a task that daemonizes with setsid, on a worker with cgroup containmen
     });
     const run = await h.untilRunEnds(runId);
     expect(run.status).toBe('timed_out');
-    await expectNothingLeft(attemptId, daemon);
+    // 2 s past its 2 s timeout, counted from its start: the grace and room for a loaded machine.
+    await expectNothingLeft(attemptId, daemon, (await lineTime('attempt started', attemptId)) + 4_000);
   });
 
-  it('(c) the command exits 0 at once: the daemon it left is killed and the run succeeds', async () => {
-    // A daemon detaches its streams too (otherwise the run's output would stay open until it dies).
-    // The command exits as soon as the daemon wrote its first line.
+  it('(c) the command exits 0 at once: the daemon it left (holding its output) is killed and the run succeeds', async () => {
+    // The command exits as soon as the daemon wrote its first line; the daemon keeps the output open.
     const { runId, attemptId, daemon } = await daemonRun(
-      `${DAEMON} </dev/null >/dev/null 2>&1 & while [ ! -s "$M/daemon" ]; do sleep 0.05; done; exit 0`,
+      `${DAEMON} & while [ ! -s "$M/daemon" ]; do sleep 0.05; done; exit 0`,
     );
     const run = await h.untilRunEnds(runId);
     expect({ run: run.status, finished: finishedEvent(run, attemptId)?.detail }).toEqual({
       run: 'succeeded',
       finished: expect.objectContaining({ status: 'succeeded', exitCode: 0 }),
     });
-    await expectNothingLeft(attemptId, daemon);
+    // 2 s after its first line, which the command waited for before it exited.
+    await expectNothingLeft(attemptId, daemon, beats(daemon)[0]! + 2_000);
   });
 
   it('(d) the worker killed with -9 (last: it ends this worker): its reaper kills the cgroup, daemon and all', async () => {
     const { attemptId, daemon } = await daemonRun(`${DAEMON} & echo ready; sleep 60`);
     worker.kill('SIGKILL');
     await worker.exited;
-    // The reaper's input ended with the worker: it kills the group and `cgroup.kill`s the cgroup.
-    await eventually('the attempt cgroup empty', () =>
-      /populated 0/.test(readFileSync(join(base, attemptId, 'cgroup.events'), 'utf8')) ? true : undefined,
+    // The reaper's input ended with the worker: it kills the group, `cgroup.kill`s the cgroup, then
+    // removes it and the worker's folder (ADR 0030): nothing is left behind for a worker never restarted.
+    await eventually('the attempt cgroup removed', () =>
+      existsSync(join(base, attemptId)) ? undefined : true,
     );
     expect(attemptProcesses(attemptId)).toEqual([]);
+    expect(existsSync(base)).toBe(false);
     const size = statSync(daemon).size;
     // An absence again: six of the daemon's 100 ms periods pass without a new line.
     await delay(600);

@@ -184,6 +184,17 @@ describe('worker-side lease enforcement (sqlite, real worker processes)', () => 
         ['worker-b', 'succeeded'],
       ]);
       await neverTwoAtOnce('frozen worker (SIGSTOP)', s, run);
+      // On time, not merely before the lease end (which the worker's bound of it puts up to ~1 s
+      // early): dead by the hard stop the frozen worker last armed, give or take half the 500 ms
+      // margin for the reaper's `sleep` to wake. A switch 0.5 s late is dead 0.4 s after it or later.
+      const armed = s.victim.lines.filter(
+        (l) =>
+          l.msg === "the attempt's hard stop: the reaper's switch kills it then" &&
+          l.attemptId === s.attempt1,
+      );
+      const hardStop = Date.parse(String(armed.at(-1)?.hardStopAt));
+      const last1 = Math.max(...markerBeats(s.markers, s.attempt1));
+      expect(last1 - hardStop).toBeLessThan(250);
     } finally {
       s.victim.kill('SIGCONT');
     }

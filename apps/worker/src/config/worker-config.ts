@@ -423,7 +423,7 @@ export const WORKER_SETTINGS = [
     key: 'cgroup',
     env: 'QL_WORKER_CGROUP',
     default: 'auto',
-    doc: "cgroup v2 containment of runs: `auto` puts each attempt in a cgroup `<own cgroup>/ql-runs/<attemptId>` when the worker's cgroup v2 subtree is writable (systemd `Delegate=yes`, a container), killed as a whole (`cgroup.kill`: `setsid` does not escape) and measured (CPU, peak memory); else one start line says runs are contained by process group only. `off`: process group only. An absolute path: the cgroup v2 folder the attempt cgroups go in",
+    doc: "cgroup v2 containment of runs: `auto` puts each attempt in a cgroup `<own cgroup>/ql-runs/<worker folder>/<attemptId>` (the worker folder: its id and a digest of its journal folder, removed when empty) when the worker's cgroup v2 subtree is writable (systemd `Delegate=yes`, a container), killed as a whole (`cgroup.kill`: `setsid` does not escape) and measured (CPU, peak memory); else one start line says runs are contained by process group only. `off`: process group only. An absolute path: the cgroup v2 folder the worker folder goes in",
     parse: cgroupSetting,
   },
   {

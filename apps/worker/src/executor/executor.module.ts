@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import type { WorkerConfig } from '../config/worker-config';
+import { workerCgroupFolder } from '../host/cgroup';
 import { WORKER_CONFIG } from '../worker.tokens';
 import { LocalProcessExecutor } from './local-process.executor';
 import { resolveRunAs } from './run-as';
@@ -20,6 +21,7 @@ import { resolveRunAs } from './run-as';
           outputCapBytes: c.outputMaxBytes,
           reaperLingerMs: c.reaperLingerMs,
           cgroup: c.cgroup,
+          cgroupFolder: workerCgroupFolder(c.workerId, c.journalDir),
           // Checked at start by main.ts (checkRunAs); resolving it again gives the same ids.
           runAs: c.runAs ? resolveRunAs(c.runAs) : undefined,
         }),

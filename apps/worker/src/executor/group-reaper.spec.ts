@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { groupAlive, signalGroup, waitGroupGone } from '../host/process-table';
+import { monotonicNow } from '../host/monotonic';
+import { groupAlive, liveGroupMembers, signalGroup, waitGroupGone } from '../host/process-table';
 import { GroupReaper } from './group-reaper';
 
 const ROOT = resolve(__dirname, '..', '..', '..', '..');
@@ -105,5 +106,69 @@ describe('GroupReaper: run groups do not outlive a worker killed with -9', () =>
       signalGroup(group, 'SIGKILL');
     }
     expect(await waitGroupGone(pid!, 5000)).toBe(true);
+  });
+});
+
+/** A process group of its own that runs until killed. */
+const sleeper = () => spawn('/bin/sh', ['-c', 'sleep 120'], { detached: true, stdio: 'ignore' }).pid!;
+
+describe("GroupReaper: the dead man's switch (`@pgid seconds`, ADR 0028)", () => {
+  it('an armed group is SIGKILLed when its time passes, with its worker alive and doing nothing; a group not armed is left', async () => {
+    const reaper = new GroupReaper();
+    const [armed, other] = [sleeper(), sleeper()];
+    try {
+      reaper.track(armed);
+      reaper.track(other);
+      reaper.arm(armed, monotonicNow() + 300);
+      expect(await waitGroupGone(armed, 10_000)).toBe(true);
+      expect(groupAlive(other)).toBe(true);
+    } finally {
+      reaper.release();
+      signalGroup(armed, 'SIGKILL');
+      signalGroup(other, 'SIGKILL');
+    }
+  });
+
+  it('armed again (a renewal) or untracked, the earlier time passes without a kill', async () => {
+    const reaper = new GroupReaper();
+    const [renewed, untracked, witness] = [sleeper(), sleeper(), sleeper()];
+    try {
+      for (const g of [renewed, untracked, witness]) reaper.track(g);
+      reaper.arm(renewed, monotonicNow() + 200);
+      reaper.arm(untracked, monotonicNow() + 200);
+      reaper.arm(renewed, monotonicNow() + 60_000);
+      reaper.untrack(untracked);
+      // The witness's switch, armed after theirs and due 0.8 s later: had theirs not been disarmed,
+      // they would be dead well before it.
+      reaper.arm(witness, monotonicNow() + 1_000);
+      expect(await waitGroupGone(witness, 10_000)).toBe(true);
+      expect({ renewed: groupAlive(renewed), untracked: groupAlive(untracked) }).toEqual({
+        renewed: true,
+        untracked: true,
+      });
+    } finally {
+      reaper.release();
+      for (const g of [renewed, untracked, witness]) signalGroup(g, 'SIGKILL');
+    }
+  });
+
+  it('re-armed many times in a row, then released: no `sleep` of a disarmed switch outlives the reaper', async () => {
+    // Each `@` line disarms the sleeper the line before started, often while it is still forking its
+    // `sleep`: a SIGTERM landing in that child before it dropped the copied trap was lost (orphans).
+    const reaper = new GroupReaper();
+    const group = sleeper();
+    reaper.track(group);
+    const pid = reaper.pid!;
+    try {
+      for (let i = 0; i < 200; i++) reaper.arm(group, monotonicNow() + 60_000);
+      reaper.untrack(group); // the last group: the reaper is released and exits
+      // Its subshells and their sleeps are in its process group (no job control in `sh -c`).
+      const gone = await waitGroupGone(pid, 10_000);
+      expect({ gone, left: gone ? [] : liveGroupMembers(pid) }).toEqual({ gone: true, left: [] });
+      expect(groupAlive(group)).toBe(true);
+    } finally {
+      signalGroup(pid, 'SIGKILL');
+      signalGroup(group, 'SIGKILL');
+    }
   });
 });

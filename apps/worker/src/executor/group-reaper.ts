@@ -5,22 +5,27 @@ import { monotonicNow } from '../host/monotonic';
 /**
  * Reads `+pgid [cgroup folder]`, `-pgid` and `@pgid seconds` lines; at the end of its input it
  * SIGKILLs every group still listed, and kills its cgroup (`cgroup.kill`: what escaped the group with
- * `setsid` too, ADR 0030) when one was given. The input ends when the worker closes it (no run left) or when the worker dies,
+ * `setsid` too, ADR 0030) when one was given, then removes that cgroup once empty (5 s at most) and
+ * the worker's folder above it once that is empty. The input ends when the worker closes it (no run left) or when the worker dies,
  * however it dies: the kernel closes the pipe of a killed process.
  *
  * `@pgid seconds` is the dead man's switch (ADR 0028): a sleeper (`sleep` in a subshell) SIGKILLs
  * the group when the time passes, unless a later `@` line (the next renewal) or `-pgid` disarms it
  * first. The sleepers are processes of their own: a worker that is stopped (SIGSTOP, Ctrl-Z, a long
- * pause) cannot hold them back. A disarmed sleeper's trap kills its `sleep`. Where `sleep` takes
+ * pause) cannot hold them back. A disarmed sleeper's trap SIGKILLs its `sleep`: a SIGTERM could land
+ * in the forked child before it dropped the copied trap and be lost (an orphaned `sleep` lived on),
+ * and a TERM before `s` is set is caught after it (`d`). Where `sleep` takes
  * whole seconds only (a minimal busybox), the time is rounded down: the switch fires early, never late.
  */
 const REAPER_SCRIPT = `set -f; groups=""
 whole=""; sleep 0.001 2>/dev/null || whole=1
 killg() { kill -KILL "-$1" 2>/dev/null; eval "c=\\\${c$1:-}"; [ -n "$c" ] && { echo 1 > "$c/cgroup.kill"; } 2>/dev/null; }
+rmcg() { i=0; while [ -d "$1" ] && ! rmdir "$1" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; rmdir "\${1%/*}" 2>/dev/null; }
 disarm() { eval "p=\\\${w$1:-}"; [ -n "$p" ] && kill -TERM "$p" 2>/dev/null; eval "w$1="; }
 arm() {
   disarm "$1"; t=$2; [ -n "$whole" ] && t=\${t%%.*}
-  ( trap 'kill "$s" 2>/dev/null; exit 0' TERM; sleep "$t" & s=$!; wait "$s" && killg "$1" ) &
+  ( s=; d=; trap 'd=1; [ -n "$s" ] && kill -KILL "$s" 2>/dev/null' TERM
+    sleep "$t" & s=$!; [ -n "$d" ] && kill -KILL "$s" 2>/dev/null; wait "$s" && [ -z "$d" ] && killg "$1" ) &
   eval "w$1=$!"
 }
 while IFS= read -r line; do
@@ -30,7 +35,8 @@ while IFS= read -r line; do
     @*) set -- \${line#@}; arm "$1" "$2" ;;
   esac
 done
-for g in $groups; do killg "$g"; disarm "$g"; done`;
+for g in $groups; do killg "$g"; disarm "$g"; done
+for g in $groups; do eval "c=\\\${c$g:-}"; [ -n "$c" ] && rmcg "$c"; done`;
 
 /**
  * Run groups must not outlive a worker that died without killing them (kill -9, the OOM killer):

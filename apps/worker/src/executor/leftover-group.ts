@@ -1,5 +1,5 @@
 import type { RecordedProcess } from '../journal/journal-record';
-import type { RunCgroups } from '../host/cgroup';
+import { ATTEMPT_ID, RunCgroups } from '../host/cgroup';
 import {
   currentBootId,
   environHas,
@@ -40,10 +40,8 @@ export async function killLeftoverGroup(
   throw new Error(`process group ${recorded.pgid} survived SIGKILL`);
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 function attemptCgroup(cgroups: RunCgroups, attemptId: string) {
-  if (!UUID.test(attemptId)) throw new RangeError('attemptId must be a uuid');
+  if (!ATTEMPT_ID.test(attemptId)) throw new RangeError('attemptId must be a uuid');
   return cgroups.of(attemptId);
 }
 
@@ -70,6 +68,25 @@ export async function killLeftoverCgroup(
   }
   cgroup.remove();
   return populated ? 'killed' : 'gone';
+}
+
+/**
+ * At restart, after the journal scan: every attempt cgroup still in this worker's own folder is a
+ * predecessor's (this process has launched nothing yet, and the folder is its journal's alone), left
+ * by a record the scan does not kill for (`launching`, an outcome already journaled) or by a reaper
+ * that could not remove it. Each is killed if populated and removed; one that cannot be emptied is
+ * reported (`stuck`) and kept.
+ */
+export async function sweepLeftoverCgroups(
+  cgroups: RunCgroups,
+  graceMs: number,
+): Promise<{ attemptId: string; verdict: 'killed' | 'gone' | 'stuck' }[]> {
+  const swept: { attemptId: string; verdict: 'killed' | 'gone' | 'stuck' }[] = [];
+  for (const attemptId of cgroups.attempts()) {
+    const verdict = await killLeftoverCgroup(cgroups, attemptId, graceMs).catch(() => 'stuck' as const);
+    swept.push({ attemptId, verdict });
+  }
+  return swept;
 }
 
 /**

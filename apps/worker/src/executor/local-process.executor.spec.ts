@@ -3,7 +3,9 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { liveGroupMembers } from '../host/process-table';
+import { monotonicNow } from '../host/monotonic';
+import { liveGroupMembers, waitGroupGone } from '../host/process-table';
+import { GroupReaper } from './group-reaper';
 import { LaunchRequest, LocalProcessExecutor, LocalRun, StartFailedError } from './local-process.executor';
 import { OutputChunk } from './output-limiter';
 
@@ -12,20 +14,35 @@ let root: string;
 beforeEach(() => (root = mkdtempSync(join(tmpdir(), 'ql-exec-'))));
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-const executor = (over: Partial<ConstructorParameters<typeof LocalProcessExecutor>[0]> = {}) =>
-  new LocalProcessExecutor({
-    workRoot: join(root, 'runs'),
-    killGraceMs: 300,
-    outputCapBytes: 1 << 20,
-    ...over,
-  });
+const executor = (
+  over: Partial<ConstructorParameters<typeof LocalProcessExecutor>[0]> = {},
+  reaper?: GroupReaper,
+) =>
+  new LocalProcessExecutor(
+    {
+      workRoot: join(root, 'runs'),
+      killGraceMs: 300,
+      outputCapBytes: 1 << 20,
+      ...over,
+    },
+    reaper,
+  );
+
+/** A reaper whose dead man's switch never fires: the executor's own kill timers alone. */
+class NoSwitchReaper extends GroupReaper {
+  override arm(): void {}
+}
 
 /** Launches and collects the output; `firstOutput` resolves on the first chunk (an event, not a sleep). */
-async function run(request: Partial<LaunchRequest>, over?: Parameters<typeof executor>[0]) {
+async function run(
+  request: Partial<LaunchRequest>,
+  over?: Parameters<typeof executor>[0],
+  reaper?: GroupReaper,
+) {
   const chunks: OutputChunk[] = [];
   let announce!: () => void;
   const firstOutput = new Promise<void>((resolve) => (announce = resolve));
-  const launched = await executor(over).launch({
+  const launched = await executor(over, reaper).launch({
     offerId: ids.uuidV7(),
     attemptId: ids.uuidV7(),
     runtime: 'shell',
@@ -139,6 +156,32 @@ describe('LocalProcessExecutor (R-WRK-3)', () => {
     });
     expect(alive(r.launched)).toEqual([]);
   });
+
+  it.each([
+    ['cancel, then a hard stop 300 ms away', true],
+    ['a hard stop 300 ms away, then cancel', false],
+  ])(
+    "SIGKILL at the hard stop by the run's own timer, long before a 5 s grace passed (%s; the reaper's switch never fires)",
+    async (_order, cancelFirst) => {
+      const r = await run(
+        { command: 'trap "" TERM; sleep 30 & echo started; wait' },
+        { killGraceMs: 5_000 },
+        new NoSwitchReaper(),
+      );
+      await r.firstOutput;
+      const hardStop = monotonicNow() + 300;
+      if (cancelFirst) r.launched.cancel();
+      r.launched.stopBy(hardStop);
+      if (!cancelFirst) r.launched.cancel();
+      // Gone well between the hard stop (0.3 s) and the end of the grace (5 s): the grace gave way.
+      expect(await waitGroupGone(r.launched.pgid, 3_000)).toBe(true);
+      await expect(r.launched.done).resolves.toMatchObject({
+        status: 'cancelled',
+        signal: 'SIGKILL',
+        groupCleared: true,
+      });
+    },
+  );
 
   it('cancel() kills the exact group: the run and its grandchild, not a neighbour run', async () => {
     const neighbour = await run({ command: 'sleep 30 & echo started; wait' });

@@ -31,6 +31,8 @@ export interface LocalProcessExecutorOptions {
   readonly reaperLingerMs?: number;
   /** Each attempt in a cgroup of its own (ADR 0030), decided at the first `containment()`; default `off`. */
   readonly cgroup?: CgroupSetting;
+  /** This worker's folder under the runs folder (`workerCgroupFolder`); default: one for this process. */
+  readonly cgroupFolder?: string;
   /** The user runs start as (QL_WORKER_RUN_AS, checked at start); unset: the worker's own. */
   readonly runAs?: { readonly uid: number; readonly gid: number };
 }
@@ -122,7 +124,11 @@ export class LocalProcessExecutor {
 
   /** How runs are contained, decided once (the worker says it at start; a launch decides it otherwise). */
   containment(): CgroupChoice {
-    return (this.choice ??= chooseRunCgroups(this.options.cgroup ?? 'off'));
+    this.choice ??= chooseRunCgroups(
+      this.options.cgroup ?? 'off',
+      this.options.cgroupFolder ?? `process-${process.pid}`,
+    );
+    return this.choice;
   }
 
   /** Resolves once the process exists (its pid and group known); rejects with StartFailedError. */

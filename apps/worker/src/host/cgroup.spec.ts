@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, rmdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -10,6 +10,7 @@ import {
   containmentLine,
   ownCgroupPath,
   parseMountinfo,
+  workerCgroupFolder,
 } from './cgroup';
 
 /** This host as the worker sees it (the tests need a cgroup v2 mount writable by root, as here). */
@@ -23,6 +24,8 @@ if (!cgroup2) throw new Error('these tests need a cgroup v2 mount (see /proc/sel
 const v1 = parseMountinfo(host.mountinfo).find((m) => m.fsType === 'cgroup');
 const ownDir = join(cgroup2.point, ownCgroupPath(host.selfCgroup) ?? '/');
 
+/** This file's worker folder (a real worker's is `workerCgroupFolder(id, journal)`). */
+const FOLDER = `cgroup-spec-${process.pid}`;
 const reason = (choice: CgroupChoice) =>
   choice.kind === 'process_group' ? choice.reason : `cgroup ${choice.cgroups.base}`;
 /** A mountinfo line of a cgroup2 mount at `point`. */
@@ -43,16 +46,24 @@ afterEach(() => {
 
 describe('cgroup detection (QL_WORKER_CGROUP)', () => {
   it('off: process group only, saying why', () => {
-    expect(chooseRunCgroups('off', host)).toEqual({ kind: 'process_group', reason: 'QL_WORKER_CGROUP=off' });
+    expect(chooseRunCgroups('off', FOLDER, host)).toEqual({
+      kind: 'process_group',
+      reason: 'QL_WORKER_CGROUP=off',
+    });
   });
 
-  it('auto on a writable cgroup v2 tree: attempt cgroups under <own cgroup>/ql-runs, a real cgroup with cgroup.kill', () => {
-    const base = join(ownDir, AUTO_RUNS_FOLDER);
-    const existed = existsSync(base);
-    const choice = chooseRunCgroups('auto', host);
-    if (!existed) made.push(base);
+  it("auto on a writable cgroup v2 tree: attempt cgroups under <own cgroup>/ql-runs/<the worker's folder>, a real cgroup with cgroup.kill", () => {
+    const runs = join(ownDir, AUTO_RUNS_FOLDER);
+    const base = join(runs, FOLDER);
+    const choice = chooseRunCgroups('auto', FOLDER, host);
     expect(reason(choice)).toBe(`cgroup ${base}`);
-    expect(existsSync(join(base, 'cgroup.kill'))).toBe(true);
+    if (choice.kind !== 'cgroup') throw new Error('no cgroups here');
+    // The folders exist while an attempt's cgroup does: made with it, removed with it.
+    expect(existsSync(base)).toBe(false);
+    const attempt = choice.cgroups.create('01a24296-434d-7227-a4ec-443ce21cc446');
+    expect(existsSync(join(attempt.path, 'cgroup.kill'))).toBe(true);
+    expect(attempt.remove()).toBe(true);
+    expect(existsSync(base)).toBe(false);
     // No memory controller in cgroup v2 on this host: memory.peak is left out, not invented.
     const memory = readFileSync(join(ownDir, 'cgroup.controllers'), 'utf8').includes('memory');
     expect(choice.kind === 'cgroup' && choice.cgroups.memory).toBe(memory);
@@ -63,35 +74,78 @@ describe('cgroup detection (QL_WORKER_CGROUP)', () => {
       .split('\n')
       .filter((l) => !l.includes(' - cgroup2 '))
       .join('\n');
-    expect(reason(chooseRunCgroups('auto', { ...host, mountinfo: v1Only }))).toMatch(
+    expect(reason(chooseRunCgroups('auto', FOLDER, { ...host, mountinfo: v1Only }))).toMatch(
       /^no cgroup v2 is mounted here/,
     );
   });
 
   it('auto when the process is in no cgroup v2 hierarchy: process group only', () => {
-    expect(reason(chooseRunCgroups('auto', { ...host, selfCgroup: '4:memory:/x\n' }))).toBe(
+    expect(reason(chooseRunCgroups('auto', FOLDER, { ...host, selfCgroup: '4:memory:/x\n' }))).toBe(
       'this process is in no cgroup v2 hierarchy',
     );
   });
 
   it('an explicit path in a cgroup v1 mount: process group only', () => {
     if (!v1) throw new Error('this test needs a cgroup v1 mount, as this host has');
-    expect(reason(chooseRunCgroups(v1.point as `/${string}`, host))).toBe(
+    expect(reason(chooseRunCgroups(v1.point as `/${string}`, FOLDER, host))).toBe(
       `QL_WORKER_CGROUP=${v1.point} is not in a cgroup v2 mount (cgroup)`,
     );
   });
 
-  it('an explicit writable cgroup v2 path: attempt cgroups right under it', () => {
+  it("an explicit writable cgroup v2 path: attempt cgroups under the worker's folder in it, which goes with the last", () => {
     const path = join(cgroup2.point, `ql-test-${process.pid}`) as `/${string}`;
     made.push(path);
-    expect(reason(chooseRunCgroups(path, host))).toBe(`cgroup ${path}`);
-    expect(existsSync(join(path, 'cgroup.procs'))).toBe(true);
+    const choice = chooseRunCgroups(path, FOLDER, host);
+    expect(reason(choice)).toBe(`cgroup ${join(path, FOLDER)}`);
+    if (choice.kind !== 'cgroup') throw new Error('no cgroups here');
+    const attempt = choice.cgroups.create('01a24296-434d-7227-a4ec-443ce21cc446');
+    expect(existsSync(join(path, FOLDER, '01a24296-434d-7227-a4ec-443ce21cc446', 'cgroup.procs'))).toBe(true);
+    attempt.remove();
+    // The operator's folder stays; the worker's in it goes.
+    expect({ path: existsSync(path), folder: existsSync(join(path, FOLDER)) }).toEqual({
+      path: true,
+      folder: false,
+    });
+  });
+
+  it("each worker's folder is its own (id and journal folder) and goes once empty; ql-runs goes with the last one", () => {
+    expect(workerCgroupFolder('worker-a', '/var/lib/ql/journal')).toMatch(/^worker-a-[0-9a-f]{12}$/);
+    expect(workerCgroupFolder('worker-a', '/var/lib/ql/journal')).toBe(
+      workerCgroupFolder('worker-a', '/var/lib/ql/./journal/'),
+    );
+    expect(workerCgroupFolder('worker-a', '/var/lib/ql/journal')).not.toBe(
+      workerCgroupFolder('worker-a', '/srv/ql/journal'),
+    );
+    const runs = join(ownDir, AUTO_RUNS_FOLDER);
+    const [one, other] = [`${FOLDER}-one`, `${FOLDER}-other`];
+    const mine = chooseRunCgroups('auto', one, host);
+    const theirs = chooseRunCgroups('auto', other, host);
+    if (mine.kind !== 'cgroup' || theirs.kind !== 'cgroup') throw new Error('no cgroups here');
+    const attempt = mine.cgroups.create('01a24296-434d-7227-a4ec-443ce21cc446');
+    const their = theirs.cgroups.create('01a24296-434d-7227-a4ec-443ce21cc447');
+    expect(mine.cgroups.attempts()).toEqual(['01a24296-434d-7227-a4ec-443ce21cc446']);
+    mine.cgroups.removeIfEmpty(); // an attempt cgroup in it: kept
+    expect(existsSync(mine.cgroups.base)).toBe(true);
+    attempt.remove(); // the last of mine: my folder goes, theirs and ql-runs stay
+    expect({ mine: existsSync(mine.cgroups.base), theirs: existsSync(theirs.cgroups.base) }).toEqual({
+      mine: false,
+      theirs: true,
+    });
+    their.remove();
+    expect(existsSync(theirs.cgroups.base)).toBe(false);
+    // ql-runs too, unless a worker of a test running beside this one has its folder there.
+    const others = existsSync(runs) ? readdirSync(runs).filter((n) => !n.includes('.')) : [];
+    expect({ runs: existsSync(runs), others }).toEqual({ runs: others.length > 0, others });
   });
 
   it('a folder that is no cgroup (a plain folder claimed as cgroup2 in mountinfo): process group only', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ql-not-cgroup-'));
     try {
-      const choice = chooseRunCgroups('auto', { ...host, mountinfo: cgroup2Line(dir), selfCgroup: '0::/\n' });
+      const choice = chooseRunCgroups('auto', FOLDER, {
+        ...host,
+        mountinfo: cgroup2Line(dir),
+        selfCgroup: '0::/\n',
+      });
       expect(reason(choice)).toBe(`${join(dir, AUTO_RUNS_FOLDER)} is not a cgroup v2 folder`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -119,14 +173,14 @@ describe('cgroup detection (QL_WORKER_CGROUP)', () => {
     });
 
     it('auto: the runs folder cannot be made or written, process group only', () => {
-      expect(reason(chooseRunCgroups('auto', roHost()))).toMatch(
+      expect(reason(chooseRunCgroups('auto', FOLDER, roHost()))).toMatch(
         // The same cgroup2 tree as the writable mount: ql-runs may exist already (a worker beside).
         new RegExp(`^(cannot create the cgroup|the cgroup) ${join(point, AUTO_RUNS_FOLDER)} .*\\(EROFS\\)`),
       );
     });
 
     it('the explicit path of the mount: not writable, process group only', () => {
-      expect(reason(chooseRunCgroups(point as `/${string}`, roHost()))).toBe(
+      expect(reason(chooseRunCgroups(point as `/${string}`, FOLDER, roHost()))).toBe(
         `the cgroup ${point} is not writable (EROFS): no delegated cgroup v2 subtree`,
       );
     });

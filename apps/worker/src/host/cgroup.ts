@@ -1,14 +1,18 @@
+import { createHash } from 'node:crypto';
 import {
   accessSync,
   constants,
   existsSync,
   mkdirSync,
   readFileSync,
-  rmdirSync,
+  readdirSync,
   writeFileSync,
 } from 'node:fs';
-import { setTimeout as delay } from 'node:timers/promises';
-import { join, posix } from 'node:path';
+import { join, posix, resolve } from 'node:path';
+import { AttemptCgroup, errorCode, removeEmpty } from './attempt-cgroup';
+
+export { AttemptCgroup } from './attempt-cgroup';
+export type { CgroupUsage } from './attempt-cgroup';
 
 /**
  * Run containment by cgroup v2 (ADR 0030): each attempt in a cgroup of its own, named for the
@@ -33,8 +37,18 @@ export type CgroupChoice =
   | { readonly kind: 'cgroup'; readonly cgroups: RunCgroups }
   | { readonly kind: 'process_group'; readonly reason: string };
 
-/** The sub-folder of the worker's own cgroup that holds the attempt cgroups under `auto`. */
+/** The sub-folder of the worker's own cgroup that holds the workers' run folders under `auto`. */
 export const AUTO_RUNS_FOLDER = 'ql-runs';
+
+/**
+ * The folder of one worker's attempt cgroups, under the runs folder: named for its id and its journal
+ * folder, whose kernel lock one live process holds (ADR 0029). Workers sharing a cgroup (or a
+ * QL_WORKER_CGROUP path) never share it, and a restarted worker finds its predecessor's cgroups there.
+ */
+export function workerCgroupFolder(workerId: string, journalDir: string): string {
+  return `${workerId}-${createHash('sha256').update(resolve(journalDir)).digest('hex').slice(0, 12)}`;
+}
+
 /** Where `auto` moves the worker when its own cgroup must be free of processes to enable `memory`. */
 export const AUTO_WORKER_FOLDER = 'ql-worker';
 
@@ -80,15 +94,18 @@ function readHost(): CgroupHost {
   return { mountinfo: read('/proc/self/mountinfo'), selfCgroup: read('/proc/self/cgroup'), pid: process.pid };
 }
 
-const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? String(error);
 const inside = (path: string, dir: string) => dir === '/' || path === dir || path.startsWith(`${dir}/`);
 
 /**
  * Decides, once at start, how runs are contained: cgroups under a writable cgroup v2 folder, or the
  * process group alone (with the reason, for the one start line). Creates the runs folder (`auto`)
- * and may move the worker into a leaf (see `enableMemory`); never throws.
+ * and the worker's `folder` in it, and may move the worker into a leaf (see `enableMemory`); never throws.
  */
-export function chooseRunCgroups(setting: CgroupSetting, host: CgroupHost = readHost()): CgroupChoice {
+export function chooseRunCgroups(
+  setting: CgroupSetting,
+  folder: string,
+  host: CgroupHost = readHost(),
+): CgroupChoice {
   const none = (reason: string): CgroupChoice => ({ kind: 'process_group', reason });
   if (setting === 'off') return none('QL_WORKER_CGROUP=off');
   const mounts = parseMountinfo(host.mountinfo);
@@ -126,7 +143,15 @@ export function chooseRunCgroups(setting: CgroupSetting, host: CgroupHost = read
   }
   if (!existsSync(join(base, 'cgroup.kill')))
     return none('this kernel has no cgroup.kill (Linux 5.14 or later needed)');
-  return { kind: 'cgroup', cgroups: new RunCgroups(base, enableMemory(base, own, host.pid)) };
+  const mine = join(base, folder);
+  try {
+    mkdirSync(mine, { recursive: true }); // `ql-runs` again too, if the last worker beside just removed it
+  } catch (error) {
+    return none(`cannot create the cgroup ${mine} (${errorCode(error)})`);
+  }
+  const cgroups = new RunCgroups(mine, enableMemory(base, mine, own, host.pid), own === null ? null : base);
+  cgroups.removeIfEmpty(); // made again with the first attempt; left if a predecessor's are in it
+  return { kind: 'cgroup', cgroups };
 }
 
 function controllers(dir: string, file: 'cgroup.controllers' | 'cgroup.subtree_control'): string[] {
@@ -134,6 +159,15 @@ function controllers(dir: string, file: 'cgroup.controllers' | 'cgroup.subtree_c
     return readFileSync(join(dir, file), 'utf8').trim().split(/\s+/);
   } catch {
     return [];
+  }
+}
+
+/** `enable` where a failure only costs `memory.peak`. */
+function enableQuietly(dir: string): void {
+  try {
+    enable(dir);
+  } catch {
+    // memory.peak is left out for this attempt
   }
 }
 
@@ -152,13 +186,15 @@ function enable(dir: string): boolean {
  * Turns on the `memory` controller for the attempt cgroups when the subtree offers it, so each has a
  * `memory.peak`. A non-root cgroup with processes cannot enable controllers for its children (the
  * "no internal processes" rule): under `auto` the worker then moves itself into the leaf
- * `<own>/ql-worker`, a sibling of `<own>/ql-runs` (systemd `Delegate=yes` allows it). Best effort:
+ * `<own>/ql-worker`, a sibling of `<own>/ql-runs` (systemd `Delegate=yes` allows it); then each
+ * level down to the worker's folder passes it on. Best effort:
  * false when it cannot (other processes share the worker's cgroup), and runs go without memory.peak.
  */
-function enableMemory(base: string, own: string | null, pid: number): boolean {
+function enableMemory(base: string, mine: string, own: string | null, pid: number): boolean {
   try {
     // An explicit path: the operator arranged its parent; only the folder itself is changed.
-    if (own === null) return controllers(base, 'cgroup.controllers').includes('memory') && enable(base);
+    if (own === null)
+      return controllers(base, 'cgroup.controllers').includes('memory') && enable(base) && enable(mine);
     if (!controllers(own, 'cgroup.controllers').includes('memory')) return false;
     if (!enable(own)) {
       const leaf = join(own, AUTO_WORKER_FOLDER);
@@ -166,7 +202,7 @@ function enableMemory(base: string, own: string | null, pid: number): boolean {
       writeFileSync(join(leaf, 'cgroup.procs'), String(pid));
       if (!enable(own)) return false;
     }
-    return enable(base);
+    return enable(base) && enable(mine);
   } catch {
     return false;
   }
@@ -191,129 +227,55 @@ export function containmentLine(choice: CgroupChoice): {
   };
 }
 
-/** The folder of the attempt cgroups; one cgroup per attempt, named by its id. */
+/** The name of an attempt cgroup: the attempt's id. */
+export const ATTEMPT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * This worker's folder of attempt cgroups; one cgroup per attempt, named by its id. The folder (and
+ * `auto`'s `ql-runs`) exists only while it holds one: made with the first, removed with the last, so a
+ * worker killed while idle leaves nothing behind.
+ */
 export class RunCgroups {
+  /** Removed, in this order, once empty: the worker's folder, then `auto`'s shared `ql-runs`. */
+  private readonly folders: readonly string[];
+
   constructor(
     readonly base: string,
     /** Whether the attempt cgroups have the memory controller (and so `memory.peak`). */
     readonly memory: boolean,
-  ) {}
+    /** `auto`'s shared `ql-runs`; null for an operator's path, which stays. */
+    runsFolder: string | null = null,
+  ) {
+    this.folders = runsFolder ? [base, runsFolder] : [base];
+  }
 
-  /** The attempt's cgroup (made now); an existing one of the same attempt is taken over. */
+  /** The ids of the attempt cgroups in the folder now (at start: a crashed predecessor's). */
+  attempts(): string[] {
+    try {
+      return readdirSync(this.base, { withFileTypes: true })
+        .filter((entry) => entry.isDirectory() && ATTEMPT_ID.test(entry.name))
+        .map((entry) => entry.name);
+    } catch {
+      return [];
+    }
+  }
+
+  /** Removes the folder if it holds no attempt cgroup, then `ql-runs` if no other worker's is left. */
+  removeIfEmpty(): void {
+    removeEmpty(this.folders);
+  }
+
+  /** The attempt's cgroup (made now, with the folders above it); an existing one is taken over. */
   create(attemptId: string): AttemptCgroup {
-    const cgroup = new AttemptCgroup(join(this.base, attemptId));
-    mkdirSync(cgroup.path, { recursive: true }); // the runs folder again too, if someone removed it
+    const cgroup = this.of(attemptId);
+    mkdirSync(cgroup.path, { recursive: true });
+    // Folders made again have no controller on for their children yet: the memory controller goes down again.
+    if (this.memory) for (const dir of [...this.folders].reverse()) enableQuietly(dir);
     return cgroup;
   }
 
   /** The cgroup of `attemptId` whether or not it exists (leftover recovery). */
   of(attemptId: string): AttemptCgroup {
-    return new AttemptCgroup(join(this.base, attemptId));
-  }
-}
-
-/** What an attempt's cgroup measured: all its processes, the exited ones included. */
-export interface CgroupUsage {
-  /** `usage_usec` of `cpu.stat`: user + system CPU time. */
-  readonly cpuUsec: number;
-  /** `memory.peak` (bytes), where the memory controller is on for the cgroup (Linux 5.19+). */
-  readonly memoryPeakBytes?: number;
-}
-
-export class AttemptCgroup {
-  constructor(readonly path: string) {}
-
-  /** Moves `pid` (and its future children) into this cgroup. */
-  adopt(pid: number): void {
-    writeFileSync(join(this.path, 'cgroup.procs'), String(pid));
-  }
-
-  /** Whether any process is in it (`populated 1` in `cgroup.events`); false once it is removed. */
-  populated(): boolean {
-    try {
-      return /^populated 1$/m.test(readFileSync(join(this.path, 'cgroup.events'), 'utf8'));
-    } catch {
-      return false;
-    }
-  }
-
-  /** Sends `signal` to every process in it (the polite first step; `kill()` is the sure one). */
-  signal(signal: NodeJS.Signals): void {
-    let pids: string[];
-    try {
-      pids = readFileSync(join(this.path, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
-    } catch {
-      return;
-    }
-    for (const pid of pids) {
-      try {
-        process.kill(Number(pid), signal);
-      } catch {
-        // gone meanwhile
-      }
-    }
-  }
-
-  /** SIGKILLs every process in it and in its descendants at once (`cgroup.kill`): none can escape. */
-  kill(): void {
-    try {
-      writeFileSync(join(this.path, 'cgroup.kill'), '1');
-    } catch (error) {
-      if (errorCode(error) !== 'ENOENT') throw error;
-    }
-  }
-
-  /** Waits until it holds no process or `withinMs` passed; true when empty. */
-  async waitEmpty(withinMs: number, everyMs = 20): Promise<boolean> {
-    const deadline = Date.now() + withinMs;
-    while (this.populated()) {
-      if (Date.now() >= deadline) return false;
-      await delay(everyMs);
-    }
-    return true;
-  }
-
-  /** CPU and peak memory of the attempt; null when the cgroup is gone. Read it before `remove()`. */
-  usage(): CgroupUsage | null {
-    let cpu: string;
-    try {
-      cpu = readFileSync(join(this.path, 'cpu.stat'), 'utf8');
-    } catch {
-      return null;
-    }
-    const cpuUsec = Number(/^usage_usec (\d+)$/m.exec(cpu)?.[1] ?? NaN);
-    if (!Number.isFinite(cpuUsec)) return null;
-    try {
-      return {
-        cpuUsec,
-        memoryPeakBytes: Number(readFileSync(join(this.path, 'memory.peak'), 'utf8').trim()),
-      };
-    } catch {
-      return { cpuUsec };
-    }
-  }
-
-  /**
-   * The attempt is over: waits up to `withinMs` for the cgroup to empty (a kill is already under
-   * way), kills what is still in it, reads its usage and removes it. `cleared`: nothing is left.
-   */
-  async release(withinMs: number): Promise<{ cleared: boolean; usage: CgroupUsage | null }> {
-    let empty = await this.waitEmpty(withinMs);
-    if (!empty) {
-      this.kill();
-      empty = await this.waitEmpty(2000);
-    }
-    const usage = this.usage();
-    return { cleared: empty && this.remove(), usage };
-  }
-
-  /** Removes it once empty; true when it no longer exists. */
-  remove(): boolean {
-    try {
-      rmdirSync(this.path);
-      return true;
-    } catch (error) {
-      return errorCode(error) === 'ENOENT';
-    }
+    return new AttemptCgroup(join(this.base, attemptId), this.folders);
   }
 }

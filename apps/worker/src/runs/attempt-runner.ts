@@ -211,6 +211,14 @@ export class AttemptRunner {
     clearTimeout(this.enforceTimer);
     if (this.lostReason) return;
     const hardStop = Math.min(this.lease.termEndMs, this.sweepAtMs) - KILL_MARGIN_MS;
+    if (this.local) {
+      // Said before it is armed: a worker frozen in between has the switch at this time or earlier.
+      const hardStopAt = new Date(Date.now() + hardStop - monotonicNow()).toISOString();
+      this.deps.log.debug("the attempt's hard stop: the reaper's switch kills it then", {
+        ...this.ids,
+        hardStopAt,
+      });
+    }
     this.local?.stopBy(hardStop);
     const byDeadline = this.sweepAtMs < this.lease.termEndMs;
     const killAt = hardStop - this.killGraceMs;

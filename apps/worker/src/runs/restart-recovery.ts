@@ -1,6 +1,6 @@
 import { parseActivationResponse } from '@ql/contracts';
 import { monotonicNow } from '../host/monotonic';
-import { killLeftoverCgroup, killLeftoverGroup } from '../executor/leftover-group';
+import { killLeftoverCgroup, killLeftoverGroup, sweepLeftoverCgroups } from '../executor/leftover-group';
 import type { RunCgroups } from '../host/cgroup';
 import type { JournalRecord } from '../journal/journal-record';
 import { RestartAction } from '../journal/restart-action';
@@ -58,6 +58,12 @@ export async function recoverJournal(
       if (reason !== null) recoveryRequired ??= { offerId: item.record.offerId, reason };
     }
   }
+  if (deps.cgroups)
+    for (const { attemptId, verdict } of await sweepLeftoverCgroups(deps.cgroups, deps.killGraceMs))
+      deps.log[verdict === 'stuck' ? 'warn' : 'info']("a predecessor's attempt cgroup, swept at start", {
+        attemptId,
+        verdict,
+      });
   await deps.journal.prune();
   return { records, recoveryRequired };
 }
