@@ -14,7 +14,7 @@ const MINUTE = 60_000;
 describe('cron on two control-plane instances sharing one PostgreSQL', () => {
   let db: TestDatabase;
   let pki: Awaited<ReturnType<typeof createTestPki>>;
-  let planes: TestPlane[];
+  const planes: TestPlane[] = [];
   // Both replicas share it; the test moves it. The database keeps its own time for rows.
   const clock = new ManualClock(Date.now());
 
@@ -22,10 +22,12 @@ describe('cron on two control-plane instances sharing one PostgreSQL', () => {
     db = await createTestDatabase('postgres');
     pki = await createTestPki(['worker-a']);
     const env = { QL_DB_POOL_SIZE: '8' };
-    planes = [await startTestPlane(db, pki, env, { clock }), await startTestPlane(db, pki, env, { clock })];
+    // Each one kept as it starts: a start that fails or times out still closes the one before it
+    // (its queue listener would otherwise reconnect after the test file is torn down).
+    for (let i = 0; i < 2; i++) planes.push(await startTestPlane(db, pki, env, { clock }));
   });
   afterAll(async () => {
-    for (const p of planes ?? []) await p.close();
+    for (const p of planes) await p.close();
     await db?.dispose();
     pki?.remove();
   });

@@ -19,16 +19,18 @@ interface Registered {
 describe('two control-plane instances sharing one PostgreSQL', () => {
   let db: TestDatabase;
   let pki: Awaited<ReturnType<typeof createTestPki>>;
-  let planes: TestPlane[];
+  const planes: TestPlane[] = [];
 
   beforeAll(async () => {
     db = await createTestDatabase('postgres');
     pki = await createTestPki(['worker-a']);
     const env = { QL_INGRESS_RATE_BURST: '100000', QL_DB_POOL_SIZE: '8' };
-    planes = [await startTestPlane(db, pki, env), await startTestPlane(db, pki, env)];
+    // Each one kept as it starts, so a failed second start still closes the first (its queue
+    // listener would otherwise reconnect after the file is torn down).
+    for (let i = 0; i < 2; i++) planes.push(await startTestPlane(db, pki, env));
   });
   afterAll(async () => {
-    for (const p of planes ?? []) await p.close();
+    for (const p of planes) await p.close();
     await db?.dispose();
     pki?.remove();
   });

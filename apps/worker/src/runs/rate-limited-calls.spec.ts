@@ -57,10 +57,12 @@ describe('a rate-limited worker waits as Retry-After says and logs the burst onc
   });
 
   it('a refused renewal is tried again after Retry-After, not at the next tick, without a renewal warning; the run succeeds', async () => {
-    await start(3_000);
+    // A 9 s term: the renewal is due 3 s into it and sent again 0.6 s later, far from the hard stop
+    // (8.5 s) even when a loaded machine starts the run late; the run outlasts both (4.5 s).
+    await start(9_000);
     plane.reply.renew = refuseFirst(1);
-    plane.enqueue({ command: 'sleep 2.2; echo done' });
-    await h.until('completion', () => plane.leaseList[0]?.completion, 15_000);
+    plane.enqueue({ command: 'sleep 4.5; echo done' });
+    await h.until('completion', () => plane.leaseList[0]?.completion, 30_000);
     expect(plane.leaseList[0]!.completion).toMatchObject({ outcome: 'succeeded' });
     const [refused, renewed] = plane.of('renew');
     expect(renewed!.at - refused!.at).toBeGreaterThanOrEqual(RETRY_AFTER_MS - 5);
