@@ -43,17 +43,52 @@ export function readRecord(value: unknown, field: string): Record<string, unknow
   return value as Record<string, unknown>;
 }
 
-export function readString(
-  value: unknown,
-  field: string,
-  opts: { max: number; min?: number; pattern?: RegExp; multiline?: boolean; output?: boolean },
-): string {
+/**
+ * A name people write (QingLong's 京东签到, emoji): any printable Unicode. Format characters — bidi
+ * overrides and isolates, zero-width ones, the BOM — and private-use ones are refused: they make one
+ * name look like another or reorder what a reader sees.
+ */
+const FORMAT_OR_PRIVATE = /[\p{Cf}\p{Co}]/u;
+const SURROUNDING_SPACE = /^\s|\s$/u;
+const utf8 = new TextEncoder();
+
+export interface TextOptions {
+  /** Most characters: UTF-16 code units, or with `display` code points. */
+  readonly max: number;
+  readonly min?: number;
+  readonly pattern?: RegExp;
+  readonly multiline?: boolean;
+  readonly output?: boolean;
+  /** A name people write: printable Unicode, normalized to NFC, no space at either end. */
+  readonly display?: boolean;
+  /** Most UTF-8 bytes (with `display`). */
+  readonly maxBytes?: number;
+}
+
+export function readString(value: unknown, field: string, opts: TextOptions): string {
   if (typeof value !== 'string') throw new ValidationError(field, 'must_be_string');
+  if (opts.display) return readDisplayText(value, field, opts);
   if (opts.output ? OUTPUT_NUL.test(value) : hasControlCharacter(value, opts.multiline))
     throw new ValidationError(field, 'control_character');
   if (opts.output && LONE_SURROGATE.test(value)) throw new ValidationError(field, 'unpaired_surrogate');
   if (value.length < (opts.min ?? 1)) throw new ValidationError(field, 'too_short');
   if (value.length > opts.max) throw new ValidationError(field, 'too_long');
+  if (opts.pattern && !opts.pattern.test(value)) throw new ValidationError(field, 'invalid_format');
+  return value;
+}
+
+/** A display name, NFC: the rules of `TextOptions.display`, lengths in code points and UTF-8 bytes. */
+function readDisplayText(raw: string, field: string, opts: TextOptions): string {
+  if (LONE_SURROGATE.test(raw)) throw new ValidationError(field, 'unpaired_surrogate');
+  if (hasControlCharacter(raw)) throw new ValidationError(field, 'control_character');
+  if (FORMAT_OR_PRIVATE.test(raw)) throw new ValidationError(field, 'format_character');
+  const value = raw.normalize('NFC');
+  const chars = [...value].length;
+  if (chars < (opts.min ?? 1)) throw new ValidationError(field, 'too_short');
+  if (chars > opts.max) throw new ValidationError(field, 'too_long');
+  if (opts.maxBytes !== undefined && utf8.encode(value).length > opts.maxBytes)
+    throw new ValidationError(field, 'too_long');
+  if (SURROUNDING_SPACE.test(value)) throw new ValidationError(field, 'surrounding_space');
   if (opts.pattern && !opts.pattern.test(value)) throw new ValidationError(field, 'invalid_format');
   return value;
 }

@@ -37,6 +37,21 @@ describe('parseTaskSpec (R-RUN-1)', () => {
     expect(a.digest).toMatch(/^[0-9a-f]{64}$/);
   });
 
+  it('names people write are accepted (QingLong titles, emoji, accents) and kept in NFC', () => {
+    for (const name of [
+      '京东签到',
+      '东东农场 🌾 每日浇水',
+      'jd_bean_change',
+      'Café-Réveil 07:00',
+      '-x',
+      '签'.repeat(TASK_LIMITS.nameLength),
+      '🫘'.repeat(96),
+    ])
+      expect({ name, spec: parseTaskSpec({ ...base, name }).spec.name }).toEqual({ name, spec: name });
+    // "é" as e + combining accent (NFD) is stored as the one character é: one name, not two lookalikes.
+    expect(parseTaskSpec({ ...base, name: 'Cafe\u0301' }).spec.name).toBe('Caf\u00e9');
+  });
+
   it('multi-line commands with tabs are fine; other control characters are not', () => {
     expect(rule({ ...base, command: 'set -e\n\techo a\r\necho b' })).toBe('accepted');
     expect(rule({ ...base, command: 'echo \u0000' })).toBe('command:control_character');
@@ -48,7 +63,17 @@ describe('parseTaskSpec (R-RUN-1)', () => {
     [{ ...base, runtime: 'ruby' }, 'runtime:must_be_one_of:shell|node|python'],
     [{ ...base, executor: 'docker' }, 'executor:must_be_one_of:local-process'],
     [{ ...base, name: '' }, 'name:too_short'],
-    [{ ...base, name: '-x' }, 'name:invalid_format'],
+    [{ ...base, name: '京东\u202e签到' }, 'name:format_character'], // a bidi override
+    [{ ...base, name: '京东\u200b签到' }, 'name:format_character'], // zero-width space
+    [{ ...base, name: '\ufeff京东签到' }, 'name:format_character'], // a BOM
+    [{ ...base, name: '京东\ue000' }, 'name:format_character'], // private use
+    [{ ...base, name: '京东\t签到' }, 'name:control_character'],
+    [{ ...base, name: '京东\u2028签到' }, 'name:control_character'], // line separator
+    [{ ...base, name: '京东\ud800' }, 'name:unpaired_surrogate'],
+    [{ ...base, name: ' 京东签到' }, 'name:surrounding_space'],
+    [{ ...base, name: '京东签到\u3000' }, 'name:surrounding_space'], // an ideographic space
+    [{ ...base, name: '签'.repeat(TASK_LIMITS.nameLength + 1) }, 'name:too_long'],
+    [{ ...base, name: '🫘'.repeat(97) }, 'name:too_long'], // 97 characters, but 388 bytes of UTF-8
     [{ ...base, command: 'x'.repeat(TASK_LIMITS.commandBytes + 1) }, 'command:too_long'],
     [{ ...base, command: 'é'.repeat(TASK_LIMITS.commandBytes / 2 + 1) }, 'command:too_long'],
     [{ ...base, timeoutMs: 999 }, 'timeoutMs:out_of_range'],

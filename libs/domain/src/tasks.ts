@@ -14,7 +14,9 @@ export type TaskExecutor = (typeof TASK_EXECUTORS)[number];
 
 /** Limits that keep a pinned revision inside one 128 KiB offer (R-LSE-2). */
 export const TASK_LIMITS = {
+  /** A task name: characters (code points) and UTF-8 bytes (128 of CJK's 3-byte characters fit). */
   nameLength: 128,
+  nameBytes: 384,
   commandBytes: 32 * 1024,
   envEntries: 64,
   envKeyLength: 128,
@@ -32,7 +34,12 @@ export const TASK_LIMITS = {
   maxPriority: 1_000,
 } as const;
 
-export const TASK_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9 ._:-]*$/;
+/** A task name is a display name (`readString`'s `display`): 京东签到, `jd_bean_change 🫘`, `Daily sign-in`. */
+export const TASK_NAME_RULES = {
+  max: TASK_LIMITS.nameLength,
+  maxBytes: TASK_LIMITS.nameBytes,
+  display: true,
+} as const;
 export const ENV_KEY_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export interface RetryPolicy {
@@ -126,7 +133,7 @@ export function parseTaskSpec(input: unknown): CanonicalTaskSpec {
   const both = Object.keys(secretEnv).find((key) => key in env);
   if (both !== undefined) throw new ValidationError(`secretEnv.${both}`, 'also_in_env');
   const spec: TaskSpec = {
-    name: readString(raw.name, 'name', { max: TASK_LIMITS.nameLength, pattern: TASK_NAME_PATTERN }),
+    name: readString(raw.name, 'name', TASK_NAME_RULES),
     command,
     runtime: readEnum(raw.runtime, 'runtime', TASK_RUNTIMES),
     executor:

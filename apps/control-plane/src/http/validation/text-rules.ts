@@ -11,6 +11,9 @@ export interface TextRules {
   readonly multiline?: boolean;
   /** Run output: every character but NUL (no lone surrogate), see ADR 0032. */
   readonly output?: boolean;
+  /** A name people write: printable Unicode (NFC), `max` in characters, at most `maxBytes` of UTF-8. */
+  readonly display?: boolean;
+  readonly maxBytes?: number;
 }
 
 export interface TextMapRules {

@@ -4,7 +4,7 @@ import {
   SECRET_LIMITS,
   TASK_EXECUTORS,
   TASK_LIMITS,
-  TASK_NAME_PATTERN,
+  TASK_NAME_RULES,
   TASK_RUNTIMES,
   TIMEZONE_MAX_LENGTH,
   TIMEZONE_PATTERN,
@@ -42,7 +42,9 @@ export class RetryPolicyDto {
 }
 
 export class TaskSpecDto {
-  @TextField({ max: TASK_LIMITS.nameLength, pattern: TASK_NAME_PATTERN })
+  @TextField(TASK_NAME_RULES, {
+    description: `any printable Unicode (京东签到), normalized to NFC; at most ${TASK_LIMITS.nameLength} characters and ${TASK_LIMITS.nameBytes} bytes of UTF-8; control, format (bidi, zero-width) and private-use characters and a space at either end are refused`,
+  })
   name!: string;
 
   @TextField(
@@ -128,7 +130,8 @@ export class TaskSpecDto {
 
   @NestedField(() => TaskBundleDto, {
     presence: 'nullable',
-    description: 'the script bundle the command runs in, and the folder inside it (ADR 0051); null or absent: none',
+    description:
+      'the script bundle the command runs in, and the folder inside it (ADR 0051); null or absent: none',
   })
   bundle?: TaskBundleDto | null;
 }
