@@ -1,4 +1,5 @@
 import { OutputText } from './output-text';
+import { OutputLimiter } from '../executor/output-limiter';
 import { readSecretsAnswer, secretValuesToRedact } from './attempt-secrets';
 import { parseTaskSpec } from '@ql/domain';
 
@@ -24,7 +25,7 @@ describe('the worker redacts an attempt’s secret values from its output (ADR 0
     }
   });
 
-  it('the cap’s marker comes after what the redaction held back', () => {
+  it('the cap’s marker comes after what the redaction held back, which it hides: the cut may be inside a value', () => {
     const text = new OutputText();
     text.redact([SECRET]);
     const first = text.texts({
@@ -39,11 +40,29 @@ describe('the worker redacts an attempt’s secret values from its output (ADR 0
       data: Buffer.from('[truncated]'),
       truncated: true,
     });
-    expect(first).toEqual([]); // shorter than a value: all of it may be a value's start
+    expect(first).toEqual([{ stream: 'stdout', text: 'x ' }]); // only a value's start is held
     expect(marker).toEqual([
-      { stream: 'stdout', text: `x ${SECRET.slice(0, 4)}` },
+      { stream: 'stdout', text: '***' },
       { stream: 'system', text: '[truncated]' },
     ]);
+    expect(text.end()).toEqual([]);
+  });
+
+  it('a per-run cap that falls inside a value lets none of it out, on either stream (issue 27 item 2)', () => {
+    const value = 'ghp_0123456789abcdefghijklmnopq'; // 31 characters
+    const texts: string[] = [];
+    const output = new OutputText();
+    output.redact([value]);
+    const limiter = new OutputLimiter(22 + 2 + 30, 1024, (chunk) =>
+      texts.push(...output.texts(chunk).map((t) => t.text)),
+    );
+    limiter.push('stderr', Buffer.from(`e ${value.slice(0, 20)}`));
+    limiter.push('stdout', Buffer.from(`o ${value}`)); // the cap falls after its 30th character
+    texts.push(...output.end().map((t) => t.text));
+    const all = texts.join('');
+    expect(all).not.toContain(value.slice(0, 4));
+    expect(texts.filter((t) => t.includes('***'))).toHaveLength(2);
+    expect(all).toMatch(/^(e |o )+\*\*\*\*\*\*\n\[output truncated: the 54-byte cap was reached\]\n$/);
   });
 
   it('without values nothing is held back', () => {
