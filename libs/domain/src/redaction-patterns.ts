@@ -20,9 +20,17 @@ export class RedactionPatterns {
   readonly values: readonly string[];
   /** The root's goto for every code unit: NONE where no value starts with it. */
   readonly rootNext = new Int32Array(0x10000).fill(NONE);
-  private oneCode: Int32Array;
-  private oneNext: Int32Array;
+  readonly oneCode: Int32Array;
+  readonly oneNext: Int32Array;
+  /** Per node: 1 when it has children beyond its first (they are in `many`). */
+  readonly branches: Uint8Array;
   private readonly many = new Map<number, Map<number, number>>();
+  /**
+   * How many code units the start filter reads (the shortest value's length, at most 3), and its
+   * table: 1 at the hash of every value's first `q` units. Where it says 0, no value starts.
+   */
+  readonly q: number;
+  readonly starts = new Uint8Array(0x10000);
   /** Per node: its failure link, its depth, and the longest value that ends there (0: none). */
   readonly fail: Int32Array;
   readonly depth: Int32Array;
@@ -34,11 +42,19 @@ export class RedactionPatterns {
     const size = 1 + this.values.reduce((n, v) => n + v.length, 0);
     this.oneCode = new Int32Array(size).fill(NONE);
     this.oneNext = new Int32Array(size).fill(NONE);
+    this.branches = new Uint8Array(size);
     this.fail = new Int32Array(size);
     this.depth = new Int32Array(size);
     this.out = new Int32Array(size);
     const nodes = this.buildTrie();
     this.buildLinks(nodes);
+    this.q = Math.min(3, this.values[this.values.length - 1]?.length ?? 1);
+    for (const value of this.values) this.starts[startHash(value, 0, this.q)] = 1;
+  }
+
+  /** Nodes in the automaton (what it weighs: about 20 bytes each). */
+  get size(): number {
+    return this.fail.length;
   }
 
   get empty(): boolean {
@@ -49,9 +65,8 @@ export class RedactionPatterns {
   child(node: number, code: number): number {
     if (node === 0) return this.rootNext[code]!;
     if (this.oneCode[node] === code) return this.oneNext[node]!;
-    const more = this.many.get(node);
-    if (more === undefined) return NONE;
-    const next = more.get(code);
+    if (this.branches[node] === 0) return NONE;
+    const next = this.many.get(node)!.get(code);
     return next === undefined ? NONE : next;
   }
 
@@ -85,6 +100,7 @@ export class RedactionPatterns {
     } else {
       let more = this.many.get(node);
       if (!more) this.many.set(node, (more = new Map()));
+      this.branches[node] = 1;
       more.set(code, next);
     }
   }
@@ -118,4 +134,11 @@ export class RedactionPatterns {
     visit(this.oneCode[node]!, this.oneNext[node]!);
     for (const [code, next] of this.many.get(node) ?? []) visit(code, next);
   }
+}
+
+/** The start filter's hash of `q` (1 to 3) code units of `text` at `at`. */
+export function startHash(text: string, at: number, q: number): number {
+  let h = 0;
+  for (let i = at; i < at + q; i++) h = (h * 31 + text.charCodeAt(i)) & 0xffff;
+  return h;
 }

@@ -1,4 +1,4 @@
-import { NONE, RedactionPatterns } from './redaction-patterns';
+import { NONE, RedactionPatterns, startHash } from './redaction-patterns';
 
 export { RedactionPatterns, redactionValues } from './redaction-patterns';
 
@@ -70,20 +70,27 @@ export class StreamRedactor {
 
   write(text: string): string {
     if (!this.active) return text;
-    const { rootNext, out, depth } = this.patterns;
-    const raw = this.pending + text;
+    const { rootNext, out, depth, oneCode, oneNext, starts, q } = this.patterns;
+    const raw = this.pending.length === 0 ? text : this.pending + text;
     const n = raw.length;
     let node = this.node;
     let i = this.pending.length;
     this.work += n - i;
     while (i < n) {
       if (node === 0) {
-        // At the root: skip what starts no value with one table lookup per code unit.
-        let next = rootNext[raw.charCodeAt(i)]!;
-        while (next === NONE && ++i < n) next = rootNext[raw.charCodeAt(i)]!;
+        if (q > 1) i = skipToStart(raw, i, q, starts);
         if (i === n) break;
+        // The root's own table: for the filter's last units, and where its hash collided.
+        const next = rootNext[raw.charCodeAt(i)]!;
+        if (next === NONE) {
+          i++;
+          continue;
+        }
         node = next;
-      } else node = this.step(node, raw.charCodeAt(i));
+      } else {
+        const code = raw.charCodeAt(i);
+        node = oneCode[node] === code ? oneNext[node]! : this.step(node, code);
+      }
       i++;
       const length = out[node]!;
       if (length > 0) this.hide(i - length, i);
@@ -160,4 +167,21 @@ export class StreamRedactor {
     this.carry = '';
     return carry;
   }
+}
+
+/**
+ * From `from`, the first position where the start filter lets a value begin (q of 2 or 3 units, a
+ * rolling hash), or where fewer than q units are left: every position skipped starts no value.
+ */
+function skipToStart(raw: string, from: number, q: number, starts: Uint8Array): number {
+  const last = raw.length - q;
+  if (from > last) return from;
+  let i = from;
+  let h = startHash(raw, i, q);
+  const drop = q === 3 ? 961 : 31; // 31^(q-1): the weight of the unit that leaves the window
+  while (starts[h] === 0) {
+    if (++i > last) return i;
+    h = ((h - raw.charCodeAt(i - 1) * drop) * 31 + raw.charCodeAt(i + q - 1)) & 0xffff;
+  }
+  return i;
 }
