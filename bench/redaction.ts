@@ -47,11 +47,15 @@ export function benchChunks(values: readonly string[], next = generator(11)): st
   }
   text = text.slice(0, MIB);
   const chunks: string[] = [];
-  for (let at = 0; at < text.length; at += CHUNK) chunks.push(text.slice(at, at + CHUNK));
+  // Each chunk a flat string of its own, as JSON.parse (control plane) or a StringDecoder (worker) gives it.
+  for (let at = 0; at < text.length; at += CHUNK)
+    chunks.push(Buffer.from(text.slice(at, at + CHUNK), 'utf8').toString('utf8'));
   return chunks;
 }
 
-type Variant = 'redact' | 'copy';
+/** `scan`: a JS loop that reads every code unit and nothing else, the floor of any redactor written in JS. */
+type Variant = 'redact' | 'copy' | 'scan';
+const VARIANTS: readonly Variant[] = ['redact', 'scan', 'copy'];
 
 /** CPU ms of `reps` passes over the chunks (a fresh redactor per pass: one attempt's stream). */
 function sample(variant: Variant, patterns: RedactionPatterns, chunks: readonly string[], reps: number) {
@@ -61,6 +65,8 @@ function sample(variant: Variant, patterns: RedactionPatterns, chunks: readonly 
   for (let rep = 0; rep < reps; rep++) {
     if (variant === 'copy') {
       for (const chunk of chunks) sink += Buffer.from(chunk, 'utf8').length;
+    } else if (variant === 'scan') {
+      for (const chunk of chunks) for (let i = 0; i < chunk.length; i++) sink += chunk.charCodeAt(i) & 1;
     } else {
       const redactor = new StreamRedactor(patterns);
       for (const chunk of chunks) sink += redactor.write(chunk).length;
@@ -88,19 +94,23 @@ export async function redactionMain(resultsDir: string): Promise<void> {
   const hidden = (redacted.match(/\*\*\*/g) ?? []).length;
   if (values.some((v) => redacted.includes(v))) throw new Error('a value survived the redaction');
 
-  const samples: Record<Variant, { cpuMs: number; wallMs: number }[]> = { redact: [], copy: [] };
-  sample('redact', patterns, chunks, 2); // warm-up: both compiled before anything counts
-  sample('copy', patterns, chunks, 2);
+  const samples: Record<Variant, { cpuMs: number; wallMs: number }[]> = { redact: [], copy: [], scan: [] };
+  for (const v of VARIANTS) sample(v, patterns, chunks, 2); // warm-up: all compiled before anything counts
   for (let round = 0; round < rounds; round++) {
-    const order: Variant[] = round % 2 ? ['copy', 'redact'] : ['redact', 'copy'];
+    const order = VARIANTS.map((_v, i) => VARIANTS[(i + round) % VARIANTS.length]!);
     for (const v of order) samples[v].push(sample(v, patterns, chunks, reps));
   }
   const med = (v: Variant, k: 'cpuMs' | 'wallMs') => median(samples[v].map((s) => s[k]))!;
   const ratio = med('redact', 'cpuMs') / med('copy', 'cpuMs');
   const header = ['variant', 'CPU ms per MiB', 'wall ms per MiB', '÷ copy (CPU)', 'goal'];
   const align: Align[] = ['left', 'right', 'right', 'right', 'right'];
-  const rows = (['redact', 'copy'] as const).map((v) => [
-    v === 'redact' ? 'StreamRedactor.write, 512 values' : 'copy: Buffer.from of each chunk',
+  const label: Record<Variant, string> = {
+    redact: 'StreamRedactor.write, 512 values',
+    scan: 'floor: a JS loop reading every code unit',
+    copy: 'copy: Buffer.from of each chunk',
+  };
+  const rows = VARIANTS.map((v) => [
+    label[v],
     med(v, 'cpuMs').toFixed(2),
     med(v, 'wallMs').toFixed(2),
     (med(v, 'cpuMs') / med('copy', 'cpuMs')).toFixed(2),
