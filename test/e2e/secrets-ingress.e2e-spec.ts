@@ -4,8 +4,8 @@
 // `starting`, a run cancelled while starting — gets a refusal that holds no value.
 import { randomBytes } from 'node:crypto';
 import { ingressPath } from '@ql/contracts';
-import { newSessionId, registerBody } from '../support/fixtures';
-import { IngressSession, LeaseHolder, leaseFence, pullOffer } from '../support/lease-holder';
+import { registerBody } from '../support/fixtures';
+import { IngressSession, LeaseHolder, leaseFence, pullOffer, registerSession } from '../support/lease-holder';
 import {
   Dialect,
   HttpResult,
@@ -28,18 +28,13 @@ describe.each<Dialect>(['sqlite', 'postgres'])('secrets over the mTLS ingress (%
   let b: IngressSession;
   let names = 0;
 
-  const register = async (workerId: string): Promise<IngressSession> => {
-    const creds = readPair(pki.workers[workerId]!);
-    const sessionId = newSessionId();
-    const res = await t.ingress(
-      creds,
-      ingressPath(workerId, sessionId, 'register'),
+  const register = (workerId: string): Promise<IngressSession> =>
+    registerSession(
+      t,
+      readPair(pki.workers[workerId]!),
+      workerId,
       registerBody({ maxConcurrentRuns: 32, availableSlots: 32 }),
     );
-    expect(res.status).toBe(200);
-    const { generation, version } = res.body as { generation: number; version: number };
-    return { workerId, sessionId, creds, generation, version };
-  };
 
   beforeAll(async () => {
     db = await createTestDatabase(dialect);

@@ -5,8 +5,7 @@
 // automaton does one step per character. The deadline below only bounds such a hang.
 import { randomBytes } from 'node:crypto';
 import { ingressPath } from '@ql/contracts';
-import { newSessionId, registerBody } from '../support/fixtures';
-import { IngressSession, leaseFence, pullOffer, startHeldRun } from '../support/lease-holder';
+import { leaseFence, pullOffer, registerSession, startHeldRun } from '../support/lease-holder';
 import {
   Dialect,
   TestDatabase,
@@ -28,14 +27,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('redaction under load (%s)', (dia
   let pki: Awaited<ReturnType<typeof createTestPki>>;
   let t: TestPlane;
 
-  const register = async (workerId: string): Promise<IngressSession> => {
-    const creds = readPair(pki.workers[workerId]!);
-    const sessionId = newSessionId();
-    const res = await t.ingress(creds, ingressPath(workerId, sessionId, 'register'), registerBody());
-    expect(res.status).toBe(200);
-    const { generation, version } = res.body as { generation: number; version: number };
-    return { workerId, sessionId, creds, generation, version };
-  };
+  const register = (workerId: string) => registerSession(t, readPair(pki.workers[workerId]!), workerId);
 
   beforeAll(async () => {
     db = await createTestDatabase(dialect);
