@@ -1,6 +1,9 @@
 import { OutputText } from './output-text';
 import { OutputLimiter } from '../executor/output-limiter';
-import { readSecretsAnswer, secretValuesToRedact } from './attempt-secrets';
+import { fetchSecrets, readSecretsAnswer, secretValuesToRedact } from './attempt-secrets';
+import { IngressCallError } from '../ingress-client/worker-ingress-https.client';
+import type { LeaseChannel } from './lease-channel';
+import type { ExecutionOffer } from '@ql/contracts';
 import { parseTaskSpec } from '@ql/domain';
 
 const SECRET = 'pt_key=é-secret-€;';
@@ -110,5 +113,25 @@ describe('the worker redacts an attempt’s secret values from its output (ADR 0
     expect(refusal({ attemptId, env: { JD_COOKIE: 'v', ONE: 'w' }, extra: 1 })).toBe('extra: unknown_field');
     // No refusal names a value.
     expect(refusal({ attemptId, env: { JD_COOKIE: 'secret-v', ONE: 7 } })).not.toContain('secret-v');
+  });
+
+  it('a 422 for a run being cancelled is the start failure cancel_requested; any other 422 is secrets_unavailable', async () => {
+    const { spec } = parseTaskSpec({ name: 't', command: 'x', runtime: 'shell', secretEnv: { ONE: 'c' } });
+    const offer = { execution: { spec }, run: { attemptId: 'a1' } } as unknown as ExecutionOffer;
+    const lease = { offerId: 'o', leaseToken: 't', leaseGeneration: 1, leaseVersion: 0, termEndMs: Infinity };
+    const term = { retryMs: 1, signal: new AbortController().signal };
+    const refusing = (reason: string) =>
+      ({
+        leaseCall: () =>
+          Promise.reject(new IngressCallError('secrets', 422, 'secrets_unavailable', 'refused', reason)),
+      }) as unknown as LeaseChannel;
+    expect(await fetchSecrets(refusing('cancel_requested'), lease, term, offer)).toEqual({
+      refused: 'cancel_requested',
+    });
+    expect(await fetchSecrets(refusing('secret_missing'), lease, term, offer)).toEqual({
+      refused: 'secrets_unavailable',
+    });
+    const serving = { leaseCall: () => Promise.resolve({ ONE: 'v' }) } as unknown as LeaseChannel;
+    expect(await fetchSecrets(serving, lease, term, offer)).toEqual({ env: { ONE: 'v' } });
   });
 });
