@@ -12,7 +12,7 @@ export function redactionValues(values: Iterable<string>): string[] {
  * never outnumber the gotos, whatever the number of values or matches. Pure data, no I/O: the worker
  * and the control plane share it. Nodes are numbered from 0 (the root) in flat arrays; a node's first
  * child sits in `oneCode`/`oneNext`, further children (rare below the root) in a Map; the root's
- * children are one dense table, so text that starts no value is skipped by a table lookup per unit.
+ * children are one dense table, and a q-gram filter skips text where no value can start (`stride`).
  */
 export class RedactionPatterns {
   /** The longest value's length in code units (0 without values). */
@@ -26,11 +26,15 @@ export class RedactionPatterns {
   readonly branches: Uint8Array;
   private readonly many = new Map<number, Map<number, number>>();
   /**
-   * How many code units the start filter reads (the shortest value's length, at most 3), and its
-   * table: 1 at the hash of every value's first `q` units. Where it says 0, no value starts.
+   * The start filter: `q` code units (at most 4, at most the shortest value) hashed into `grams`,
+   * which holds every value's q-grams at offsets 0 … stride − 1, where `stride` is the shortest
+   * value's length (at most 32) less q plus one. Any occurrence covers each of `stride` consecutive
+   * positions with one of those q-grams, so one position in `stride` whose q-gram is not in the
+   * table clears the `stride` positions up to it of any value's start.
    */
   readonly q: number;
-  readonly starts = new Uint8Array(0x10000);
+  readonly stride: number;
+  readonly grams = new Uint8Array(1 << GRAM_BITS);
   /** Per node: its failure link, its depth, and the longest value that ends there (0: none). */
   readonly fail: Int32Array;
   readonly depth: Int32Array;
@@ -48,13 +52,16 @@ export class RedactionPatterns {
     this.out = new Int32Array(size);
     const nodes = this.buildTrie();
     this.buildLinks(nodes);
-    this.q = Math.min(3, this.values[this.values.length - 1]?.length ?? 1);
-    for (const value of this.values) this.starts[startHash(value, 0, this.q)] = 1;
+    const shortest = Math.min(32, this.values[this.values.length - 1]?.length ?? 1);
+    this.q = Math.min(4, shortest);
+    this.stride = shortest - this.q + 1;
+    for (const value of this.values)
+      for (let at = 0; at < this.stride; at++) this.grams[gramHash(value, at, this.q)] = 1;
   }
 
-  /** Nodes in the automaton (what it weighs: about 20 bytes each). */
+  /** What the automaton weighs, in nodes of about 20 bytes (its filter counted as such too). */
   get size(): number {
-    return this.fail.length;
+    return this.fail.length + (1 << GRAM_BITS) / 20;
   }
 
   get empty(): boolean {
@@ -136,9 +143,12 @@ export class RedactionPatterns {
   }
 }
 
-/** The start filter's hash of `q` (1 to 3) code units of `text` at `at`. */
-export function startHash(text: string, at: number, q: number): number {
-  let h = 0;
-  for (let i = at; i < at + q; i++) h = (h * 31 + text.charCodeAt(i)) & 0xffff;
-  return h;
+/** Bits of the start filter's hash (a 256 KiB table per automaton). */
+const GRAM_BITS = 18;
+
+/** The start filter's hash of `q` (1 to 4) code units of `text` at `at`. */
+export function gramHash(text: string, at: number, q: number): number {
+  let h = 0x811c9dc5;
+  for (let i = at; i < at + q; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> (32 - GRAM_BITS);
 }

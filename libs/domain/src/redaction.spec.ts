@@ -55,11 +55,13 @@ describe('redaction of secret values (ADR 0050)', () => {
     const next = random(27);
     const pick = (alphabet: string, n: number) =>
       Array.from({ length: n }, () => alphabet[Math.floor(next() * alphabet.length)]).join('');
-    for (let round = 0; round < 300; round++) {
+    for (let round = 0; round < 600; round++) {
+      // Short values (the filter reads every position) and long ones (it skips by strides).
+      const long = round % 2 === 1;
       const values = Array.from({ length: 1 + Math.floor(next() * 5) }, () =>
-        pick('ab', 1 + Math.floor(next() * 5)),
+        pick('ab', (long ? 6 : 1) + Math.floor(next() * (long ? 10 : 5))),
       );
-      const text = pick('abc', Math.floor(next() * 40));
+      const text = pick(long ? 'aabbbc' : 'abc', Math.floor(next() * (long ? 120 : 40)));
       const patterns = new RedactionPatterns(values);
       // One redactor kept in memory (the worker), one resumed from its held tail each piece (the control plane).
       const kept = new StreamRedactor(patterns);

@@ -1,4 +1,4 @@
-import { NONE, RedactionPatterns, startHash } from './redaction-patterns';
+import { NONE, RedactionPatterns, gramHash } from './redaction-patterns';
 
 export { RedactionPatterns, redactionValues } from './redaction-patterns';
 
@@ -70,15 +70,20 @@ export class StreamRedactor {
 
   write(text: string): string {
     if (!this.active) return text;
-    const { rootNext, out, depth, oneCode, oneNext, starts, q } = this.patterns;
+    const { rootNext, out, depth, oneCode, oneNext } = this.patterns;
     const raw = this.pending.length === 0 ? text : this.pending + text;
     const n = raw.length;
     let node = this.node;
     let i = this.pending.length;
+    let unitsUntil = 0;
     this.work += n - i;
     while (i < n) {
       if (node === 0) {
-        if (q > 1) i = skipToStart(raw, i, q, starts);
+        if (i >= unitsUntil) {
+          // Past what the last hit of the filter asked to read unit by unit: skip by strides.
+          i = skipToStart(raw, i, this.patterns);
+          unitsUntil = i + this.patterns.stride;
+        }
         if (i === n) break;
         // The root's own table: for the filter's last units, and where its hash collided.
         const next = rootNext[raw.charCodeAt(i)]!;
@@ -170,18 +175,14 @@ export class StreamRedactor {
 }
 
 /**
- * From `from`, the first position where the start filter lets a value begin (q of 2 or 3 units, a
- * rolling hash), or where fewer than q units are left: every position skipped starts no value.
+ * From `from`, by strides: the first `from + k·stride` whose stride may hold a value's start (the
+ * filter has the q-gram at the stride's last position), or where a stride no longer fits in the
+ * text. Every position skipped starts no value, so the automaton stays at its root over them.
  */
-function skipToStart(raw: string, from: number, q: number, starts: Uint8Array): number {
-  const last = raw.length - q;
-  if (from > last) return from;
+function skipToStart(raw: string, from: number, patterns: RedactionPatterns): number {
+  const { q, stride, grams } = patterns;
+  const last = raw.length - q - stride + 1;
   let i = from;
-  let h = startHash(raw, i, q);
-  const drop = q === 3 ? 961 : 31; // 31^(q-1): the weight of the unit that leaves the window
-  while (starts[h] === 0) {
-    if (++i > last) return i;
-    h = ((h - raw.charCodeAt(i - 1) * drop) * 31 + raw.charCodeAt(i + q - 1)) & 0xffff;
-  }
+  while (i <= last && grams[gramHash(raw, i + stride - 1, q)] === 0) i += stride;
   return i;
 }
