@@ -59,9 +59,9 @@ export class RedactionPatterns {
       for (let at = 0; at < this.stride; at++) this.grams[gramHash(value, at, this.q)] = 1;
   }
 
-  /** What the automaton weighs, in nodes of about 20 bytes (its filter counted as such too). */
+  /** What the automaton weighs, in nodes of about 20 bytes (its two 256 KiB tables counted as such too). */
   get size(): number {
-    return this.fail.length + (1 << GRAM_BITS) / 20;
+    return this.fail.length + ((1 << GRAM_BITS) + 4 * 0x10000) / 20;
   }
 
   get empty(): boolean {
