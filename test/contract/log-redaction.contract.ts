@@ -99,6 +99,24 @@ export function describeLogRedactionContract(dialect: string, makeTarget: () => 
       expect(await stored(c.run.id)).not.toMatch(LEAK);
     });
 
+    it('a completion without output or summary still stores what was held (on PostgreSQL too, off the one-statement step)', async () => {
+      const c = await running();
+      await acts.appendLog({ ...c.fence, seq: 0, stream: 'stderr', text: 'done pt_k' });
+      expect(await texts(c.run.id)).toEqual([['stderr', 'done ']]);
+      await acts.complete({ ...c.fence, outcome: 'succeeded', exitCode: 0, errorSummary: null });
+      expect(await texts(c.run.id)).toEqual([
+        ['stderr', 'done '],
+        ['stderr', 'pt_k'],
+      ]);
+      const attempt = await f.db.one<{ log_held: string | null }>(
+        'SELECT log_held FROM attempts WHERE id = :id',
+        {
+          id: c.offer.attempt.id,
+        },
+      );
+      expect(attempt!.log_held).toBeNull();
+    });
+
     it('an attempt ended by its deadline stores what was held hidden: it may be a value cut off', async () => {
       const c = await running();
       await acts.appendLog({ ...c.fence, seq: 0, stream: 'stdout', text: `x ${ONE.slice(0, 12)}` });

@@ -85,6 +85,33 @@ describe('redaction of secret values (ADR 0050)', () => {
     }
   });
 
+  it('matches the rule’s definition where the text follows long values part of the way, in random pieces', () => {
+    const next = random(91);
+    const pick = (n: number) => Array.from({ length: n }, () => (next() < 0.5 ? 'a' : 'b')).join('');
+    for (let round = 0; round < 200; round++) {
+      const values = Array.from({ length: 1 + Math.floor(next() * 4) }, () =>
+        pick(16 + Math.floor(next() * 60)),
+      );
+      let text = '';
+      while (text.length < 400) {
+        const value = values[Math.floor(next() * values.length)]!;
+        const r = next();
+        // A whole value, a value's start cut anywhere, or a few other units.
+        text += r < 0.3 ? value : r < 0.8 ? value.slice(0, Math.floor(next() * value.length)) : pick(3) + 'c';
+      }
+      const patterns = new RedactionPatterns(values);
+      const kept = new StreamRedactor(patterns);
+      let out = '';
+      for (let at = 0; at < text.length;) {
+        const size = 1 + Math.floor(next() * 90);
+        out += kept.write(text.slice(at, at + size));
+        at += size;
+      }
+      out += kept.end();
+      expect({ values, text, out }).toEqual({ values, text, out: reference(text, values) });
+    }
+  });
+
   it('holds back only what may still become a value, and emits the rest at once', () => {
     const r = new StreamRedactor(['abcdef']);
     expect(r.write('0123456789')).toBe('0123456789');
