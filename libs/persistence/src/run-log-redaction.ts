@@ -42,6 +42,11 @@ export class LogRedactor {
 
   constructor(private readonly source?: RedactionSource) {}
 
+  /** Whether anything can be redacted at all (a secrets key is configured). */
+  get active(): boolean {
+    return Boolean(this.source?.cipher);
+  }
+
   /** The attempt's automaton, or null when nothing is to be redacted. */
   async patterns(tx: SqlExecutor, run: RunRecord, attemptId: string): Promise<RedactionPatterns | null> {
     const cipher = this.source?.cipher;

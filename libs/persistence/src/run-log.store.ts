@@ -153,6 +153,7 @@ export class LogStore {
    * its last chunk, as written when the worker ended it (`end`), hidden when a sweep did (`cut`).
    */
   async flushHeld(tx: SqlExecutor, run: RunRecord, attemptId: string, how: 'end' | 'cut'): Promise<void> {
+    if (!this.redactor.active) return; // nothing is ever held without a key
     const row = await tx.one<{
       log_held: string | null;
       log_bytes: number | string;
