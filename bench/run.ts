@@ -7,7 +7,7 @@
  * figure beside its ceiling or peer measured in the same run. See bench/README.md.
  *
  * Environment:
- *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer,journal,plane-cost,soak,bundle (default all); `npm run bench -- memory`
+ *   QL_BENCH_SUITES          heartbeat,claim,memory,dispatch,steps,curve,worker-cost,lease-enforcement,peer,journal,plane-cost,soak,bundle,redaction (default all); `npm run bench -- memory`
  *                            (arguments) selects groups too; heartbeat-mtls: only the mTLS part of heartbeat
  *   QL_BENCH_MTLS_WORKERS    heartbeat over mTLS: workers, each its own certificate (default 256);
  *                            QL_BENCH_MTLS_IN_FLIGHT heartbeats in flight (default 32)
@@ -29,6 +29,7 @@
  *                            HEAPSNAPSHOT_DIR (heap snapshots of the plane and the workers after the settle and at the end)
  *   QL_BENCH_BUNDLE_*        bundle: ROUNDS (8; a new bundle, its first run, then RUNS 5 cached and 5 inline each),
  *                            MIB (10) in FILES (500); dialects from QL_BENCH_DIALECTS
+ *   QL_BENCH_REDACTION_REPS  redaction: passes over the 1 MiB per sample (default 20)
  *   QL_BENCH_STEP_RUNS       steps: pre-claimed runs per sample (default 300); QL_BENCH_STEP_CONCURRENCY (1,8)
  *   QL_BENCH_BACKLOGS        claim: comma-separated queued-run backlogs (default 1000,100000)
  *   QL_BENCH_CLAIMS          claim: claims per sample (default 900; at most backlog - 100 and 924)
@@ -58,6 +59,7 @@ import { peerMain } from './peer-main';
 import { planeCostMain } from './plane-cost';
 import { soakMain } from './soak-main';
 import { bundleMain } from './bundle-main';
+import { redactionMain } from './redaction';
 import { HeartbeatConfig, HeartbeatRow, benchPostgres, benchSqlite } from './heartbeat';
 import { validationCost } from './heartbeat-edge';
 import { heartbeatMtlsMain } from './heartbeat-mtls-main';
@@ -288,6 +290,7 @@ async function main(): Promise<void> {
   if (suites.includes('plane-cost')) await planeCostMain(RESULTS_DIR);
   if (suites.includes('soak')) await soakMain(RESULTS_DIR);
   if (suites.includes('bundle')) await bundleMain(RESULTS_DIR);
+  if (suites.includes('redaction')) await redactionMain(RESULTS_DIR);
 }
 
 class UsageError extends Error {}
@@ -307,6 +310,7 @@ const SUITES = [
   'plane-cost',
   'soak',
   'bundle',
+  'redaction',
 ];
 
 const USAGE = `usage: npm run bench [-- <group> ...]   (node dist/bench/run.js [<group> ...])

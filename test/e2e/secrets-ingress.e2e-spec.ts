@@ -1,11 +1,11 @@
 // ADR 0050 (issue 19 item 6) over the real mTLS ingress, both dialects: `secrets` serves the values
 // only to the holder of a live lease of an attempt that started and whose revision maps them; every
 // other caller — another worker, a replaced session, a released or finished lease, a call before
-// `starting` — gets a refusal that holds no value.
+// `starting`, a run cancelled while starting — gets a refusal that holds no value.
 import { randomBytes } from 'node:crypto';
 import { ingressPath } from '@ql/contracts';
-import { newSessionId, registerBody } from '../support/fixtures';
-import { IngressSession, LeaseHolder, leaseFence, pullOffer } from '../support/lease-holder';
+import { registerBody } from '../support/fixtures';
+import { IngressSession, LeaseHolder, leaseFence, pullOffer, registerSession } from '../support/lease-holder';
 import {
   Dialect,
   HttpResult,
@@ -28,18 +28,13 @@ describe.each<Dialect>(['sqlite', 'postgres'])('secrets over the mTLS ingress (%
   let b: IngressSession;
   let names = 0;
 
-  const register = async (workerId: string): Promise<IngressSession> => {
-    const creds = readPair(pki.workers[workerId]!);
-    const sessionId = newSessionId();
-    const res = await t.ingress(
-      creds,
-      ingressPath(workerId, sessionId, 'register'),
+  const register = (workerId: string): Promise<IngressSession> =>
+    registerSession(
+      t,
+      readPair(pki.workers[workerId]!),
+      workerId,
       registerBody({ maxConcurrentRuns: 32, availableSlots: 32 }),
     );
-    expect(res.status).toBe(200);
-    const { generation, version } = res.body as { generation: number; version: number };
-    return { workerId, sessionId, creds, generation, version };
-  };
 
   beforeAll(async () => {
     db = await createTestDatabase(dialect);
@@ -138,6 +133,20 @@ describe.each<Dialect>(['sqlite', 'postgres'])('secrets over the mTLS ingress (%
     expect((await call(s, 'starting', h)).status).toBe(200);
     b = await register('worker-b'); // worker-b restarts: a new session replaces `s`
     refused(await call(s, 'secrets', h), 'worker_session_fenced', 'session_replaced');
+  });
+
+  it('a run cancelled while starting gets 422 secrets_unavailable (cancel_requested): no value served', async () => {
+    const h = await hold(a);
+    expect((await call(a, 'starting', h)).status).toBe(200);
+    expect((await t.admin('POST', `/api/v1/runs/${h.offer.run.runId}/cancel`)).status).toBe(200);
+    const res = await call(a, 'secrets', h);
+    expect({
+      status: res.status,
+      code: (res.body as { code: string }).code,
+      reason: (res.body as { reason?: string }).reason,
+    }).toEqual({ status: 422, code: 'secrets_unavailable', reason: 'cancel_requested' });
+    expect(res.raw).not.toContain(COOKIE_1);
+    expect(res.raw).not.toContain(COOKIE_2);
   });
 
   it('an attempt whose revision maps no secret gets none', async () => {

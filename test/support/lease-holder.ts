@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ExecutionOffer, ingressPath, parseOfferResponse } from '@ql/contracts';
-import { newSessionId } from './fixtures';
+import { newSessionId, registerBody } from './fixtures';
 import type { TestPlane, readPair } from './test-plane';
 
 /** A registered worker session as the e2e tests drive it over the ingress. */
@@ -10,6 +10,20 @@ export interface IngressSession {
   readonly creds: ReturnType<typeof readPair>;
   readonly generation: number;
   readonly version: number;
+}
+
+/** A new session of `workerId`, registered over the ingress with `creds` (its own certificate). */
+export async function registerSession(
+  t: TestPlane,
+  creds: ReturnType<typeof readPair>,
+  workerId: string,
+  body: Record<string, unknown> = registerBody(),
+): Promise<IngressSession> {
+  const sessionId = newSessionId();
+  const res = await t.ingress(creds, ingressPath(workerId, sessionId, 'register'), body);
+  if (res.status !== 200) throw new Error(`register answered ${res.status}: ${res.raw}`);
+  const { generation, version } = res.body as { generation: number; version: number };
+  return { workerId, sessionId, creds, generation, version };
 }
 
 /** The holder of a run lease: its offer and the token the worker made. */

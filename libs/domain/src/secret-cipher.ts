@@ -1,4 +1,11 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 
 /** A key id: what each stored value names its key by (ADR 0050). */
 export const SECRET_KEY_ID_PATTERN = /^[A-Za-z0-9._-]{1,32}$/;
@@ -45,6 +52,11 @@ export class SecretCipher {
     this.keys = keys;
   }
 
+  /** The key configured under `keyId`, if any (for the derived MAC key). */
+  keyFor(keyId: string): Buffer | undefined {
+    return this.keys.get(keyId);
+  }
+
   get keyIds(): string[] {
     return [...this.keys.keys()];
   }
@@ -81,6 +93,31 @@ export class SecretCipher {
       );
     }
   }
+}
+
+/**
+ * A keyed digest of text that may hold a secret (ADR 0050: how the control plane knows a replayed log
+ * chunk without keeping its raw text): HMAC-SHA256 under a key derived from the current secrets key,
+ * as `<keyId>:<base64>`. `macMatches` answers null when the key it was made with is not configured.
+ */
+export function secretMac(cipher: SecretCipher, purpose: string, text: string): string {
+  return `${cipher.currentKeyId}:${macUnder(cipher, cipher.currentKeyId, purpose, text)!}`;
+}
+
+export function macMatches(cipher: SecretCipher, purpose: string, text: string, mac: string): boolean | null {
+  const at = mac.indexOf(':');
+  const mine = macUnder(cipher, mac.slice(0, at), purpose, text);
+  if (mine === null) return null;
+  const a = Buffer.from(mine);
+  const b = Buffer.from(mac.slice(at + 1));
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function macUnder(cipher: SecretCipher, keyId: string, purpose: string, text: string): string | null {
+  const key = cipher.keyFor(keyId);
+  if (!key) return null;
+  const macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `ql-mac:${purpose}`, 32));
+  return createHmac('sha256', macKey).update(text, 'utf8').digest('base64');
 }
 
 /** Parses one base64 key of 32 bytes; `what` names the setting in the error. */

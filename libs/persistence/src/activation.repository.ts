@@ -139,11 +139,13 @@ const LATE = 'attempt.late_callback_ignored';
  */
 export class SqlActivationRepository implements ActivationRepository {
   private readonly logs: LogStore;
+  private readonly redacting: boolean;
 
   constructor(
     private readonly db: SqlDatabase,
     options: { logCapBytes?: number; redaction?: RedactionSource } = {},
   ) {
+    this.redacting = Boolean(options.redaction?.cipher);
     this.logs = new LogStore(
       db,
       (tx, command) => this.hold(tx, command),
@@ -179,7 +181,11 @@ export class SqlActivationRepository implements ActivationRepository {
     const digest = stepDigest(payload);
     const output = payload.step === 'completion' ? (payload.finalLogs ?? []) : [];
     // ql_lease_step stores no output: a completion that carries some takes the transaction (ADR 0044).
-    if (this.db.dialect === 'postgres' && output.length === 0) {
+    if (
+      this.db.dialect === 'postgres' &&
+      output.length === 0 &&
+      !(await this.redactsOnEnd(command, payload))
+    ) {
       const applied = await applyLeaseStep<ActivationRow>(
         this.db,
         command,
@@ -231,6 +237,16 @@ export class SqlActivationRepository implements ActivationRepository {
         }
       }
     });
+  }
+
+  /**
+   * An end whose error summary or held-back output the redaction must see first (ADR 0050): the
+   * one-statement step stores neither, so such an end takes the transaction.
+   */
+  private async redactsOnEnd(command: LeaseFenceCommand, payload: StepPayload): Promise<boolean> {
+    if (!this.redacting || (payload.step !== 'completion' && payload.step !== 'start_failure')) return false;
+    if (payload.step === 'completion' && payload.errorSummary !== null) return true;
+    return this.logs.holdsOutput(command.offerId);
   }
 
   /** The session fence, then whose lease it is; the attempt must still be under this lease generation. */
@@ -329,7 +345,11 @@ export class SqlActivationRepository implements ActivationRepository {
       }
       case 'completion': {
         const status = completionStatus(payload.outcome, run.cancelRequested);
-        const set = { exitCode: payload.exitCode, errorSummary: payload.errorSummary, ackFinal: digest };
+        // The summary may quote the output: redacted as the output is, before it is stored.
+        const summary = payload.errorSummary;
+        const errorSummary =
+          summary === null ? null : await this.logs.redactText(tx, run, attempt.id, summary);
+        const set = { exitCode: payload.exitCode, errorSummary, ackFinal: digest };
         return this.finish(tx, held, status, set, 'completed', [], {
           reported: payload.outcome,
           exitCode: payload.exitCode,
@@ -375,6 +395,8 @@ export class SqlActivationRepository implements ActivationRepository {
   ): Promise<ActivationResult> {
     const { lease, run, attempt, known, now } = held;
     const knownRun = known && { row: known.run, now };
+    // What the redaction held back ends the output: as written if the worker ended it, else hidden.
+    await this.logs.flushHeld(tx, run, attempt.id, leaseState === 'completed' ? 'end' : 'cut');
     const ended = await endLease(tx, lease, leaseState, known && now);
     // callback_seq counts the acknowledgements applied (ADR 0010): a worker's ending ('completed')
     // is one, the deadline sweeper's ('expired') is not, as the lease sweeper's `lost` is not.

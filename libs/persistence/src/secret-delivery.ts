@@ -13,7 +13,7 @@ import {
 import { appendAudit } from './audit.repository';
 import { leaseViolation, readFencedLease } from './lease-fence';
 import { SealedSecret, SecretCipher } from '@ql/domain';
-import { SqlDatabase, SqlExecutor, toInt } from './sql-executor';
+import { SqlDatabase, SqlExecutor, isTrue, toInt } from './sql-executor';
 import { readRevision } from './task.repository';
 
 /** What a lease holder gets for its attempt: the env names its revision maps, with their values. */
@@ -43,9 +43,10 @@ export async function deliverSecrets(
       lease_generation: number | string;
       task_id: string;
       revision: number | string;
+      cancel_requested: number | boolean;
     }>(
-      `SELECT a.status, a.lease_generation, r.task_id, r.revision FROM attempts a JOIN runs r ON r.id = a.run_id
-       WHERE a.id = :id`,
+      `SELECT a.status, a.lease_generation, r.task_id, r.revision, r.cancel_requested
+       FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = :id`,
       { id: lease!.attemptId },
     );
     if (!attempt) throw new IllegalStateError(`attempt ${lease!.attemptId} of a lease is missing`);
@@ -53,6 +54,12 @@ export async function deliverSecrets(
       throw new FencedError('lease', 'lease_not_active');
     if (attempt.status !== 'starting' && attempt.status !== 'running')
       throw new FencedError('lease', 'attempt_not_starting');
+    // A run cancelled before it launched will not launch: its values have nowhere to go (issue 27).
+    if (isTrue(attempt.cancel_requested))
+      throw new UnavailableError(
+        'cancel_requested',
+        'the run is being cancelled: its secrets are not delivered',
+      );
     const revision = await readRevision(tx, attempt.task_id, toInt(attempt.revision));
     if (!revision) throw new IllegalStateError(`attempt ${lease!.attemptId} pins a missing revision`);
     const secretEnv = revision.spec.secretEnv ?? {};

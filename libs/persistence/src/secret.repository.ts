@@ -23,6 +23,7 @@ import {
   redactionValuesFor,
   sealedOf,
 } from './secret-delivery';
+import type { RedactionSource } from './run-log-redaction';
 import { SqlDatabase, SqlExecutor, SqlParams, toMs } from './sql-executor';
 
 const META = 'name, key_id, created_at, updated_at';
@@ -169,9 +170,10 @@ export class SqlSecretRepository implements SecretRepository {
     return deliverSecrets(this.db, this.ids, this.cipher, command);
   }
 
-  /** What the log store redacts from a run's output. */
-  readonly redaction = (tx: SqlExecutor, run: { taskId: string; revision: number }) =>
-    redactionValuesFor(tx, this.cipher, run);
+  /** What the log store redacts from a run's output, and the key its held state is sealed with. */
+  get redaction(): RedactionSource {
+    return { values: (tx, run) => redactionValuesFor(tx, this.cipher, run), cipher: this.cipher };
+  }
 }
 
 /**

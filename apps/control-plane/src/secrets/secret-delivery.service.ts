@@ -36,7 +36,8 @@ export class SecretDeliveryService {
       const reason =
         error instanceof SecretKeyError
           ? error.reason
-          : error instanceof UnavailableError && error.reason.startsWith('secret')
+          : error instanceof UnavailableError &&
+              (error.reason.startsWith('secret') || error.reason === 'cancel_requested')
             ? error.reason
             : undefined;
       if (reason === undefined) throw error;

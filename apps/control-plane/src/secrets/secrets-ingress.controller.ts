@@ -35,14 +35,14 @@ export class SecretsIngressController {
   @HttpCode(200)
   @IngressOperation(
     'secrets',
-    'The secret values the attempt’s revision maps: only for the holder of the live lease (the renew fence) of an attempt that is `starting` or `running`; 422 `secrets_unavailable` when a mapped secret is gone or cannot be decrypted',
+    'The secret values the attempt’s revision maps: only for the holder of the live lease (the renew fence) of an attempt that is `starting` or `running` and whose run has no cancel request; 422 `secrets_unavailable` when a mapped secret is gone or cannot be decrypted, or the run is being cancelled',
     { type: SecretsResponseDto },
     ['worker_session_fenced', 'worker_lease_fenced'],
     [
       [
         422,
         ['secrets_unavailable'],
-        'a mapped secret is gone (`secret_missing`), secrets are off (`secrets_disabled`), a key is missing or wrong (`key_unknown`, `key_wrong`) or the values are over 96 KiB (`secrets_too_large`); nothing is served',
+        'a mapped secret is gone (`secret_missing`), secrets are off (`secrets_disabled`), a key is missing or wrong (`key_unknown`, `key_wrong`), the values are over 96 KiB (`secrets_too_large`) or the run has a cancel request (`cancel_requested`: the worker reports the start failure `cancel_requested`); nothing is served',
       ],
     ],
   )

@@ -257,8 +257,9 @@ export class AttemptRunner {
       this.checkLease();
     }
     // ADR 0050: the values come now, for the child's environment only: never journaled or logged.
-    const secretEnv = await fetchSecrets(this.deps.channel, this.lease, this.term(), this.offer);
-    if (secretEnv === null) return this.startFailure('secrets_unavailable');
+    const secrets = await fetchSecrets(this.deps.channel, this.lease, this.term(), this.offer);
+    if ('refused' in secrets) return this.startFailure(secrets.refused);
+    const secretEnv = secrets.env;
     this.uploader.redact(secretValuesToRedact(spec, secretEnv));
     this.checkLease();
     await journal.transition(offerId, 'launching');

@@ -52,19 +52,20 @@ export function secretValuesToRedact(spec: TaskSpec, env: Readonly<Record<string
 
 /**
  * The `secrets` call (ADR 0050) after `starting`, fenced as every lease call, its answer read strictly:
- * the env the offer's revision maps (empty, without a call, when it maps none), or null when the
- * control plane answers 422 `secrets_unavailable` (a mapped secret is gone or cannot be decrypted).
+ * `{env}` the offer's revision maps (empty, without a call, when it maps none), or, when the control
+ * plane answers 422 `secrets_unavailable`, the start failure to report: `cancel_requested` when the run
+ * is being cancelled, else `secrets_unavailable` (a mapped secret is gone or cannot be decrypted).
  */
 export async function fetchSecrets(
   channel: LeaseChannel,
   lease: HeldLease,
   term: TermOptions,
   offer: ExecutionOffer,
-): Promise<Record<string, string> | null> {
+): Promise<{ env: Record<string, string> } | { refused: 'cancel_requested' | 'secrets_unavailable' }> {
   const spec = offer.execution.spec;
-  if (Object.keys(spec.secretEnv ?? {}).length === 0) return {};
+  if (Object.keys(spec.secretEnv ?? {}).length === 0) return { env: {} };
   try {
-    return (await callInTerm(
+    const env = (await callInTerm(
       channel,
       'secrets',
       lease,
@@ -74,9 +75,10 @@ export async function fetchSecrets(
         parse: (bytes) => readSecretsAnswer(bytes, offer.run.attemptId, spec),
       },
     )) as Record<string, string>;
+    return { env };
   } catch (error) {
     if (error instanceof IngressCallError && error.status === 422 && error.code === 'secrets_unavailable')
-      return null;
+      return { refused: error.reason === 'cancel_requested' ? 'cancel_requested' : 'secrets_unavailable' };
     throw error;
   }
 }

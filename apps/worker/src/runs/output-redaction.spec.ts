@@ -1,5 +1,9 @@
 import { OutputText } from './output-text';
-import { readSecretsAnswer, secretValuesToRedact } from './attempt-secrets';
+import { OutputLimiter } from '../executor/output-limiter';
+import { fetchSecrets, readSecretsAnswer, secretValuesToRedact } from './attempt-secrets';
+import { IngressCallError } from '../ingress-client/worker-ingress-https.client';
+import type { LeaseChannel } from './lease-channel';
+import type { ExecutionOffer } from '@ql/contracts';
 import { parseTaskSpec } from '@ql/domain';
 
 const SECRET = 'pt_key=é-secret-€;';
@@ -24,7 +28,7 @@ describe('the worker redacts an attempt’s secret values from its output (ADR 0
     }
   });
 
-  it('the cap’s marker comes after what the redaction held back', () => {
+  it('the cap’s marker comes after what the redaction held back, which it hides: the cut may be inside a value', () => {
     const text = new OutputText();
     text.redact([SECRET]);
     const first = text.texts({
@@ -39,11 +43,29 @@ describe('the worker redacts an attempt’s secret values from its output (ADR 0
       data: Buffer.from('[truncated]'),
       truncated: true,
     });
-    expect(first).toEqual([]); // shorter than a value: all of it may be a value's start
+    expect(first).toEqual([{ stream: 'stdout', text: 'x ' }]); // only a value's start is held
     expect(marker).toEqual([
-      { stream: 'stdout', text: `x ${SECRET.slice(0, 4)}` },
+      { stream: 'stdout', text: '***' },
       { stream: 'system', text: '[truncated]' },
     ]);
+    expect(text.end()).toEqual([]);
+  });
+
+  it('a per-run cap that falls inside a value lets none of it out, on either stream (issue 27 item 2)', () => {
+    const value = 'ghp_0123456789abcdefghijklmnopq'; // 31 characters
+    const texts: string[] = [];
+    const output = new OutputText();
+    output.redact([value]);
+    const limiter = new OutputLimiter(22 + 2 + 30, 1024, (chunk) =>
+      texts.push(...output.texts(chunk).map((t) => t.text)),
+    );
+    limiter.push('stderr', Buffer.from(`e ${value.slice(0, 20)}`));
+    limiter.push('stdout', Buffer.from(`o ${value}`)); // the cap falls after its 30th character
+    texts.push(...output.end().map((t) => t.text));
+    const all = texts.join('');
+    expect(all).not.toContain(value.slice(0, 4));
+    expect(texts.filter((t) => t.includes('***'))).toHaveLength(2);
+    expect(all).toMatch(/^(e |o )+\*\*\*\*\*\*\n\[output truncated: the 54-byte cap was reached\]\n$/);
   });
 
   it('without values nothing is held back', () => {
@@ -91,5 +113,25 @@ describe('the worker redacts an attempt’s secret values from its output (ADR 0
     expect(refusal({ attemptId, env: { JD_COOKIE: 'v', ONE: 'w' }, extra: 1 })).toBe('extra: unknown_field');
     // No refusal names a value.
     expect(refusal({ attemptId, env: { JD_COOKIE: 'secret-v', ONE: 7 } })).not.toContain('secret-v');
+  });
+
+  it('a 422 for a run being cancelled is the start failure cancel_requested; any other 422 is secrets_unavailable', async () => {
+    const { spec } = parseTaskSpec({ name: 't', command: 'x', runtime: 'shell', secretEnv: { ONE: 'c' } });
+    const offer = { execution: { spec }, run: { attemptId: 'a1' } } as unknown as ExecutionOffer;
+    const lease = { offerId: 'o', leaseToken: 't', leaseGeneration: 1, leaseVersion: 0, termEndMs: Infinity };
+    const term = { retryMs: 1, signal: new AbortController().signal };
+    const refusing = (reason: string) =>
+      ({
+        leaseCall: () =>
+          Promise.reject(new IngressCallError('secrets', 422, 'secrets_unavailable', 'refused', reason)),
+      }) as unknown as LeaseChannel;
+    expect(await fetchSecrets(refusing('cancel_requested'), lease, term, offer)).toEqual({
+      refused: 'cancel_requested',
+    });
+    expect(await fetchSecrets(refusing('secret_missing'), lease, term, offer)).toEqual({
+      refused: 'secrets_unavailable',
+    });
+    const serving = { leaseCall: () => Promise.resolve({ ONE: 'v' }) } as unknown as LeaseChannel;
+    expect(await fetchSecrets(serving, lease, term, offer)).toEqual({ env: { ONE: 'v' } });
   });
 });

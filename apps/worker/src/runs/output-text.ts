@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import { LogStream, StreamRedactor } from '@ql/domain';
+import { LogStream, RedactionPatterns, StreamRedactor } from '@ql/domain';
 import type { OutputChunk } from '../executor/output-limiter';
 
 /** The most UTF-8 bytes one `logs` chunk carries (RUN_LOG_LIMITS.chunkBytes on the control plane). */
@@ -30,15 +30,18 @@ export class OutputText {
 
   /** From now on every value in `values` is `***` in the texts (set before the process starts). */
   redact(values: readonly string[]): void {
-    const redactor = () => new StreamRedactor(values);
-    this.redactors = values.length === 0 ? null : { stdout: redactor(), stderr: redactor() };
+    const patterns = new RedactionPatterns(values); // one automaton per attempt, both streams
+    this.redactors = patterns.empty
+      ? null
+      : { stdout: new StreamRedactor(patterns), stderr: new StreamRedactor(patterns) };
   }
 
   texts(chunk: OutputChunk): LogText[] {
     if (chunk.truncated) {
-      // The cap's marker comes last: what the redaction held back goes out before it.
+      // The cap cut the output here: what the redaction held may be a value's start, so it is hidden
+      // (issue 27 item 2), and goes out before the cap's marker.
       const marker = { stream: 'system' as const, text: chunk.data.toString('utf8') };
-      return [...this.end(), ...this.pieces('system', marker.text)];
+      return [...this.flush((r) => r.cut()), ...this.pieces('system', marker.text)];
     }
     const decoded = this.decoders[chunk.stream].write(chunk.data);
     return this.pieces(chunk.stream, this.redactors ? this.redactors[chunk.stream].write(decoded) : decoded);
@@ -46,9 +49,13 @@ export class OutputText {
 
   /** The output has ended: what the redaction still holds back, redacted. */
   end(): LogText[] {
+    return this.flush((r) => r.end());
+  }
+
+  private flush(rest: (redactor: StreamRedactor) => string): LogText[] {
     if (!this.redactors) return [];
     const { stdout, stderr } = this.redactors;
-    return [...this.pieces('stdout', stdout.end()), ...this.pieces('stderr', stderr.end())];
+    return [...this.pieces('stdout', rest(stdout)), ...this.pieces('stderr', rest(stderr))];
   }
 
   private pieces(stream: LogStream, text: string): LogText[] {

@@ -1,0 +1,4 @@
+import { postgresDispatchTarget } from '../support/dispatch-targets';
+import { describeLogRedactionContract } from './log-redaction.contract';
+
+describeLogRedactionContract('postgres', postgresDispatchTarget);
