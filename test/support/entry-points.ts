@@ -57,6 +57,17 @@ export async function runCli(env: Record<string, string>, ...args: string[]) {
   return { code: exit.code, stdout, stderr: p.stderr.join('\n') };
 }
 
+/** `POST <path>` on the admin API of a quickstart started with `env`, with a new admin key (`npm run api-key`). */
+export async function adminPost(env: Record<string, string>, path: string): Promise<Response> {
+  const key = await runCli(env, 'api-key', '--name', 'ops', '--role', 'admin');
+  const token = /"token":\s*"([^"]+)"/.exec(key.stdout)?.[1];
+  if (key.code !== 0 || !token) throw new Error(`api-key: ${key.code} ${key.stderr}`);
+  return fetch(`http://127.0.0.1:${env.QL_ADMIN_PORT}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+  });
+}
+
 export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }

@@ -2,6 +2,7 @@ import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, ControlPlaneConfig, configTable, loadConfig, secretCipherOf } from './config/config';
+import { sqlitePathOf } from './core/plane-lock';
 import { EXIT, describeStartFailure, redactDatabaseUrl } from './start-failure';
 
 interface Command {
@@ -320,9 +321,7 @@ async function withDatabase(
   create: boolean,
   fn: (db: CommandDatabase, sql: import('@ql/persistence').SqlDatabase) => Promise<number>,
 ): Promise<number> {
-  const sqlitePath = /^sqlite:/.test(config.databaseUrl)
-    ? config.databaseUrl.slice('sqlite:'.length).replace(/^\/\//, '')
-    : undefined;
+  const sqlitePath = sqlitePathOf(config.databaseUrl);
   sayDatabase(config, sqlitePath);
   if (sqlitePath && !existsSync(sqlitePath) && !create) {
     const what =
