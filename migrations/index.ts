@@ -29,6 +29,10 @@ import { SessionCertificate1766016000000 as SqliteSessionCertificate } from './s
 import { ConsoleSessions1766448000000 as SqliteConsoleSessions } from './sqlite/1766448000000-console-sessions';
 import { LogStreams1765497600000 as LogStreams } from './log-streams';
 import { AttemptsByWorker1766620800000 as AttemptsByWorker } from './attempts-by-worker';
+import {
+  PostgresPlaneSecretKeys1767225600000 as PostgresPlaneSecretKeys,
+  SqlitePlaneSecretKeys1767225600000 as SqlitePlaneSecretKeys,
+} from './plane-secret-keys';
 import { Bundles1766030400000 as PostgresBundles } from './postgres/1766030400000-bundles';
 import { Bundles1766030400000 as SqliteBundles } from './sqlite/1766030400000-bundles';
 
@@ -49,6 +53,7 @@ export const SQLITE_MIGRATIONS = [
   SqliteBundles,
   SqliteConsoleSessions,
   AttemptsByWorker,
+  SqlitePlaneSecretKeys,
 ];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
@@ -71,4 +76,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresBundles,
   PostgresConsoleSessions,
   AttemptsByWorker,
+  PostgresPlaneSecretKeys,
 ];

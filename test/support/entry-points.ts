@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { AddressInfo, createServer } from 'node:net';
@@ -66,6 +67,18 @@ export async function adminPost(env: Record<string, string>, path: string): Prom
     method: 'POST',
     headers: { authorization: `Bearer ${token}` },
   });
+}
+
+/** The CLI run to its end with `input` on stdin (a secret's value), synchronously: code and output. */
+export function cliWithInput(env: Record<string, string>, args: string[], input = '') {
+  const r = spawnSync(process.execPath, [...nodeArgs(CLI), ...args], {
+    cwd: ROOT,
+    env,
+    input,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 export function tempDir(prefix: string): string {

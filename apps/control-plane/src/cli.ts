@@ -238,11 +238,14 @@ async function run(command: string, args: string[]): Promise<number> {
         return EXIT.config;
       }
       const secretCommand = parsed;
-      return withDatabase(command, config, false, async ({ repos }) => {
+      return withDatabase(command, config, false, async ({ repos }, db) => {
         const { Logger } = require('@nestjs/common') as typeof import('@nestjs/common');
         Logger.overrideLogger(false); // stdout is the command's answer
         const { SecretsService } =
           require('./secrets/secrets.service') as typeof import('./secrets/secrets.service');
+        const { planeKeysRefusal } =
+          require('./secrets/plane-keys-check') as typeof import('./secrets/plane-keys-check');
+        const { SqlPlaneSecretKeyRepository } = require('@ql/persistence') as Persistence;
         return runSecretCommand(
           secretCommand,
           new SecretsService(repos.secrets),
@@ -254,6 +257,8 @@ async function run(command: string, args: string[]): Promise<number> {
           },
           (text) => process.stdout.write(text),
           (text) => process.stderr.write(text),
+          // Issue 29 item 5: nothing a running control plane could not open (ADR 0050).
+          (action) => planeKeysRefusal(new SqlPlaneSecretKeyRepository(db), secretCipherOf(config), action),
         );
       });
     }

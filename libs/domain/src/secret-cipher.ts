@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 
 /** A key id: what each stored value names its key by (ADR 0050). */
 export const SECRET_KEY_ID_PATTERN = /^[A-Za-z0-9._-]{1,32}$/;
@@ -47,6 +47,20 @@ export class SecretCipher {
 
   get keyIds(): string[] {
     return [...this.keys.keys()];
+  }
+
+  /**
+   * Each key id with a check value of its key (HMAC-SHA256 of a fixed label, 16 bytes hex): two
+   * processes hold the same key under an id when their checks match; the check reveals nothing of
+   * the key. A running control plane publishes them for the CLI (ADR 0050, issue 29).
+   */
+  keyChecks(): Record<string, string> {
+    return Object.fromEntries(
+      [...this.keys].map(([id, key]) => [
+        id,
+        createHmac('sha256', key).update('ql-secret-key-check').digest('hex').slice(0, 32),
+      ]),
+    );
   }
 
   seal(name: string, value: string): SealedSecret {
