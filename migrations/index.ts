@@ -30,6 +30,10 @@ import { ConsoleSessions1766448000000 as SqliteConsoleSessions } from './sqlite/
 import { LogStreams1765497600000 as LogStreams } from './log-streams';
 import { AttemptsByWorker1766620800000 as AttemptsByWorker } from './attempts-by-worker';
 import { LogRedaction1766707200000 as LogRedaction } from './log-redaction';
+import {
+  PostgresPlaneSecretKeys1767225600000 as PostgresPlaneSecretKeys,
+  SqlitePlaneSecretKeys1767225600000 as SqlitePlaneSecretKeys,
+} from './plane-secret-keys';
 import { Bundles1766030400000 as PostgresBundles } from './postgres/1766030400000-bundles';
 import { Bundles1766030400000 as SqliteBundles } from './sqlite/1766030400000-bundles';
 
@@ -51,6 +55,7 @@ export const SQLITE_MIGRATIONS = [
   SqliteConsoleSessions,
   AttemptsByWorker,
   LogRedaction,
+  SqlitePlaneSecretKeys,
 ];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
@@ -74,4 +79,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresConsoleSessions,
   AttemptsByWorker,
   LogRedaction,
+  PostgresPlaneSecretKeys,
 ];

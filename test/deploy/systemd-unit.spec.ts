@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { REPO_ROOT } from '../support/docker-emulation';
 import { parseUnit, unitCredentials, unitEnvironment } from '../support/systemd-unit';
 import { LAUNCHER } from '../support/worker-launcher';
@@ -26,7 +26,7 @@ const one = (key: string) => {
 const seconds = (span: string) => Number.parseInt(span, 10) * (span.endsWith('min') ? 60 : 1);
 
 describe('systemd unit for a worker (deploy/systemd)', () => {
-  it('restarts a fenced or failed worker with a growing delay, never gives up, and leaves stopped what a restart cannot fix: a configuration error, a disabled worker, an expired or superseded certificate, a refused token', () => {
+  it('restarts a fenced or failed worker with a growing delay, never gives up, and leaves stopped what a restart cannot fix: a configuration error, a disabled worker, an expired, superseded or revoked certificate, a refused token', () => {
     expect(one('Restart')).toBe('on-failure');
     expect(one('RestartPreventExitStatus').split(/\s+/)).toEqual(
       [
@@ -35,6 +35,7 @@ describe('systemd unit for a worker (deploy/systemd)', () => {
         WORKER_EXIT.certificateExpired,
         WORKER_EXIT.certificateSuperseded,
         WORKER_EXIT.enrollmentRefused,
+        WORKER_EXIT.certificateRevoked,
       ].map(String),
     );
     expect(seconds(one('RestartSec'))).toBeGreaterThan(0);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MACHINE_CLASSES, workerNodeFlags } from '../../apps/worker/src/node-flags';
 import { loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import {
   FakeHost,
   LAUNCHER_PATH,

@@ -186,7 +186,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin API and probes (%s)', (dia
     });
     expect(refused.status).toBe(401);
     expect(refused.body).toMatchObject({
-      code: 'worker_authentication_required',
+      code: 'certificate_revoked',
       message: expect.stringMatching(/revoked/),
     });
     const listed = await t.admin('GET', '/api/v1/certificates/revoked');

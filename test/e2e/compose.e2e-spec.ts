@@ -34,7 +34,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SETTINGS, loadConfig } from '../../apps/control-plane/src/config/config';
 import { WORKER_SETTINGS, loadWorkerConfig } from '../../apps/worker/src/config/worker-config';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
 import { LoggedProcess } from '../support/child-process';
 import { LAUNCHER } from '../support/worker-launcher';

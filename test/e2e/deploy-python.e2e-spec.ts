@@ -35,7 +35,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { LoggedProcess } from '../support/child-process';
 import { REPO_ROOT, ReplayedImage, parseDockerfile, replayImage } from '../support/docker-emulation';
 import { ENROLL_REQUEST_TIMEOUT_MS, issuerEnv } from '../support/enrolled-worker';

@@ -113,12 +113,14 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held pull loses its right to c
   }
 
   /** The held pull got the guard's refusal, and the run queued while it was held was not claimed. */
-  async function expectRefusedAndQueued(answer: Promise<HttpResult>, runId: string, message: string) {
+  async function expectRefusedAndQueued(
+    answer: Promise<HttpResult>,
+    runId: string,
+    message: string,
+    code = 'worker_authentication_required',
+  ) {
     const res = await answer;
-    expect({ status: res.status, body: res.body }).toEqual({
-      status: 401,
-      body: { code: 'worker_authentication_required', message },
-    });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { code, message } });
     await expectStillQueued(runId);
   }
 
@@ -137,7 +139,12 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a held pull loses its right to c
   it('a certificate revoked while its pull is held: the run queued after the cache window is not claimed; the pull is refused', async () => {
     const { creds, answer } = await holdPull('worker-a');
     await revokePastTheWindow(creds);
-    await expectRefusedAndQueued(answer, await trigger(), 'this certificate has been revoked');
+    await expectRefusedAndQueued(
+      answer,
+      await trigger(),
+      'this certificate has been revoked: enroll the machine again with a new token',
+      'certificate_revoked',
+    );
   });
 
   it('the run a refused pull was woken for goes to the next held pull at once, not at its re-check a minute later', async () => {

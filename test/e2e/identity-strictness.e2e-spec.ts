@@ -165,7 +165,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('certificate revocation on two re
       const refused = await beat(t, workerA, 'worker-a', a);
       expect(refused.status).toBe(401);
       expect(refused.body).toEqual({
-        code: 'worker_authentication_required',
+        code: 'certificate_revoked',
         message: expect.stringMatching(/revoked/),
       });
       // Only the revoked certificate: the other worker's session goes on.

@@ -9,7 +9,7 @@
  * Needs root: `unshare --pid --fork --mount-proc` creates the PID namespace (the test environment runs
  * as root; elsewhere this file fails at once saying so, it does not skip).
  */
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { RemoteRunHarness, RunWorker } from '../support/remote-run-harness';
 
 // Real worker processes: a start takes seconds on a loaded machine.

@@ -3,7 +3,7 @@
  * with code 5 and the quickstart says how to bring it back instead of restarting it in a loop.
  */
 import { rmSync } from 'node:fs';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { CLI, EntryPoint, QUICKSTART, quickstartEnv, tempDir } from '../support/entry-points';
 
 // A quickstart start (control plane, then worker) takes seconds on a loaded machine.

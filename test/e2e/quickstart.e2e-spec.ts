@@ -6,10 +6,9 @@
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { ingressPath } from '@ql/contracts';
+import { ingressPath, WORKER_EXIT } from '@ql/contracts';
 import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from '../../apps/control-plane/src/node-flags';
 import { WORKER_NODE_FLAGS, workerNodeFlags } from '../../apps/worker/src/node-flags';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 import { LogLine } from '../support/child-process';
 import {
   EntryPoint,
@@ -175,8 +174,15 @@ describe('the quickstart (npm start) with its control plane and worker processes
 
   it('a second quickstart on the same ports exits non-zero naming the busy port, starts no worker, and leaves the running session alone', async () => {
     const before = workerRow()!;
-    const second = new EntryPoint(QUICKSTART, env);
+    // Another folder: in the same one the database's lock answers first (control-plane-one-per-database).
+    const elsewhere = tempDir('ql-quickstart-second-');
+    const second = new EntryPoint(QUICKSTART, {
+      ...env,
+      QL_DATABASE_URL: `sqlite:${join(elsewhere, 'ql.sqlite')}`,
+      QL_DEV_PKI_DIR: join(elsewhere, 'pki'),
+    });
     const exit = await second.exited;
+    rmSync(elsewhere, { recursive: true, force: true });
 
     expect(exit).toEqual({ code: 1, signal: null });
     const stderr = second.stderr.join('\n');

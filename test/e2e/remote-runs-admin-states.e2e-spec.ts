@@ -4,7 +4,7 @@
 // 5 at once; after enable it registers again.
 import { RemoteRunHarness, eventually } from '../support/remote-run-harness';
 import type { Dialect } from '../support/test-plane';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
 jest.setTimeout(180_000);

@@ -3,7 +3,7 @@
  * real control plane, so a run triggered while it is idle is claimed at once — the pull interval is a
  * minute here, so polling could not explain it — and SIGTERM still drains and exits within its budget.
  */
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { RemoteRunHarness, RunWorker, eventually } from '../support/remote-run-harness';
 import { Dialect } from '../support/test-plane';
 

@@ -14,7 +14,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { groupAlive } from '../../apps/worker/src/host/process-table';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { RemoteRunHarness, eventually, journalRecords } from '../support/remote-run-harness';
 import { markerBeats } from '../support/marker-files';
 

@@ -6,7 +6,7 @@
  * SQLite only: the control plane's side (drain, offline, completion) is covered on both dialects by
  * the ingress e2e tests; what this file tests is the worker process's stop sequence.
  */
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { RemoteRunHarness, attemptProcesses, eventually } from '../support/remote-run-harness';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.

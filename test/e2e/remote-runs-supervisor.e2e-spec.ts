@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { CLI, EntryPoint, QUICKSTART, ROOT, freePort, tempDir } from '../support/entry-points';
 import { PostgresProxy } from '../support/postgres-proxy';
 import {

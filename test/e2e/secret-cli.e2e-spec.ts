@@ -1,10 +1,9 @@
 // `npm run secret -- …` (issue 19 item 5, ADR 0050): the value comes on stdin, never argv; answers are
 // metadata; rotation re-encrypts; the SQLite file never holds the plaintext.
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI, ROOT, tempDir } from '../support/entry-points';
+import { cliWithInput, tempDir } from '../support/entry-points';
 
 const VALUE = 'pt_key=CLI-secret-value-0123;pt_pin=cli;';
 
@@ -16,20 +15,7 @@ describe('npm run secret', () => {
   const base = { PATH: process.env.PATH ?? '', QL_DATABASE_URL: `sqlite:${file}` };
   const withKey1 = { ...base, QL_SECRETS_KEY: key1, QL_SECRETS_KEY_ID: 'one' };
 
-  const cli = (env: Record<string, string>, args: string[], input = '') => {
-    const r = spawnSync(
-      process.execPath,
-      ['-r', './apps/worker/test-support/swc-register.js', CLI, ...args],
-      {
-        cwd: ROOT,
-        env,
-        input,
-        encoding: 'utf8',
-        timeout: 60_000,
-      },
-    );
-    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-  };
+  const cli = cliWithInput;
   beforeAll(() => {
     expect(cli(base, ['migrate']).code).toBe(0);
   });

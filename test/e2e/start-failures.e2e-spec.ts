@@ -5,7 +5,7 @@
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { CLI, CONTROL_PLANE, EntryPoint, QUICKSTART, WORKER, tempDir } from '../support/entry-points';
 
 interface Case {

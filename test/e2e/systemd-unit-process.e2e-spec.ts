@@ -21,7 +21,7 @@ import { ROOT, WORKER, runCli } from '../support/entry-points';
 import { RemoteRunHarness, eventually } from '../support/remote-run-harness';
 import { parseUnit, replayUnitStart, unitCredentials, unitEnvironment } from '../support/systemd-unit';
 import { LAUNCHER } from '../support/worker-launcher';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 
 jest.setTimeout(180_000);
 

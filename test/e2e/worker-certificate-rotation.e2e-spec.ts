@@ -137,7 +137,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('worker certificate rotation (%s)
     expect(res.status).toBe(200);
     expect((await renewCertificate(t, 'rot-5', revoked)).res).toMatchObject({
       status: 401,
-      body: { code: 'worker_authentication_required' },
+      body: { code: 'certificate_revoked' },
     });
 
     const deleted = await enrollWorker(t, 'rot-6');

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { WorkerMachine, issuerEnv, startOnMachine, workerMachine } from '../support/enrolled-worker';
 import { RemoteRunHarness, RunWorker } from '../support/remote-run-harness';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 
 jest.setTimeout(180_000);
 

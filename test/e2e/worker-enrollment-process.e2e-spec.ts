@@ -8,9 +8,15 @@
 import { createPublicKey, X509Certificate } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { INGRESS_ENROLL_PATH } from '@ql/contracts';
+import { INGRESS_ENROLL_PATH, WORKER_EXIT } from '@ql/contracts';
 import { makeCsr } from '../support/csr';
-import { WorkerMachine, issuerEnv, startOnMachine, workerMachine } from '../support/enrolled-worker';
+import {
+  WorkerMachine,
+  enrollingHarness,
+  newEnrollmentToken,
+  startOnMachine,
+  workerMachine,
+} from '../support/enrolled-worker';
 import { RemoteRunHarness, RunWorker, eventually } from '../support/remote-run-harness';
 import { Dialect, TRUST_DOMAIN } from '../support/test-plane';
 import {
@@ -18,7 +24,6 @@ import {
   signWorkerCertificate,
 } from '../../apps/control-plane/src/enrollment/worker-certificate-signer';
 import { WorkerIssuer } from '../../apps/control-plane/src/enrollment/worker-issuer';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
 
 jest.setTimeout(240_000);
 
@@ -28,21 +33,13 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
     let h: RemoteRunHarness;
 
     beforeAll(async () => {
-      h = await RemoteRunHarness.start(dialect, ['hand-made'], (pki) => ({
-        ...issuerEnv(pki),
-        QL_REVOCATION_CACHE_MS: '0',
-        QL_WORKER_CERT_TTL_MS: '300000',
-      }));
+      h = await enrollingHarness(dialect, ['hand-made']);
     });
     afterAll(async () => {
       await h?.close();
     });
 
-    const token = async (workerId: string) => {
-      const res = await h.t.admin('POST', '/api/v1/enrollment-tokens', { workerId });
-      if (res.status !== 201) throw new Error(`token: ${res.status} ${res.raw}`);
-      return (res.body as { token: string }).token;
-    };
+    const token = (workerId: string) => newEnrollmentToken(h.t, workerId);
     const machine = (name: string) => workerMachine(h, name);
     type Machine = WorkerMachine;
     const start = (workerId: string, m: Machine, env: Record<string, string> = {}) =>
@@ -191,11 +188,12 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       expect(existsSync(`${m.key}.pending`)).toBe(true); // never answered: the next start replays it
     });
 
-    it('a revoked worker cannot rotate: its start fails, no certificate issued', async () => {
+    it('a revoked worker cannot rotate: exit 9, no certificate issued, the revoked one put aside', async () => {
       const { m, held, again, code } = await restartAfter('enr-rev', 'revoke');
-      expect(code).toBe(WORKER_EXIT.failed);
-      expect(again.transcript()).toContain('worker_authentication_required');
-      expect(fingerprintOf(m.cert)).toBe(held);
+      expect(code).toBe(WORKER_EXIT.certificateRevoked);
+      expect(again.transcript()).toContain('has been revoked');
+      expect(existsSync(m.cert)).toBe(false);
+      expect(fingerprintOf(`${m.cert}.revoked`)).toBe(held);
     });
 
     it('an expired certificate exits 6 and says to enroll again; a new token brings it back', async () => {

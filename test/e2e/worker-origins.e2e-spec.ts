@@ -1,6 +1,6 @@
 import { AnswerCutter } from '../support/answer-cutter';
 import { EntryPoint, WORKER, freePort, tempDir } from '../support/entry-points';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import {
   TestDatabase,
   TestPlane,

@@ -1,6 +1,5 @@
 import { join } from 'node:path';
-import { ingressPath } from '@ql/contracts';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { ingressPath, WORKER_EXIT } from '@ql/contracts';
 import { WorkerProcess } from '../support/worker-process';
 import { newSessionId, registerBody } from '../support/fixtures';
 import {

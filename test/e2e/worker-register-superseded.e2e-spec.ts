@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { enrollWorker, issuerEnv, renewCertificate } from '../support/enrolled-worker';
 import { FAST_PLANE_ENV, RemoteRunHarness } from '../support/remote-run-harness';
 import { TestPlane, startTestPlane } from '../support/test-plane';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 
 jest.setTimeout(120_000);
 

@@ -77,7 +77,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('revoking a worker (%s)', (dialec
       expect(Date.now() - revokedAt).toBeLessThan(CACHE_MS + 2000);
       expect((await renewCertificate(t, 'gone-1', current!)).res).toMatchObject({
         status: 401,
-        body: { code: 'worker_authentication_required' },
+        body: { code: 'certificate_revoked' },
       });
       expect((await register(t, 'stays-1', bystander)).status).toBe(200);
     }

@@ -14,7 +14,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { bundleOf } from '../support/bundle-fixtures';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { RemoteRunHarness, RunWorker, attemptProcesses, eventually } from '../support/remote-run-harness';
 import { DEPLOYED_CAPS, fromReachableCheckout } from '../support/run-as-launcher';
 

@@ -2,7 +2,7 @@
 // admin API ends `succeeded` with its output in the run log, on SQLite and PostgreSQL.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { WORKER_EXIT } from '../../apps/worker/src/worker-exit';
+import { WORKER_EXIT } from '@ql/contracts';
 import { WorkerProcess } from '../support/worker-process';
 import { journalRecords } from '../support/remote-run-harness';
 import {

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { INGRESS_ENROLL_PATH, ingressCertificatePath } from '@ql/contracts';
 import { PemPair } from '../../apps/control-plane/src/pki';
 import { makeCsr } from './csr';
-import type { RemoteRunHarness, RunWorker } from './remote-run-harness';
-import type { HttpResult, TestPlane } from './test-plane';
+import { RemoteRunHarness, type RunWorker } from './remote-run-harness';
+import type { Dialect, HttpResult, TestPlane } from './test-plane';
 
 interface Issued {
   readonly certificatePem: string;
@@ -55,6 +55,21 @@ export const issuerEnv = (pki: { workerIssuerCertPath: string; workerIssuerKeyPa
   QL_WORKER_ISSUER_KEY: pki.workerIssuerKeyPath,
   QL_ENROLL_RATE_PER_MINUTE: '10000',
 });
+
+/** Worker processes against a plane that issues 5-minute certificates and sees revocations at once. */
+export const enrollingHarness = (dialect: Dialect, workerIds: string[] = []) =>
+  RemoteRunHarness.start(dialect, workerIds, (pki) => ({
+    ...issuerEnv(pki),
+    QL_REVOCATION_CACHE_MS: '0',
+    QL_WORKER_CERT_TTL_MS: '300000',
+  }));
+
+/** A new enrollment token for `workerId` (admin API), as an operator hands it to the machine. */
+export async function newEnrollmentToken(t: TestPlane, workerId: string): Promise<string> {
+  const res = await t.admin('POST', '/api/v1/enrollment-tokens', { workerId });
+  if (res.status !== 201) throw new Error(`token: ${res.status} ${res.raw}`);
+  return (res.body as { token: string }).token;
+}
 
 /** The files of one worker host: a folder of its own for its certificate and key (tls/), journal and runs. */
 export interface WorkerMachine {

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { AddressInfo, createServer } from 'node:net';
@@ -55,6 +56,29 @@ export async function runCli(env: Record<string, string>, ...args: string[]) {
     .map((line) => line.replace(/^\(not JSON\) /, ''))
     .join('\n');
   return { code: exit.code, stdout, stderr: p.stderr.join('\n') };
+}
+
+/** `POST <path>` on the admin API of a quickstart started with `env`, with a new admin key (`npm run api-key`). */
+export async function adminPost(env: Record<string, string>, path: string): Promise<Response> {
+  const key = await runCli(env, 'api-key', '--name', 'ops', '--role', 'admin');
+  const token = /"token":\s*"([^"]+)"/.exec(key.stdout)?.[1];
+  if (key.code !== 0 || !token) throw new Error(`api-key: ${key.code} ${key.stderr}`);
+  return fetch(`http://127.0.0.1:${env.QL_ADMIN_PORT}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+  });
+}
+
+/** The CLI run to its end with `input` on stdin (a secret's value), synchronously: code and output. */
+export function cliWithInput(env: Record<string, string>, args: string[], input = '') {
+  const r = spawnSync(process.execPath, [...nodeArgs(CLI), ...args], {
+    cwd: ROOT,
+    env,
+    input,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 export function tempDir(prefix: string): string {

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, ControlPlaneConfig, configTable, loadConfig, secretCipherOf } from './config/config';
 import { COMMANDS, HELP, commandHelp, isHelpFlag } from './cli-help';
+import { sqlitePathOf } from './core/plane-lock';
 import { EXIT, describeStartFailure, redactDatabaseUrl } from './start-failure';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- each command loads only what it needs (below) */
@@ -123,11 +124,14 @@ async function run(command: string, args: string[]): Promise<number> {
         return EXIT.config;
       }
       const secretCommand = parsed;
-      return withDatabase(command, config, false, async ({ repos }) => {
+      return withDatabase(command, config, false, async ({ repos }, db) => {
         const { Logger } = require('@nestjs/common') as typeof import('@nestjs/common');
         Logger.overrideLogger(false); // stdout is the command's answer
         const { SecretsService } =
           require('./secrets/secrets.service') as typeof import('./secrets/secrets.service');
+        const { planeKeysRefusal } =
+          require('./secrets/plane-keys-check') as typeof import('./secrets/plane-keys-check');
+        const { SqlPlaneSecretKeyRepository } = require('@ql/persistence') as Persistence;
         return runSecretCommand(
           secretCommand,
           new SecretsService(repos.secrets),
@@ -139,6 +143,8 @@ async function run(command: string, args: string[]): Promise<number> {
           },
           (text) => process.stdout.write(text),
           (text) => process.stderr.write(text),
+          // Issue 29 item 5: nothing a running control plane could not open (ADR 0050).
+          (action) => planeKeysRefusal(new SqlPlaneSecretKeyRepository(db), secretCipherOf(config), action),
         );
       });
     }
@@ -211,9 +217,7 @@ async function withDatabase(
   create: boolean,
   fn: (db: CommandDatabase, sql: import('@ql/persistence').SqlDatabase) => Promise<number>,
 ): Promise<number> {
-  const sqlitePath = /^sqlite:/.test(config.databaseUrl)
-    ? config.databaseUrl.slice('sqlite:'.length).replace(/^\/\//, '')
-    : undefined;
+  const sqlitePath = sqlitePathOf(config.databaseUrl);
   sayDatabase(config, sqlitePath);
   if (sqlitePath && !existsSync(sqlitePath) && !create) {
     const what =

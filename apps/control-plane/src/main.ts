@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { checkEntryArgs, guardStdio, withDeferredDateTimeFormats, writeErr, writeOut } from '@ql/contracts';
 import type { SqliteDatabase, SqlitePragmas } from '@ql/persistence';
 import { ConfigError, ControlPlaneConfig, loadConfig } from './config/config';
+import { PlaneLock, sqlitePathOf } from './core/plane-lock';
 import { EXIT, describeStartFailure } from './start-failure';
 
 /** What the control plane tells a parent that started it with an IPC channel (the quickstart). */
@@ -58,7 +59,11 @@ async function run(config: ControlPlaneConfig): Promise<void> {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     () => require('./bootstrap') as typeof import('./bootstrap'),
   );
+  // One SQLite file has one control plane (ADR 0062): taken before the file is opened or migrated.
+  const sqlitePath = sqlitePathOf(config.databaseUrl);
+  const lock = sqlitePath ? PlaneLock.acquire(sqlitePath, new Date()) : undefined;
   const plane = await startControlPlane(config);
+  lock?.announce(plane.adminUrl, plane.ingressUrl);
   // Also the first round trip to the database (a PostgreSQL pool connects lazily): fail before "ready".
   const migrated = await plane.core.db.migrationsApplied();
   const log = (msg: string, fields: Record<string, unknown> = {}, level = 'info') =>
@@ -118,7 +123,10 @@ async function run(config: ControlPlaneConfig): Promise<void> {
     const timer = setTimeout(() => process.exit(EXIT.failed), config.shutdownGraceMs + 1000);
     timer.unref();
     plane.close().then(
-      () => process.exit(EXIT.ok),
+      () => {
+        lock?.release();
+        process.exit(EXIT.ok);
+      },
       () => process.exit(EXIT.failed),
     );
   };

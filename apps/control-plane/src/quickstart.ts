@@ -1,10 +1,9 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { checkEntryArgs, guardStdio, writeErr, writeOut } from '@ql/contracts';
+import { checkEntryArgs, guardStdio, WORKER_EXIT, writeErr, writeOut } from '@ql/contracts';
 import { dirname, extname, join } from 'node:path';
 import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from './node-flags';
-import { WORKER_EXIT } from '../../worker/src/worker-exit';
 import type { MigratedMessage, ReadyMessage } from './main';
 import { RestartBackoff } from './restart-backoff';
 import { EXIT } from './start-failure';
@@ -15,7 +14,7 @@ import { EXIT } from './start-failure';
  * control plane already running on the same ports is never mistaken for it), one local worker
  * (`worker-1`), supervised: restarted with a backoff after a non-zero exit (a fenced or expired
  * session exits 3 by design), except after a configuration error (2), a disabled worker (5), a
- * superseded certificate (7) or a refused enrollment (8). The worker joins through enrollment (ADR
+ * superseded certificate (7), a refused enrollment (8) or a revoked certificate (9). The worker joins through enrollment (ADR
  * 0045): its key and certificate live beside its journal (`./var/worker/<id>/tls/`), and whenever it
  * holds no usable certificate the quickstart makes it a token (`enroll-token create`) first. SIGINT/SIGTERM/SIGHUP stops the worker first (drain, offline), then the
  * control plane.
@@ -178,6 +177,7 @@ function spawnWorker(
       WORKER_EXIT.disabled,
       WORKER_EXIT.certificateSuperseded,
       WORKER_EXIT.enrollmentRefused,
+      WORKER_EXIT.certificateRevoked,
     ];
     if (final.includes(code)) {
       const why =
@@ -189,7 +189,9 @@ function spawnWorker(
               ? ' (its certificate was renewed elsewhere: revoke the worker, remove its tls folder, run npm start again)'
               : code === WORKER_EXIT.enrollmentRefused
                 ? ' (its enrollment token was refused)'
-                : '';
+                : code === WORKER_EXIT.certificateRevoked
+                  ? ' (its certificate was revoked and put aside: stop and run npm start again, which enrolls it with a new token)'
+                  : '';
       log('error', `${workerId} exited with ${how}${why}; not restarting it`, { code, signal });
       return;
     }

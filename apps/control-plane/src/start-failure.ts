@@ -1,4 +1,5 @@
 import { ConfigError, ControlPlaneConfig, redactDatabaseUrl } from './config/config';
+import { DatabaseInUseError } from './core/plane-lock';
 
 export { redactDatabaseUrl };
 
@@ -23,6 +24,9 @@ type NodeError = Error & { code?: string; path?: string; port?: number; address?
 export function describeStartFailure(error: unknown, config?: ControlPlaneConfig): StartFailure {
   if (error instanceof ConfigError)
     return { exitCode: EXIT.config, line: `configuration error: ${error.message}` };
+  // Another plane on this SQLite file: restarting cannot help while it runs (ADR 0062).
+  if (error instanceof DatabaseInUseError)
+    return { exitCode: EXIT.config, line: `control plane failed to start: ${error.message}` };
   const e = (error instanceof Error ? error : new Error(String(error))) as NodeError;
   if (config && e.code === 'EADDRINUSE') {
     const setting = e.port === config.ingressPort ? 'QL_INGRESS_PORT' : 'QL_ADMIN_PORT';

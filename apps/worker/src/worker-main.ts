@@ -1,11 +1,24 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { checkEntryArgs, guardStdio, isHelpFlag, writeErr, writeOut } from '@ql/contracts';
+import {
+  checkEntryArgs,
+  guardStdio,
+  isHelpFlag,
+  WORKER_DISABLED_REASON,
+  WORKER_EXIT,
+  writeErr,
+  writeOut,
+} from '@ql/contracts';
 import { WorkerConfig, WorkerConfigError, loadWorkerConfig, workerConfigTable } from './config/worker-config';
 import { checkRunAs, resolveRunAs } from './executor/run-as';
 import { LocalProcessExecutor } from './executor/local-process.executor';
 import { containmentLine } from './host/cgroup';
-import { CertificateKeeper, IdentityLostError, identityLossOf } from './identity/certificate-keeper';
+import {
+  CertificateKeeper,
+  IdentityLostError,
+  identityLossOf,
+  revokedLoss,
+} from './identity/certificate-keeper';
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
 import { JOURNAL_USAGE, journalCommand } from './journal/journal-command';
 import { JournalLockedError } from './journal/journal-lock';
@@ -13,7 +26,6 @@ import { WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
 import { JsonLineLog, NestJsonLogger, WorkerLog } from './logging/worker-log';
 import { WorkerModule } from './worker.module';
 import { WORKER_CERTIFICATE } from './worker.tokens';
-import { WORKER_DISABLED_REASON, WORKER_EXIT } from './worker-exit';
 
 /**
  * `npm run start:worker`: the headless worker (QL_PROFILE=worker), started by bin/ql-worker (ADR 0046).
@@ -93,6 +105,12 @@ async function main(): Promise<number> {
   try {
     const lifecycle = app.get(WorkerLifecycleService);
     const certificate = app.get<CertificateKeeper>(WORKER_CERTIFICATE);
+    /** The exit of a lost identity; a revoked certificate is put aside first, so no start takes it for usable. */
+    const endFor = (loss: IdentityLostError): number => {
+      if (loss.loss === 'certificate_revoked') certificate.retireRevoked();
+      log.error(lossMessage(config.workerId, loss), { loss: loss.loss, code: loss.code });
+      return exitOf(loss);
+    };
     const containment = containmentLine(app.get(LocalProcessExecutor).containment());
     log[containment.level](containment.msg, containment.fields);
     try {
@@ -108,11 +126,8 @@ async function main(): Promise<number> {
         log.error('worker refused to start: its journal folder is in use', describe(error));
         return WORKER_EXIT.journalLocked;
       }
-      const loss = identityLossOf(config.workerId, error);
-      if (loss) {
-        log.error(lossMessage(config.workerId, loss), { loss: loss.loss, code: loss.code });
-        return exitOf(loss);
-      }
+      const loss = identityLossOf(config.workerId, error, certificate.revokedPath);
+      if (loss) return endFor(loss);
       if (error instanceof IngressCallError && error.reason === WORKER_DISABLED_REASON) {
         log.error(disabledMessage(config.workerId, 'its registration was refused'), describe(error));
         return WORKER_EXIT.disabled;
@@ -128,12 +143,11 @@ async function main(): Promise<number> {
     if (outcome.kind === 'identity') {
       // The session still holds (a superseded certificate keeps serving it): drain and go offline first.
       await lifecycle.stop().catch(() => undefined);
-      log.error(lossMessage(config.workerId, outcome.error), {
-        loss: outcome.error.loss,
-        code: outcome.error.code,
-      });
-      return exitOf(outcome.error);
+      return endFor(outcome.error);
     }
+    // Every call refused since: pulling stopped, runs ended, session left to expire (ADR 0063).
+    if (outcome.kind === 'fenced' && outcome.event.code === 'certificate_revoked')
+      return endFor(revokedLoss(config.workerId, certificate.revokedPath, outcome.event.action));
     if (outcome.kind === 'fenced' && outcome.event.reason === WORKER_DISABLED_REASON) {
       log.error(disabledMessage(config.workerId, 'its session was fenced'), { ...outcome.event });
       return WORKER_EXIT.disabled;
@@ -170,7 +184,7 @@ function disabledMessage(workerId: string, what: string): string {
   );
 }
 
-/** ADR 0045: the exit code of an identity the worker lost (6, 7, 8; 5 disabled; 1 any other refusal). */
+/** ADR 0045, 0063: the exit code of an identity the worker lost (6–9; 5 disabled; 1 any other refusal). */
 function exitOf(error: IdentityLostError): number {
   switch (error.loss) {
     case 'certificate_expired':
@@ -181,6 +195,8 @@ function exitOf(error: IdentityLostError): number {
       return WORKER_EXIT.enrollmentRefused;
     case 'worker_disabled':
       return WORKER_EXIT.disabled;
+    case 'certificate_revoked':
+      return WORKER_EXIT.certificateRevoked;
     default:
       return WORKER_EXIT.failed;
   }

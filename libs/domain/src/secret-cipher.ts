@@ -61,6 +61,20 @@ export class SecretCipher {
     return [...this.keys.keys()];
   }
 
+  /**
+   * Each key id with a check value of its key (HMAC-SHA256 of a fixed label, 16 bytes hex): two
+   * processes hold the same key under an id when their checks match; the check reveals nothing of
+   * the key. A running control plane publishes them for the CLI (ADR 0050, issue 29).
+   */
+  keyChecks(): Record<string, string> {
+    return Object.fromEntries(
+      [...this.keys].map(([id, key]) => [
+        id,
+        createHmac('sha256', key).update('ql-secret-key-check').digest('hex').slice(0, 32),
+      ]),
+    );
+  }
+
   seal(name: string, value: string): SealedSecret {
     const nonce = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.currentKeyId)!, nonce);

@@ -21,3 +21,4 @@ export * from './postgres/postgres-signals';
 export * from './secret.repository';
 export * from './secret-delivery';
 export * from './bundle.repository';
+export * from './plane-secret-keys.repository';

@@ -79,8 +79,8 @@ const INGRESS_ANSWERS: readonly [number, readonly IngressErrorCode[], string][] 
   ],
   [
     401,
-    ['worker_authentication_required'],
-    'no usable client certificate principal, the path worker id is not the certificate’s, or a revoked certificate; decided before any repository call',
+    ['worker_authentication_required', 'certificate_revoked'],
+    'no usable client certificate principal, or the path worker id is not the certificate’s; `certificate_revoked`: a revoked certificate (enroll again with a new token); decided before any other repository call',
   ],
   [404, ['worker_route_not_found'], 'another method than POST, a query string, an unknown path or action'],
   [413, ['worker_request_too_large'], 'over the route’s byte limit'],

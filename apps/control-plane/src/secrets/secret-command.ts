@@ -39,15 +39,25 @@ export function valueFromStdin(raw: Buffer): string {
   return raw.toString('utf8').replace(/\r?\n$/, '');
 }
 
-/** Runs it: the answer (metadata only) as JSON on stdout; an unknown name exits 1, a refusal 1. */
+/**
+ * Runs it: the answer (metadata only) as JSON on stdout; an unknown name exits 1, a refusal 1, and so
+ * does a `set` or `rotate` to a key a running control plane lacks (`refusal`, asked before anything is read).
+ */
 export async function runSecretCommand(
   command: SecretCommand,
   service: SecretsService,
   readValue: () => Promise<string>,
   write: (text: string) => void,
   warn: (text: string) => void,
+  refusal: (action: 'set' | 'rotate') => Promise<string | undefined> = async () => undefined,
 ): Promise<number> {
   const cli = { id: 'cli' };
+  const refused =
+    command.action === 'set' || command.action === 'rotate' ? await refusal(command.action) : undefined;
+  if (refused) {
+    warn(`secret: ${refused}\n`);
+    return 1;
+  }
   try {
     const answer =
       command.action === 'set'

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { IdentityModule } from '../identity/identity.module';
+import { PlaneKeysPublisher } from './plane-keys-publisher';
 import { SecretDeliveryService } from './secret-delivery.service';
 import { SecretsIngressController } from './secrets-ingress.controller';
 import { SecretsController } from './secrets.controller';
@@ -13,10 +14,13 @@ import { SecretsService } from './secrets.service';
 })
 export class SecretsAdminModule {}
 
-/** Secrets on the ingress listener: `POST …/sessions/{sessionId}/secrets` for a lease holder (ADR 0050). */
+/**
+ * Secrets on the ingress listener: `POST …/sessions/{sessionId}/secrets` for a lease holder, and the
+ * keys it can open them with, published for the CLI (ADR 0050).
+ */
 @Module({
   imports: [IdentityModule],
   controllers: [SecretsIngressController],
-  providers: [SecretDeliveryService],
+  providers: [SecretDeliveryService, PlaneKeysPublisher],
 })
 export class SecretsIngressModule {}

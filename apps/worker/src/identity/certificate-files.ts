@@ -25,12 +25,29 @@ export type CertificateProblem = 'missing' | 'unreadable' | 'key_mismatch';
  */
 export class CertificateFiles {
   readonly pendingKeyPath: string;
+  /** Where a certificate the control plane revoked is put aside (ADR 0063): no longer a usable one. */
+  readonly revokedPath: string;
 
   constructor(
     readonly certPath: string,
     readonly keyPath: string,
   ) {
     this.pendingKeyPath = `${keyPath}.pending`;
+    this.revokedPath = `${certPath}.revoked`;
+  }
+
+  /** The revoked certificate moved aside (kept for an operator to look at), so the next start enrolls. */
+  retire(): void {
+    if (existsSync(this.certPath)) {
+      renameSync(this.certPath, this.revokedPath);
+      syncFolder(dirname(this.certPath));
+    }
+    unlinkQuietly(this.pendingKeyPath);
+  }
+
+  /** Whether a revoked certificate was put aside and nothing replaced it yet. */
+  wasRevoked(): boolean {
+    return existsSync(this.revokedPath) && !existsSync(this.certPath);
   }
 
   /** The current pair, or why there is none usable. The expiry is the caller's to judge. */

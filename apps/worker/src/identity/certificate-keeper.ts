@@ -5,17 +5,25 @@ import type { WorkerConfig } from '../config/worker-config';
 import { IngressCallError, IngressCallOptions } from '../ingress-client/worker-ingress-https.client';
 import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerLog } from '../logging/worker-log';
-import { describeError, isRetryable, pause, startRetryPauseMs } from '../runs/lease-channel';
+import {
+  describeError,
+  isCertificateRevoked,
+  isRetryable,
+  pause,
+  startRetryPauseMs,
+} from '../runs/lease-channel';
 import { unlinkQuietly } from '../journal/durable-files';
 import { CertificateFiles, CurrentCertificate, describe } from './certificate-files';
 import { buildCsr, newWorkerKey } from './csr';
 
-/** Why the worker must end for its identity (ADR 0045, exit codes 5–8 of worker-exit.ts). */
+/** Why the worker must end for its identity (ADR 0045, 0063: exit codes 5–9 of WORKER_EXIT). */
 export type IdentityLoss =
   | 'certificate_expired'
   | 'certificate_superseded'
   | 'enrollment_refused'
   | 'worker_disabled'
+  /** `certificate_revoked`: exit 9, the certificate put aside; a new token enrolls again (ADR 0063). */
+  | 'certificate_revoked'
   /** Any other refusal of a renewal while running (a revoked certificate): exit 1, the code printed. */
   | 'certificate_refused';
 
@@ -87,6 +95,11 @@ export class CertificateKeeper {
     return this.lost;
   }
 
+  /** Where a revoked certificate is put aside (ADR 0063). */
+  get revokedPath(): string {
+    return this.files.revokedPath;
+  }
+
   /** The certificate's fingerprint now (undefined before `prepare`). */
   get fingerprint(): string | undefined {
     return this.held?.current.fingerprint;
@@ -105,18 +118,35 @@ export class CertificateKeeper {
     const current = this.files.read();
     const token = this.config.enrollToken;
     if (typeof current === 'string' || current.notAfterMs <= this.now()) {
-      if (token) return this.enroll(token, signal, typeof current === 'string' ? current : 'expired');
+      const why = this.files.wasRevoked() ? 'revoked' : typeof current === 'string' ? current : 'expired';
+      if (token) return this.enroll(token, signal, why);
+      if (why === 'revoked') throw revokedLoss(this.config.workerId, this.files.revokedPath);
       if (typeof current === 'string') return; // register says what is missing, as before
       throw expired(this.config.workerId, current);
+    }
+    this.held = { current, obtainedAtMs: this.now(), rotated: true };
+    try {
+      // Before a session, an unreachable control plane is register's outage (ADR 0040): one warning,
+      // summaries with growing spacing, one recovery line, whichever call of the start meets it.
+      await this.renew(signal, new RepeatedFailureLog(this.log, 'register'), this.files.readPendingKey());
+    } catch (error) {
+      // Revoked while it was stopped: not a usable certificate; a token given enrolls anew (ADR 0063).
+      if (!(error instanceof IdentityLostError && error.loss === 'certificate_revoked') || !token)
+        throw error;
+      this.retireRevoked();
+      return this.enroll(token, signal, 'revoked');
     }
     if (token)
       this.log.info(
         `${this.config.enrollTokenFile ? 'QL_WORKER_ENROLL_TOKEN_FILE' : 'QL_WORKER_ENROLL_TOKEN'} is set but the worker holds a usable certificate: not enrolling`,
       );
-    this.held = { current, obtainedAtMs: this.now(), rotated: true };
-    // Before a session, an unreachable control plane is register's outage (ADR 0040): one warning,
-    // summaries with growing spacing, one recovery line, whichever call of the start meets it.
-    await this.renew(signal, new RepeatedFailureLog(this.log, 'register'), this.files.readPendingKey());
+  }
+
+  /** ADR 0063: the revoked certificate put aside, so neither this worker nor a supervisor takes it for usable. */
+  retireRevoked(): void {
+    this.stop();
+    this.files.retire();
+    this.log.warn('revoked worker certificate put aside', { path: this.files.revokedPath });
   }
 
   /** After register: renew at the configured share of the certificate's life, then again, and so on. */
@@ -185,6 +215,8 @@ export class CertificateKeeper {
           return;
         }
         if (error.code === 'certificate_superseded') throw superseded(this.config.workerId, error);
+        if (isCertificateRevoked(error))
+          throw revokedLoss(this.config.workerId, this.files.revokedPath, error.message);
         if (error.code === 'worker_disabled')
           throw new IdentityLostError('worker_disabled', error.message, error.code);
         if (!isRetryable(error) || signal.aborted) throw error;
@@ -271,15 +303,30 @@ function expired(workerId: string, current: CurrentCertificate): IdentityLostErr
   );
 }
 
+/** ADR 0063: what a revoked worker says on its way out (exit 9), naming the step that brings it back. */
+export function revokedLoss(workerId: string, revokedPath: string, detail?: string): IdentityLostError {
+  return new IdentityLostError(
+    'certificate_revoked',
+    `the certificate of ${workerId} has been revoked${detail ? ` (${detail})` : ''}; it is put aside as ${revokedPath}. ` +
+      `Start the worker with a new token (npm run enroll-token -- create --worker ${workerId}) to enroll again`,
+    'certificate_revoked',
+  );
+}
+
 /**
  * The identity loss a failed start stands for: the keeper's own, or register refused with
  * `certificate_superseded` (ADR 0045 §4: a certificate this control plane renewed for another key,
  * presented by a worker whose start renewal it did not rotate): exit 7 either way, not 1.
  */
-export function identityLossOf(workerId: string, error: unknown): IdentityLostError | undefined {
+export function identityLossOf(
+  workerId: string,
+  error: unknown,
+  revokedPath: string,
+): IdentityLostError | undefined {
   if (error instanceof IdentityLostError) return error;
   if (error instanceof IngressCallError && error.code === 'certificate_superseded')
     return superseded(workerId, error);
+  if (isCertificateRevoked(error)) return revokedLoss(workerId, revokedPath, error.message);
   return undefined;
 }
 

@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readFileSync, unlinkSync } from 'node:fs';
+import { readFileSync, unlinkSync } from 'node:fs';
+import { takeKernelLock } from '@ql/contracts';
 import { join } from 'node:path';
 import { ProcessIdentity, identityOf, isSameProcessAlive } from '../host/process-table';
 import { syncFolder, writeFileAtomic } from './durable-files';
@@ -53,7 +54,7 @@ export class JournalLock {
   static async acquire(dir: string, workerId: string, now: Date): Promise<JournalLock> {
     const path = join(dir, LOCK_FILE);
     const holder = readLock(readIfThere(path));
-    const held = takeKernelLock(dir);
+    const held = takeKernelLock(join(dir, KERNEL_LOCK_FILE));
     if (held === null) {
       const who = holder
         ? `worker ${holder.workerId} (pid ${holder.pid}${holder.bootId ? ` on boot ${holder.bootId}` : ''}, since ${holder.since})`
@@ -107,31 +108,5 @@ function readIfThere(path: string): string | null {
     return readFileSync(path, 'utf8');
   } catch {
     return null;
-  }
-}
-
-/**
- * The fcntl write lock on KERNEL_LOCK_FILE, or null when another process (or another connection of
- * this one) holds it. SQLite in exclusive locking mode keeps the lock its first write transaction took
- * until the connection closes; busy timeout 0, so a held lock answers at once. The file is never
- * removed: unlinking a lock file lets two processes lock two different inodes.
- */
-function takeKernelLock(dir: string): BetterSqlite3.Database | null {
-  const path = join(dir, KERNEL_LOCK_FILE);
-  closeSync(openSync(path, 'a', 0o600)); // 0600 from the start, whatever SQLite's default mode
-  // Loaded here only: the worker needs SQLite for this lock alone (ADR 0029 has its memory cost).
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const Database = require('better-sqlite3') as typeof BetterSqlite3;
-  const db = new Database(path, { timeout: 0 });
-  try {
-    db.pragma('locking_mode = EXCLUSIVE');
-    db.pragma('journal_mode = MEMORY'); // no -journal file beside it
-    db.exec('BEGIN EXCLUSIVE');
-    db.exec('COMMIT');
-    return db;
-  } catch (error) {
-    db.close();
-    if ((error as { code?: string }).code === 'SQLITE_BUSY') return null;
-    throw error;
   }
 }

@@ -25,6 +25,7 @@ import {
   LeaseCallOptions,
   LeaseChannel,
   describeError,
+  isCertificateRevoked,
   isRateLimited,
   isRetryable,
   isSessionFenced,
@@ -347,7 +348,8 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
         return res;
       } catch (error) {
         this.rateLimits.failed('bundle', error);
-        if (isSessionFenced(error)) this.fence('bundle', error as IngressCallError);
+        if (isSessionFenced(error) || isCertificateRevoked(error))
+          this.fence('bundle', error as IngressCallError);
         throw error;
       }
     });
@@ -530,6 +532,8 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       return answer;
     } catch (error) {
       this.rateLimits.failed(action, error);
+      // A revoked certificate is heard nowhere any more: end as a fenced session does (ADR 0063).
+      if (isCertificateRevoked(error) && this.session) this.fence(action, error);
       throw error;
     }
   }
@@ -554,9 +558,12 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     this.stopHeartbeats();
     this.certificate?.stop();
     void this.runs?.stopPulling();
-    void this.runs?.abandonAll('session_fenced'); // their leases went with the session
+    const revoked = isCertificateRevoked(error);
+    // Their leases went with the session, or no call of theirs would be heard (revoked).
+    void this.runs?.abandonAll(revoked ? 'certificate_revoked' : 'session_fenced');
     this.abort.abort();
-    this.log.error('worker session fenced; stopping without re-registering', {
+    const what = revoked ? 'worker certificate revoked' : 'worker session fenced';
+    this.log.error(`${what}; stopping without re-registering`, {
       ...this.logIds(),
       action,
       code: error.code,

@@ -81,6 +81,13 @@ export function isSessionFenced(error: unknown): error is IngressCallError {
   return error instanceof IngressCallError && error.status === 409 && !isLeaseFenced(error);
 }
 
+/** `certificate_revoked` (401 at the edge, 403 from a renewal racing the revocation): ADR 0063. */
+export function isCertificateRevoked(
+  error: unknown,
+): error is IngressCallError & { readonly code: 'certificate_revoked' } {
+  return error instanceof IngressCallError && error.code === 'certificate_revoked';
+}
+
 /** No answer reached the worker (transport, timeout, 429, 503): the same call may be sent again. */
 export function isRetryable(error: unknown): boolean {
   if (!(error instanceof IngressCallError)) return false;

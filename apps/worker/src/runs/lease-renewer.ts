@@ -2,6 +2,7 @@ import type { SchedulerRegistry } from '@nestjs/schedule';
 import type { RenewResponse } from '@ql/contracts';
 import { ScheduledLoop } from '@ql/scheduling';
 import { monotonicNow } from '../host/monotonic';
+import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerLog } from '../logging/worker-log';
 import {
   HeldLease,
@@ -53,6 +54,8 @@ export function renewalDue(nowMs: number, termEndMs: number): number {
 export class LeaseRenewer {
   private readonly held = new Map<string, Held>();
   private loop: ScheduledLoop | undefined;
+  /** One line per outage for every lease together, then summaries (ADR 0038), not one per 250 ms tick. */
+  private readonly failures: RepeatedFailureLog;
 
   constructor(
     private readonly channel: LeaseChannel,
@@ -61,7 +64,9 @@ export class LeaseRenewer {
     private readonly signal: AbortSignal,
     private readonly tickMs: number = RENEW_TICK_MS,
     private readonly now: () => number = monotonicNow,
-  ) {}
+  ) {
+    this.failures = new RepeatedFailureLog(log, 'lease renewal');
+  }
 
   get size(): number {
     return this.held.size;
@@ -131,6 +136,7 @@ export class LeaseRenewer {
       if (this.held.get(lease.offerId) !== held) return; // released or lost meanwhile
       held.renewAtMs = renewalDue(this.now(), lease.termEndMs);
       handlers.renewed();
+      this.failures.succeeded({ offerId: lease.offerId });
       this.log.debug('lease renewed', { offerId: lease.offerId, leaseVersion: lease.leaseVersion });
       if (cancelRequested) handlers.cancelRequested();
     } catch (error) {
@@ -140,8 +146,9 @@ export class LeaseRenewer {
         const waitMs = retryAfterOf(error);
         if (waitMs !== undefined) held.renewAtMs = this.now() + waitMs;
         if (isRateLimited(error)) return; // the lifecycle logs the rate-limit burst once
-        this.log.warn('lease renewal failed; trying again inside its term', {
+        this.failures.failed({
           offerId: lease.offerId,
+          retry: 'inside its term',
           ...describeError(error),
         });
         return;

@@ -1,4 +1,4 @@
-/** Exit codes an operator (or supervisor) can act on. */
+/** The worker's exit codes an operator (or supervisor) can act on; the quickstart reads them too. */
 export const WORKER_EXIT = {
   /** Stopped on SIGTERM/SIGINT/SIGHUP after drain and offline. */
   ok: 0,
@@ -36,6 +36,13 @@ export const WORKER_EXIT = {
    * used, exhausted or for another worker id; the code is printed). A new token is needed.
    */
   enrollmentRefused: 8,
+  /**
+   * `certificate_revoked` (ADR 0063): an admin revoked this worker's certificate. It stopped pulling,
+   * ended its runs (no call of a revoked certificate is heard) and moved the certificate aside to
+   * `<cert>.revoked`; restarting cannot help until it has a new token, with which its next start
+   * enrolls again. The quickstart, the systemd unit and the deployment notes do not restart it.
+   */
+  certificateRevoked: 9,
 } as const;
 
 /** The refusal that makes a worker exit `disabled` rather than `fenced` or `failed`. */
