@@ -8,3 +8,5 @@ export * from './stdio';
 export * from './entry-args';
 export * from './deferred-date-formats';
 export * from './bundle-archive';
+export * from './bundle-tree';
+export * from './bundle-tar-writer';
