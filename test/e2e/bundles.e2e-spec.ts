@@ -4,7 +4,7 @@
 // bundle, refused to everyone else with nothing served.
 import { ingressPath } from '@ql/contracts';
 import { snapshotDatabase } from '../support/db-snapshot';
-import { bundleOf, craftedBundle } from '../support/bundle-fixtures';
+import { bundleOf, craftedBundle, linkChainEntries } from '../support/bundle-fixtures';
 import { newSessionId, registerBody } from '../support/fixtures';
 import { IngressSession, LeaseHolder, leaseFence, pullOffer } from '../support/lease-holder';
 import {
@@ -116,6 +116,9 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles over the real lis
     ['a path out of the bundle', craftedBundle([['../../etc/cron.d/x', '0', 'x']]), 'parent_segment'],
     ['an absolute path', craftedBundle([['/etc/passwd', '0', 'x']]), 'absolute_path'],
     ['a symlink out', craftedBundle([['out', '2', '../../../root']]), 'link_out'],
+    // Issue 27 item 5: each link lexically inside, together leading to `/`.
+    ['a chain of links out through one another', craftedBundle(linkChainEntries()), 'link_out'],
+    ['that chain, each link naming a later one', craftedBundle(linkChainEntries(true)), 'link_out'],
     ['a device', craftedBundle([['sda', '4']]), 'unsupported_entry'],
     ['bytes that are not gzip', Buffer.from('#!/bin/sh\necho hi\n'), 'not_gzip'],
   ])('refuses %s up front: 400 naming the rule, nothing stored', async (_what, bytes, rule) => {
@@ -182,6 +185,56 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles over the real lis
     expect(deleted.status).toBe(200);
     expect(deleted.body).toMatchObject({ digest: b.digest, deleted: true });
     expect((await t.admin('GET', `/api/v1/bundles/${b.digest}`)).status).toBe(404);
+  });
+
+  it('a task whose workdir is not a folder of its bundle is 400 naming the folders there are, on create and on edit; nothing written', async () => {
+    const b = craftedBundle([
+      ['jd/lib/问候.js', '0', 'x'],
+      ['jd/sign.js', '0', '签到'],
+      ['v2/jobs', '5'],
+      ['current', '2', 'v2'],
+    ]);
+    const digest = (await push(b)).body as { digest: string };
+    const before = await snapshotDatabase(t.plane.core.db);
+    const refusals = [];
+    for (const workdir of ['scripts', 'jd/sign.js', 'current/jobs/none'])
+      refusals.push(await task({ bundle: { digest: digest.digest, workdir } }));
+    for (const res of refusals) {
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({
+        code: 'invalid_request',
+        detail: expect.stringContaining('bundle.workdir: not_a_folder'),
+      });
+    }
+    expect((refusals[0]!.body as { detail: string }).detail).toContain(
+      '"scripts" is not a folder of the bundle; its folders: "jd", "jd/lib", "v2", "v2/jobs"; "." is its root',
+    );
+    expect(await snapshotDatabase(t.plane.core.db)).toEqual(before);
+    // A folder named or implied, or reached through a link inside the bundle, is one.
+    for (const workdir of ['jd', 'jd/lib', 'v2/jobs', 'current/jobs'])
+      expect((await task({ bundle: { digest: digest.digest, workdir } })).status).toBe(201);
+    const created = await task({ bundle: { digest: digest.digest } });
+    const { id, name } = created.body as { id: string; name: string };
+    const edit = (workdir: string) =>
+      t.admin('PUT', `/api/v1/tasks/${id}`, {
+        name,
+        runtime: 'shell',
+        command: 'node main.js',
+        bundle: { digest: digest.digest, workdir },
+      });
+    const beforeEdit = await snapshotDatabase(t.plane.core.db);
+    const badEdit = await edit('scripts');
+    expect(badEdit.status).toBe(400);
+    expect(badEdit.body).toMatchObject({ detail: expect.stringContaining('not_a_folder') });
+    expect(await snapshotDatabase(t.plane.core.db)).toEqual(beforeEdit);
+    expect((await edit('jd/lib')).body).toMatchObject({ revision: 2, changed: true });
+    // A bundle of files alone has no folder to name.
+    const flat = bundleOf({ 'sign.py': 'print(1)\n' });
+    await push(flat.content);
+    const none = await task({ bundle: { digest: flat.digest, workdir: 'scripts' } });
+    expect(none.body).toMatchObject({
+      detail: expect.stringContaining('the bundle has no folder: leave workdir out'),
+    });
   });
 
   describe('the worker fetch over mTLS', () => {

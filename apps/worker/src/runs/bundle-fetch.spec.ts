@@ -29,6 +29,19 @@ describe('an attempt with a bundle (ADR 0051)', () => {
     expect(lease.logs.map((l) => l.text).join('')).toBe('hello from app\n');
   });
 
+  it('a working folder the bundle lacks fails the start, naming it (bundle_workdir_missing)', async () => {
+    // The control plane refuses such a task (not_a_folder); a revision written before that rule may pin one.
+    const b = bundleOf({ 'a/x.sh': 'echo x\n' });
+    plane = new FakeControlPlane();
+    plane.serveBundle = () => Readable.from([b.content]);
+    h = new WorkerHarness(plane);
+    await h.lifecycle.start();
+    plane.enqueue({ command: 'true', bundle: { digest: b.digest, workdir: 'b' } });
+    await h.until('the start failure acknowledged', () => plane.of('start-failure').length > 0);
+    expect(plane.of('start-failure')[0]!.body).toMatchObject({ errorCode: 'bundle_workdir_missing' });
+    expect(plane.of('running')).toHaveLength(0);
+  });
+
   it('a bundle whose bytes are not its digest fails the start (bundle_unavailable); nothing runs', async () => {
     const b = bundleOf({ 'a.sh': 'echo a\n' });
     plane = new FakeControlPlane();
