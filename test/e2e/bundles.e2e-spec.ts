@@ -6,7 +6,14 @@ import { ingressPath } from '@ql/contracts';
 import { snapshotDatabase } from '../support/db-snapshot';
 import { bundleOf, craftedBundle, linkChainEntries } from '../support/bundle-fixtures';
 import { newSessionId, registerBody } from '../support/fixtures';
-import { IngressSession, LeaseHolder, leaseFence, pullOffer } from '../support/lease-holder';
+import {
+  IngressSession,
+  LeaseHolder,
+  leaseFence,
+  pullOffer,
+  reportStarting,
+  startHeldRun,
+} from '../support/lease-holder';
 import {
   Dialect,
   TestDatabase,
@@ -53,9 +60,9 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles over the real lis
     expect(run.status).toBe(201);
     return pullOffer(t, s);
   };
-  const fetch = (s: IngressSession, h: LeaseHolder, digest: string, as: IngressSession = s) =>
+  const fetch = (s: IngressSession, h: LeaseHolder, digest: string, as: IngressSession = s, version = 0) =>
     t.ingress(as.creds, ingressPath(as.workerId, as.sessionId, 'bundle'), {
-      ...leaseFence(as, h),
+      ...leaseFence(as, h, version),
       digest,
     });
 
@@ -141,7 +148,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles over the real lis
       rawBody: bundleOf({ 'a.js': '1' }).content,
       headers: { 'content-type': 'application/gzip' },
     });
-    expect(elsewhere.status).toBe(400);
+    expect(elsewhere.body).toMatchObject({ status: 415, code: 'unsupported_media_type' });
     const json = await t.admin('POST', '/api/v1/bundles', { not: 'a bundle' });
     expect(json.body).toMatchObject({
       code: 'invalid_request',
@@ -248,14 +255,22 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles over the real lis
       expect((await push(pinned.content)).status).toBe(200);
     });
 
-    it('serves the lease holder the exact bytes of the bundle its attempt pins', async () => {
+    it('serves the lease holder the exact bytes of the bundle its attempt pins, once it is starting and until it runs', async () => {
       const h = await held(a, pinned.digest);
-      const res = await fetch(a, h, pinned.digest);
+      // Issue 27 item 7: a claimed attempt has not said it starts; a running one has launched.
+      const claimed = await fetch(a, h, pinned.digest);
+      expect(claimed.status).toBe(409);
+      expect(claimed.body).toMatchObject({ code: 'worker_lease_fenced', reason: 'attempt_not_starting' });
+      const res = await fetch(a, h, pinned.digest, a, await reportStarting(t, a, h));
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toBe('application/octet-stream');
       expect(Number(res.headers['content-length'])).toBe(pinned.content.length);
       expect(res.bytes!.equals(pinned.content)).toBe(true);
-      await drop(a, h);
+      expect((await t.admin('POST', `/api/v1/runs/${h.offer.run.runId}/cancel`)).status).toBe(200);
+      const h2 = await held(a, pinned.digest);
+      const running = await fetch(a, h2, pinned.digest, a, await startHeldRun(t, a, h2));
+      expect(running.body).toMatchObject({ code: 'worker_lease_fenced', reason: 'attempt_not_starting' });
+      expect((await t.admin('POST', `/api/v1/runs/${h2.offer.run.runId}/cancel`)).status).toBe(200);
     });
 
     it('refuses, serving nothing: a digest the attempt does not pin, another worker, a released lease, a replaced session', async () => {

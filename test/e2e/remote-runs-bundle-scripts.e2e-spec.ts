@@ -6,6 +6,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { runCli, tempDir } from '../support/entry-points';
+import { pushBundle } from '../support/bundle-fixtures';
 import { RemoteRunHarness } from '../support/remote-run-harness';
 import type { Dialect } from '../support/test-plane';
 
@@ -56,7 +57,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('bundle scripts on remote workers
   it.each(['absolute', 'relative'])(
     "shell, node and python commands import the bundle's own modules from its working folder (%s work folder)",
     async (workdirForm) => {
-      const digest = await h.pushBundle({
+      const digest = await pushBundle(h.t, {
         'jobs/lib/greet.sh': 'greet() { echo "你好，$1"; }\n',
         'jobs/lib/greet.js': "exports.greet = (who) => '你好，' + who;\n",
         'jobs/helper.py': "def greet(who):\n    return '你好，' + who\n",

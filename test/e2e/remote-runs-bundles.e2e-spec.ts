@@ -7,6 +7,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SqlBundleRepository } from '@ql/persistence';
+import { pushBundle } from '../support/bundle-fixtures';
 import { RemoteRunHarness, RunWorker, eventually } from '../support/remote-run-harness';
 import type { Dialect } from '../support/test-plane';
 
@@ -31,7 +32,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles on a remote worke
   let cacheDir: string;
   const fetches = jest.spyOn(SqlBundleRepository.prototype, 'authorizeFetch');
 
-  const push = (files: Record<string, string | Buffer>) => h.pushBundle(files);
+  const push = (files: Record<string, string | Buffer>) => pushBundle(h.t, files);
   const runTask = async (taskId: string) => {
     const run = await h.untilRunEnds(await h.trigger(taskId));
     return { run, stdout: await h.output(run.id, 'stdout'), stderr: await h.output(run.id, 'stderr') };

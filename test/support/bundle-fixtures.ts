@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { TarInput, padBlock, tarHeader, writeTar } from '@ql/contracts';
+import type { TestPlane } from './test-plane';
 
 /** A `.tar.gz` of these files (path → content) and its digest. */
 export function bundleOf(files: Record<string, string | Buffer>) {
@@ -42,4 +43,15 @@ export function linkChainEntries(reversed = false): [string, string, string?][] 
     ['run.sh', '0', 'echo 逃出\n'],
   ];
   return reversed ? [entries[0]!, ...entries.slice(1).reverse()] : entries;
+}
+
+/** Pushes a bundle of these files (path → content) over the admin API; returns its digest. */
+export async function pushBundle(t: TestPlane, files: Record<string, string | Buffer>): Promise<string> {
+  const b = bundleOf(files);
+  const res = await t.admin('POST', '/api/v1/bundles', undefined, undefined, {
+    rawBody: b.content,
+    headers: { 'content-type': 'application/gzip' },
+  });
+  if (res.status !== 200) throw new Error(`bundle not pushed: ${res.status} ${res.raw}`);
+  return b.digest;
 }

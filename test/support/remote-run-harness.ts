@@ -12,7 +12,6 @@
  * Every wait polls a condition with a deadline (`eventually`); on a timeout the transcripts of the
  * workers it started are in the error.
  */
-import { bundleOf } from './bundle-fixtures';
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -288,17 +287,6 @@ export class RemoteRunHarness {
   async worker(workerId: string): Promise<WorkerView | undefined> {
     const res = await this.t.admin('GET', `/api/v1/workers/${workerId}`);
     return res.status === 200 ? (res.body as WorkerView) : undefined;
-  }
-
-  /** Pushes a bundle of these files (path → content) over the admin API; returns its digest. */
-  async pushBundle(files: Record<string, string | Buffer>): Promise<string> {
-    const b = bundleOf(files);
-    const res = await this.t.admin('POST', '/api/v1/bundles', undefined, undefined, {
-      rawBody: b.content,
-      headers: { 'content-type': 'application/gzip' },
-    });
-    if (res.status !== 200) throw new Error(`bundle not pushed: ${res.status} ${res.raw}`);
-    return b.digest;
   }
 
   /** Creates a task (a unique name is added) and returns its id. */
