@@ -140,11 +140,13 @@ export function describeBundlesContract(dialect: string, makeTarget: () => Dispa
         return { ...c, b };
       }
 
-      it('serves the holder of a live lease whose attempt pins the bundle, before and after starting', async () => {
+      it('serves the holder of a live lease whose attempt pins the bundle while it is starting: not before, not once running (issue 27 item 7)', async () => {
         const { fence, b } = await held();
-        expect(await bundles.authorizeFetch(fence, b.digest)).toMatchObject({ digest: b.digest });
+        await expectFence(bundles.authorizeFetch(fence, b.digest), 'lease', 'attempt_not_starting');
         await acts.starting(fence);
         expect(await bundles.authorizeFetch(fence, b.digest)).toMatchObject({ digest: b.digest });
+        await acts.running({ ...fence, executorHandle: 'pid:4242' });
+        await expectFence(bundles.authorizeFetch(fence, b.digest), 'lease', 'attempt_not_starting');
       });
 
       it('refuses a bundle the attempt does not pin, even one that exists (404, nothing told)', async () => {

@@ -4,9 +4,16 @@
 // bundle, refused to everyone else with nothing served.
 import { ingressPath } from '@ql/contracts';
 import { snapshotDatabase } from '../support/db-snapshot';
-import { bundleOf, craftedBundle } from '../support/bundle-fixtures';
+import { bundleOf, craftedBundle, linkChainEntries } from '../support/bundle-fixtures';
 import { newSessionId, registerBody } from '../support/fixtures';
-import { IngressSession, LeaseHolder, leaseFence, pullOffer } from '../support/lease-holder';
+import {
+  IngressSession,
+  LeaseHolder,
+  leaseFence,
+  pullOffer,
+  reportStarting,
+  startHeldRun,
+} from '../support/lease-holder';
 import {
   Dialect,
   TestDatabase,
@@ -53,9 +60,9 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles over the real lis
     expect(run.status).toBe(201);
     return pullOffer(t, s);
   };
-  const fetch = (s: IngressSession, h: LeaseHolder, digest: string, as: IngressSession = s) =>
+  const fetch = (s: IngressSession, h: LeaseHolder, digest: string, as: IngressSession = s, version = 0) =>
     t.ingress(as.creds, ingressPath(as.workerId, as.sessionId, 'bundle'), {
-      ...leaseFence(as, h),
+      ...leaseFence(as, h, version),
       digest,
     });
 
@@ -116,6 +123,9 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles over the real lis
     ['a path out of the bundle', craftedBundle([['../../etc/cron.d/x', '0', 'x']]), 'parent_segment'],
     ['an absolute path', craftedBundle([['/etc/passwd', '0', 'x']]), 'absolute_path'],
     ['a symlink out', craftedBundle([['out', '2', '../../../root']]), 'link_out'],
+    // Issue 27 item 5: each link lexically inside, together leading to `/`.
+    ['a chain of links out through one another', craftedBundle(linkChainEntries()), 'link_out'],
+    ['that chain, each link naming a later one', craftedBundle(linkChainEntries(true)), 'link_out'],
     ['a device', craftedBundle([['sda', '4']]), 'unsupported_entry'],
     ['bytes that are not gzip', Buffer.from('#!/bin/sh\necho hi\n'), 'not_gzip'],
   ])('refuses %s up front: 400 naming the rule, nothing stored', async (_what, bytes, rule) => {
@@ -138,7 +148,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles over the real lis
       rawBody: bundleOf({ 'a.js': '1' }).content,
       headers: { 'content-type': 'application/gzip' },
     });
-    expect(elsewhere.status).toBe(400);
+    expect(elsewhere.body).toMatchObject({ status: 415, code: 'unsupported_media_type' });
     const json = await t.admin('POST', '/api/v1/bundles', { not: 'a bundle' });
     expect(json.body).toMatchObject({
       code: 'invalid_request',
@@ -184,6 +194,56 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles over the real lis
     expect((await t.admin('GET', `/api/v1/bundles/${b.digest}`)).status).toBe(404);
   });
 
+  it('a task whose workdir is not a folder of its bundle is 400 naming the folders there are, on create and on edit; nothing written', async () => {
+    const b = craftedBundle([
+      ['jd/lib/问候.js', '0', 'x'],
+      ['jd/sign.js', '0', '签到'],
+      ['v2/jobs', '5'],
+      ['current', '2', 'v2'],
+    ]);
+    const digest = (await push(b)).body as { digest: string };
+    const before = await snapshotDatabase(t.plane.core.db);
+    const refusals = [];
+    for (const workdir of ['scripts', 'jd/sign.js', 'current/jobs/none'])
+      refusals.push(await task({ bundle: { digest: digest.digest, workdir } }));
+    for (const res of refusals) {
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({
+        code: 'invalid_request',
+        detail: expect.stringContaining('bundle.workdir: not_a_folder'),
+      });
+    }
+    expect((refusals[0]!.body as { detail: string }).detail).toContain(
+      '"scripts" is not a folder of the bundle; its folders: "jd", "jd/lib", "v2", "v2/jobs"; "." is its root',
+    );
+    expect(await snapshotDatabase(t.plane.core.db)).toEqual(before);
+    // A folder named or implied, or reached through a link inside the bundle, is one.
+    for (const workdir of ['jd', 'jd/lib', 'v2/jobs', 'current/jobs'])
+      expect((await task({ bundle: { digest: digest.digest, workdir } })).status).toBe(201);
+    const created = await task({ bundle: { digest: digest.digest } });
+    const { id, name } = created.body as { id: string; name: string };
+    const edit = (workdir: string) =>
+      t.admin('PUT', `/api/v1/tasks/${id}`, {
+        name,
+        runtime: 'shell',
+        command: 'node main.js',
+        bundle: { digest: digest.digest, workdir },
+      });
+    const beforeEdit = await snapshotDatabase(t.plane.core.db);
+    const badEdit = await edit('scripts');
+    expect(badEdit.status).toBe(400);
+    expect(badEdit.body).toMatchObject({ detail: expect.stringContaining('not_a_folder') });
+    expect(await snapshotDatabase(t.plane.core.db)).toEqual(beforeEdit);
+    expect((await edit('jd/lib')).body).toMatchObject({ revision: 2, changed: true });
+    // A bundle of files alone has no folder to name.
+    const flat = bundleOf({ 'sign.py': 'print(1)\n' });
+    await push(flat.content);
+    const none = await task({ bundle: { digest: flat.digest, workdir: 'scripts' } });
+    expect(none.body).toMatchObject({
+      detail: expect.stringContaining('the bundle has no folder: leave workdir out'),
+    });
+  });
+
   describe('the worker fetch over mTLS', () => {
     let a: IngressSession;
     let bSession: IngressSession;
@@ -195,14 +255,22 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles over the real lis
       expect((await push(pinned.content)).status).toBe(200);
     });
 
-    it('serves the lease holder the exact bytes of the bundle its attempt pins', async () => {
+    it('serves the lease holder the exact bytes of the bundle its attempt pins, once it is starting and until it runs', async () => {
       const h = await held(a, pinned.digest);
-      const res = await fetch(a, h, pinned.digest);
+      // Issue 27 item 7: a claimed attempt has not said it starts; a running one has launched.
+      const claimed = await fetch(a, h, pinned.digest);
+      expect(claimed.status).toBe(409);
+      expect(claimed.body).toMatchObject({ code: 'worker_lease_fenced', reason: 'attempt_not_starting' });
+      const res = await fetch(a, h, pinned.digest, a, await reportStarting(t, a, h));
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toBe('application/octet-stream');
       expect(Number(res.headers['content-length'])).toBe(pinned.content.length);
       expect(res.bytes!.equals(pinned.content)).toBe(true);
-      await drop(a, h);
+      expect((await t.admin('POST', `/api/v1/runs/${h.offer.run.runId}/cancel`)).status).toBe(200);
+      const h2 = await held(a, pinned.digest);
+      const running = await fetch(a, h2, pinned.digest, a, await startHeldRun(t, a, h2));
+      expect(running.body).toMatchObject({ code: 'worker_lease_fenced', reason: 'attempt_not_starting' });
+      expect((await t.admin('POST', `/api/v1/runs/${h2.offer.run.runId}/cancel`)).status).toBe(200);
     });
 
     it('refuses, serving nothing: a digest the attempt does not pin, another worker, a released lease, a replaced session', async () => {

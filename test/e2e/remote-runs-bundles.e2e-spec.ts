@@ -7,7 +7,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SqlBundleRepository } from '@ql/persistence';
-import { bundleOf } from '../support/bundle-fixtures';
+import { pushBundle } from '../support/bundle-fixtures';
 import { RemoteRunHarness, RunWorker, eventually } from '../support/remote-run-harness';
 import type { Dialect } from '../support/test-plane';
 
@@ -32,15 +32,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles on a remote worke
   let cacheDir: string;
   const fetches = jest.spyOn(SqlBundleRepository.prototype, 'authorizeFetch');
 
-  const push = async (files: Record<string, string | Buffer>) => {
-    const b = bundleOf(files);
-    const res = await h.t.admin('POST', '/api/v1/bundles', undefined, undefined, {
-      rawBody: b.content,
-      headers: { 'content-type': 'application/gzip' },
-    });
-    expect(res.status).toBe(200);
-    return b.digest;
-  };
+  const push = (files: Record<string, string | Buffer>) => pushBundle(h.t, files);
   const runTask = async (taskId: string) => {
     const run = await h.untilRunEnds(await h.trigger(taskId));
     return { run, stdout: await h.output(run.id, 'stdout'), stderr: await h.output(run.id, 'stderr') };
@@ -96,18 +88,6 @@ describe.each<Dialect>(['sqlite', 'postgres'])('script bundles on a remote worke
     });
     const { run, stdout } = await runTask(taskId);
     expect({ status: run.status, stdout }).toEqual({ status: 'succeeded', stdout: 'n = 42\n' });
-  });
-
-  it('a working folder the bundle lacks fails the start, naming it', async () => {
-    const digest = await push({ 'a/x.sh': 'echo x\n' });
-    const taskId = await h.createTask({
-      runtime: 'shell',
-      command: 'true',
-      bundle: { digest, workdir: 'b' },
-    });
-    const { run } = await runTask(taskId);
-    expect(run.status).toBe('failed');
-    expect(JSON.stringify(run.events)).toContain('bundle_workdir_missing');
   });
 
   it('a script that rewrites, deletes and chmods files in its working folder changes nothing the next attempt sees (the copy, then spares)', async () => {

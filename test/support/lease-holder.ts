@@ -65,14 +65,24 @@ export async function pullNewRun(t: TestPlane, s: IngressSession, name: string):
   return pullOffer(t, s);
 }
 
+const leaseVersion = (body: unknown) =>
+  (body as { snapshot: { leaseVersion: number } }).snapshot.leaseVersion;
+
+/** The held run's `starting` report: the lease version its next call carries. */
+export async function reportStarting(t: TestPlane, s: IngressSession, h: LeaseHolder): Promise<number> {
+  const starting = await t.ingress(
+    s.creds,
+    ingressPath(s.workerId, s.sessionId, 'starting'),
+    leaseFence(s, h),
+  );
+  if (starting.status !== 200) throw new Error(`starting answered ${starting.status}: ${starting.raw}`);
+  return leaseVersion(starting.body);
+}
+
 /** The held run through `starting` and `running`: the lease version its next call carries. */
 export async function startHeldRun(t: TestPlane, s: IngressSession, h: LeaseHolder): Promise<number> {
-  const path = (action: 'starting' | 'running') => ingressPath(s.workerId, s.sessionId, action);
-  const leaseVersion = (body: unknown) =>
-    (body as { snapshot: { leaseVersion: number } }).snapshot.leaseVersion;
-  const starting = await t.ingress(s.creds, path('starting'), leaseFence(s, h));
-  const running = await t.ingress(s.creds, path('running'), {
-    ...leaseFence(s, h, leaseVersion(starting.body)),
+  const running = await t.ingress(s.creds, ingressPath(s.workerId, s.sessionId, 'running'), {
+    ...leaseFence(s, h, await reportStarting(t, s, h)),
     executorHandle: 'pid:1',
   });
   if (running.status !== 200) throw new Error(`running answered ${running.status}: ${running.raw}`);

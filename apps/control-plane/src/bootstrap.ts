@@ -73,7 +73,12 @@ export async function startControlPlane(
       { logger, abortOnError: false, bodyParser: false },
     );
     configureAdminEdge(admin.getHttpAdapter().getInstance(), ADMIN_MAX_BODY);
-    configureBundleUploads(admin.getHttpAdapter().getInstance(), config.bundleMaxBytes);
+    configureBundleUploads(admin.getHttpAdapter().getInstance(), {
+      maxBytes: config.bundleMaxBytes,
+      maxConcurrent: config.bundleUploadsMax,
+      keys: core.repositories.apiKeys,
+      sessions: core.repositories.consoleSessions,
+    });
     // A handshake without a trusted certificate is let through for the enrollment route only: the
     // gate, the first hook, refuses everything else on such a connection (ADR 0045 §2).
     const ingressAdapter = new FastifyAdapter({

@@ -160,6 +160,8 @@ export class FakeControlPlane implements WorkerIngress {
     if (!l || l.token !== call.body.leaseToken || l.state !== 'active')
       throw new IngressCallError('bundle', 409, 'worker_lease_fenced', 'lease fenced', 'lease_not_active');
     if (!this.serveBundle) throw new IngressCallError('bundle', 404, 'worker_route_not_found', 'no bundle');
+    // As the control plane (issue 27 item 7): a bundle only for an attempt that reported `starting`.
+    if (l.attempt !== 'starting') throw fenced('lease', 'attempt_not_starting');
     const stream = this.serveBundle(call, options.signal);
     // As the HTTPS client does: the caller's abort ends the answer.
     options.signal?.addEventListener('abort', () => stream.destroy(new Error('aborted')), { once: true });

@@ -1,6 +1,7 @@
-// Size: the one tar reader and writer of script bundles (ADR 0051): ustar + pax headers, and every
-// safety rule both the control plane (upload) and the worker (unpack) apply, kept together on purpose.
+// Size: the one tar reader of script bundles (ADR 0051): ustar + pax headers, and every safety rule
+// both the control plane (upload) and the worker (unpack) apply, kept together on purpose.
 import { posix } from 'node:path';
+import { BundleTree, MAX_LINK_HOPS } from './bundle-tree';
 
 /**
  * Script bundles (issue 19, ADR 0051) are gzip-compressed tar archives. The control plane validates
@@ -64,7 +65,7 @@ export type TarEvent =
   | { readonly kind: 'data'; readonly chunk: Buffer }
   | { readonly kind: 'end' };
 
-const BLOCK = 512;
+export const BLOCK = 512;
 
 /**
  * A streaming tar reader: `push` decompressed bytes, get the events they complete; `finish` at the end
@@ -86,6 +87,8 @@ export class TarReader {
   private contentBytes = 0;
   private readonly seen = new Map<string, TarEntryType>();
   private readonly links = new Set<string>();
+  /** Folders and links as they will stand on the disk: each link is resolved through the others. */
+  readonly tree = new BundleTree();
   /** Extended headers being collected (pax `x`, GNU `L`/`K`). */
   private meta: { type: string; left: number; parts: Buffer[] } | null = null;
 
@@ -150,6 +153,23 @@ export class TarReader {
     if (this.dataLeft > 0 || this.padLeft > 0 || this.pendingBytes > 0 || this.meta)
       throw new BundleArchiveError('truncated', 'the archive ends inside an entry');
     if (this.zeroBlocks === 1) this.done = true;
+    // A link may lead through a link that came after it: each is walked again with all of them known.
+    for (const path of this.tree.linkPaths()) this.checkLink(path);
+  }
+
+  /** Issue 27 item 5: a link is followed through the bundle's other links, not read lexically alone. */
+  private checkLink(path: string): void {
+    const resolved = this.tree.resolveLink(path);
+    if (resolved.kind === 'outside')
+      throw new BundleArchiveError(
+        'link_out',
+        `the link "${path}" leads out of the bundle through other links`,
+      );
+    if (resolved.kind === 'too_many_links')
+      throw new BundleArchiveError(
+        'link_out',
+        `the link "${path}" goes through more than ${MAX_LINK_HOPS} links`,
+      );
   }
 
   private header(block: Buffer): TarEvent | null {
@@ -211,6 +231,8 @@ export class TarReader {
       if (resolved === '..' || resolved.startsWith('../'))
         throw new BundleArchiveError('link_out', `the link "${path}" points out of the bundle`);
       this.links.add(path);
+      this.tree.add(path, kind, rawLink);
+      this.checkLink(path);
     } else if (kind === 'hardlink') {
       const target = normalizeEntryPath(rawLink, this.limits);
       if (target === null || this.seen.get(target) !== 'file')
@@ -221,6 +243,7 @@ export class TarReader {
       linkTarget = target;
     }
     this.seen.set(path, kind);
+    if (kind !== 'symlink') this.tree.add(path, kind);
     const contentSize = kind === 'file' ? entrySize : 0;
     if (kind === 'file' || kind === 'hardlink') {
       const counted = kind === 'file' ? entrySize : 0;
@@ -342,74 +365,8 @@ function parsePax(bytes: Buffer): Record<string, string> {
   return out;
 }
 
-function padding(size: number): number {
+export function padding(size: number): number {
   return (BLOCK - (size % BLOCK)) % BLOCK;
-}
-
-/** One entry to write: a folder, or a file and its bytes. */
-export interface TarInput {
-  readonly path: string;
-  readonly type: 'file' | 'directory';
-  readonly mode: number;
-  readonly data?: Buffer;
-}
-
-/**
- * Writes a deterministic tar (ustar, a pax header for paths over 100 bytes; mtime 0, uid/gid 0, no
- * user names): the same folder packs to the same bytes, hence the same digest.
- */
-export function writeTar(entries: readonly TarInput[]): Buffer {
-  const blocks: Buffer[] = [];
-  for (const entry of entries) {
-    const name = entry.type === 'directory' ? `${entry.path}/` : entry.path;
-    const data = entry.type === 'file' ? (entry.data ?? Buffer.alloc(0)) : Buffer.alloc(0);
-    if (Buffer.byteLength(name, 'utf8') > 100) {
-      const record = paxRecord('path', name);
-      blocks.push(tarHeader('PaxHeader', 'x', 0o644, record.length), padBlock(record));
-    }
-    blocks.push(tarHeader(name, entry.type === 'directory' ? '5' : '0', entry.mode, data.length));
-    if (data.length) blocks.push(padBlock(data));
-  }
-  blocks.push(Buffer.alloc(BLOCK * 2));
-  return Buffer.concat(blocks);
-}
-
-function paxRecord(key: string, value: string): Buffer {
-  const body = ` ${key}=${value}\n`;
-  const bodyBytes = Buffer.byteLength(body, 'utf8');
-  // The length counts its own digits: grow it until it is a fixed point.
-  let length = bodyBytes + 1;
-  while (bodyBytes + String(length).length !== length) length = bodyBytes + String(length).length;
-  return Buffer.from(`${length}${body}`, 'utf8');
-}
-
-export function padBlock(data: Buffer): Buffer {
-  const extra = padding(data.length);
-  return extra ? Buffer.concat([data, Buffer.alloc(extra)]) : data;
-}
-
-/** One raw ustar header block (the writer's; tests craft hostile archives with it). */
-export function tarHeader(name: string, type: string, mode: number, size: number, linkName = ''): Buffer {
-  const block = Buffer.alloc(BLOCK);
-  const nameBytes = Buffer.from(name, 'utf8');
-  nameBytes.copy(block, 0, 0, Math.min(100, nameBytes.length));
-  Buffer.from(linkName, 'utf8').copy(block, 157, 0, 100);
-  octal(block, 100, 8, mode);
-  octal(block, 108, 8, 0);
-  octal(block, 116, 8, 0);
-  octal(block, 124, 12, size);
-  octal(block, 136, 12, 0);
-  block.write(type, 156, 'latin1');
-  block.write('ustar\u000000', 257, 'latin1');
-  block.fill(32, 148, 156);
-  let sum = 0;
-  for (const byte of block) sum += byte;
-  octal(block, 148, 8, sum);
-  return block;
-}
-
-function octal(block: Buffer, offset: number, length: number, value: number): void {
-  block.write(`${value.toString(8).padStart(length - 1, '0')}\0`, offset, length, 'latin1');
 }
 
 /** What a bundle holds, once read through. */
@@ -427,13 +384,33 @@ export async function readBundle(
   handle: (event: TarEvent) => void | Promise<void> = () => undefined,
   limits: BundleLimits = BUNDLE_LIMITS,
 ): Promise<BundleSummary> {
+  const reader = new TarReader(limits);
+  await readThrough(reader, source, handle, limits);
+  return { files: reader.files, unpackedBytes: reader.bytes };
+}
+
+/** The folders and links a bundle makes once unpacked (read through under every rule). */
+export async function readBundleTree(
+  source: AsyncIterable<Buffer> | Buffer,
+  limits: BundleLimits = BUNDLE_LIMITS,
+): Promise<BundleTree> {
+  const reader = new TarReader(limits);
+  await readThrough(reader, source, () => undefined, limits);
+  return reader.tree;
+}
+
+async function readThrough(
+  reader: TarReader,
+  source: AsyncIterable<Buffer> | Buffer,
+  handle: (event: TarEvent) => void | Promise<void>,
+  limits: BundleLimits,
+): Promise<void> {
   const { createGunzip } = await import('node:zlib');
   const { Readable } = await import('node:stream');
   const gunzip = createGunzip();
   const input = Buffer.isBuffer(source) ? Readable.from([source]) : Readable.from(source);
   input.on('error', (error) => gunzip.destroy(error));
   input.pipe(gunzip);
-  const reader = new TarReader(limits);
   // Headers and padding: at most three blocks per entry beside its content, and the end marker.
   const maxOutput = limits.maxUnpackedBytes + (limits.maxFiles + 2) * 3 * BLOCK + limits.maxPaxBytes;
   let output = 0;
@@ -456,5 +433,4 @@ export async function readBundle(
   }
   reader.finish();
   if (reader.files === 0) throw new BundleArchiveError('bad_path', 'the bundle holds no entry');
-  return { files: reader.files, unpackedBytes: reader.bytes };
 }

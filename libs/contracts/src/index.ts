@@ -10,3 +10,5 @@ export * from './deferred-date-formats';
 export * from './bundle-archive';
 export * from './kernel-lock';
 export * from './worker-exit';
+export * from './bundle-tree';
+export * from './bundle-tar-writer';

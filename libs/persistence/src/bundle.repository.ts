@@ -123,23 +123,27 @@ export class SqlBundleRepository implements BundleRepository {
 
   /**
    * The worker's fetch (ADR 0051): the session and lease fences of every lease call, then the lease's
-   * attempt must pin `digest` through its run's revision. Refusals: FencedError (409), NotFoundError
-   * (404: not pinned, or no such bundle; which of the two is not told).
+   * attempt must pin `digest` through its run's revision, and be `starting` (issue 27 item 7: the
+   * worker fetches between its `starting` report and the launch, so every download follows an
+   * `attempt.starting` event of its run). Refusals: FencedError (409; `attempt_not_starting` for a
+   * claimed or running attempt), NotFoundError (404: not pinned, or no such bundle; which is not told).
    */
   async authorizeFetch(command: LeaseFenceCommand, digest: string): Promise<BundleRecord> {
     const { lease, now } = await readFencedLease(this.db, command, '');
     const violation = leaseViolation(lease, command, now);
     if (violation) throw new FencedError('lease', violation);
-    const row = await this.db.one<BundleRow>(
+    const row = await this.db.one<BundleRow & { attempt_status: string }>(
       `SELECT ${COLUMNS.split(', ')
         .map((c) => `b.${c}`)
-        .join(', ')} FROM runs r
+        .join(', ')}, a.status AS attempt_status FROM attempts a
+       JOIN runs r ON r.id = a.run_id
        JOIN task_revisions v ON v.task_id = r.task_id AND v.revision = r.revision
        JOIN bundles b ON b.digest = v.bundle_digest
-       WHERE r.id = :runId AND v.bundle_digest = :digest`,
-      { runId: lease!.runId, digest },
+       WHERE a.id = :attemptId AND v.bundle_digest = :digest`,
+      { attemptId: lease!.attemptId, digest },
     );
     if (!row) throw new NotFoundError('bundle', "no bundle of this digest is pinned by the lease's attempt");
+    if (row.attempt_status !== 'starting') throw new FencedError('lease', 'attempt_not_starting');
     return toBundle(row);
   }
 }

@@ -2,15 +2,13 @@ import { Readable } from 'node:stream';
 import { Body, Controller, HttpCode, Inject, Param, Post, StreamableFile, UseGuards } from '@nestjs/common';
 import { ApiProduces } from '@nestjs/swagger';
 import { INGRESS_SESSION_ROUTE } from '@ql/contracts';
-import { BUNDLE_REPOSITORY, BundleRepository, IllegalStateError } from '@ql/domain';
+import { BUNDLE_REPOSITORY, BundleRepository } from '@ql/domain';
 import { IngressController, IngressOperation } from '../http/ingress-docs';
 import { MtlsPrincipalGuard, Principal } from '../identity/mtls-principal.guard';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { leaseFenceCommand } from '../leases/lease-fence-command';
 import { BundleFetchDto } from './dto/bundle.dto';
-
-/** Bytes read from the database per step of the stream: bounds the memory one fetch holds. */
-export const BUNDLE_CHUNK_BYTES = 1024 * 1024;
+import { bundleChunks } from './bundle-workdirs';
 
 /**
  * Issue 19 item 3 (ADR 0051): the worker fetches a bundle by digest under the fences of every lease
@@ -40,16 +38,7 @@ export class BundleIngressController {
   async fetch(@Principal() p: WorkerPrincipal, @Param('sessionId') s: string, @Body() body: BundleFetchDto) {
     const { digest, ...fence } = body;
     const bundle = await this.bundles.authorizeFetch(leaseFenceCommand(p, s, fence), digest);
-    const repository = this.bundles;
-    async function* chunks() {
-      for (let offset = 0; offset < bundle.sizeBytes; offset += BUNDLE_CHUNK_BYTES) {
-        const part = await repository.readChunk(digest, offset, BUNDLE_CHUNK_BYTES);
-        // Gone mid-stream (deleted once nothing pinned it): the answer ends short, the worker refuses it.
-        if (part === null || part.length === 0) throw new IllegalStateError(`bundle ${digest} went away`);
-        yield part;
-      }
-    }
-    return new StreamableFile(Readable.from(chunks()), {
+    return new StreamableFile(Readable.from(bundleChunks(this.bundles, bundle)), {
       type: 'application/octet-stream',
       length: bundle.sizeBytes,
     });

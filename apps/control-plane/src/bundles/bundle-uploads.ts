@@ -1,26 +1,100 @@
-import type { FastifyInstance } from 'fastify';
-import { AdminRefusal } from '../http/admin-errors';
-import { BUNDLES_ROUTE } from './bundles.controllers';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiKeyRepository, ConsoleSessionRepository, UnavailableError } from '@ql/domain';
+import { AdminRefusal, renderAdminError } from '../http/admin-errors';
+import { ADMIN_EDGE } from '../http/edge';
+import { AdminRequest, authorizeAdminRequest } from '../identity/api-key.guard';
+import { BUNDLES_ROUTE, BUNDLE_UPLOAD_ROLE } from './bundles.controllers';
 import { BUNDLE_MEDIA_TYPES } from './bundles.service';
 
 const UPLOAD_PATH = `/${BUNDLES_ROUTE}`;
+/** A busy upload slot frees within seconds at the admin listener's pace: ask again after this. */
+const BUSY_RETRY_AFTER_SECONDS = 1;
+
+export interface BundleUploadOptions {
+  /** QL_BUNDLE_MAX_BYTES: the raw body's limit on the upload route. */
+  readonly maxBytes: number;
+  /** QL_BUNDLE_UPLOADS_MAX: uploads whose body is being read at once; past it 503 with Retry-After. */
+  readonly maxConcurrent: number;
+  readonly keys: Pick<ApiKeyRepository, 'findActiveByDigest'>;
+  readonly sessions: Pick<ConsoleSessionRepository, 'findLive'>;
+}
 
 /**
- * The raw-body parser of bundle uploads (ADR 0051): `application/gzip` and `application/octet-stream`
- * bodies up to `maxBytes`, read into one Buffer, and only on `POST /api/v1/bundles` — every other
- * admin route keeps the 128 KiB JSON limit, and a raw body sent anywhere else is refused unread.
+ * Bundle uploads at the admin edge (ADR 0051, issue 27 item 6). The raw-body parser
+ * (`application/gzip`, `application/octet-stream`, up to `maxBytes`, read into one Buffer) serves
+ * `POST /api/v1/bundles` alone; every other admin route keeps the 128 KiB JSON limit. A hook runs
+ * before any body is read: a raw body sent to another route is 415, and the upload route runs the
+ * guard's key and role rule first (401/403 unread) and takes one of `maxConcurrent` slots (503
+ * `bundle_uploads_busy` beyond them), so only admins' bodies are read, a bounded number at a time.
+ * The Nest guard still runs on the route (defence in depth).
  */
-export function configureBundleUploads(fastify: FastifyInstance, maxBytes: number): void {
+export function configureBundleUploads(fastify: FastifyInstance, options: BundleUploadOptions): void {
+  let reading = 0;
+  // Callback style: the request's body stays unread until `done`.
+  fastify.addHook('onRequest', (request, reply, done) => {
+    if (request.method !== 'POST' || request.url.split('?')[0] !== UPLOAD_PATH) {
+      const mediaType = mediaTypeOf(request);
+      if (carriesBody(request) && BUNDLE_MEDIA_TYPES.includes(mediaType as never))
+        return refuseUnread(
+          request,
+          reply,
+          new AdminRefusal(
+            415,
+            'unsupported_media_type',
+            `an ${mediaType} body is taken by POST ${UPLOAD_PATH} only`,
+          ),
+        );
+      return done();
+    }
+    authorizeAdminRequest(request as AdminRequest, BUNDLE_UPLOAD_ROLE, options.keys, options.sessions).then(
+      () => {
+        if (reading >= options.maxConcurrent) {
+          void reply.header('retry-after', String(BUSY_RETRY_AFTER_SECONDS));
+          return refuseUnread(
+            request,
+            reply,
+            new UnavailableError(
+              'bundle_uploads_busy',
+              `${options.maxConcurrent} bundle uploads are being received (QL_BUNDLE_UPLOADS_MAX): retry after ${BUSY_RETRY_AFTER_SECONDS} s`,
+            ),
+          );
+        }
+        reading++;
+        // The answer sent or the connection gone: either way this upload holds its slot no longer.
+        reply.raw.once('close', () => reading--);
+        done();
+      },
+      (error: unknown) => refuseUnread(request, reply, error),
+    );
+  });
   fastify.addContentTypeParser(
     [...BUNDLE_MEDIA_TYPES],
-    { parseAs: 'buffer', bodyLimit: maxBytes },
+    { parseAs: 'buffer', bodyLimit: options.maxBytes },
     (request, body, done) => {
-      const path = request.url.split('?')[0];
-      if (request.method !== 'POST' || path !== UPLOAD_PATH) {
-        done(new AdminRefusal(400, 'invalid_request', 'body must be a JSON object'), undefined);
+      if (request.method !== 'POST' || request.url.split('?')[0] !== UPLOAD_PATH) {
+        done(
+          new AdminRefusal(415, 'unsupported_media_type', 'a raw body is taken by the bundle upload only'),
+          undefined,
+        );
         return;
       }
       done(null, body);
     },
   );
+}
+
+function mediaTypeOf(request: FastifyRequest): string {
+  return (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+function carriesBody(request: FastifyRequest): boolean {
+  const { headers } = request;
+  return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
+}
+
+/** Answers without reading the body; the connection closes after it (what is still coming is dropped). */
+function refuseUnread(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+  const problem = renderAdminError(error);
+  if (carriesBody(request)) void reply.header('connection', 'close');
+  return reply.code(problem.status).type(ADMIN_EDGE.contentType).send(problem);
 }

@@ -9,6 +9,8 @@ import { BundleDto, BundlePageDto, DeletedBundleDto, PushedBundleDto } from './d
 
 /** The admin route of script bundles; the raw-body parser (bundle-uploads.ts) serves only this path. */
 export const BUNDLES_ROUTE = 'api/v1/bundles';
+/** The role an upload needs: checked at the edge before the body is read, and by the guard. */
+export const BUNDLE_UPLOAD_ROLE = 'admin';
 
 const DigestParam = () =>
   ApiParam({ name: 'digest', schema: { type: 'string', pattern: BUNDLE_DIGEST_PATTERN.source } });
@@ -20,10 +22,10 @@ export class BundlesController {
 
   @Post()
   @HttpCode(200)
-  @RequireRole('admin')
+  @RequireRole(BUNDLE_UPLOAD_ROLE)
   @ApiOperation({
     summary:
-      'Push a script bundle: a .tar.gz (application/gzip) or one file (application/octet-stream with ?name=), at most QL_BUNDLE_MAX_BYTES; checked by the rules the worker unpacks with, stored by its SHA-256 (admin)',
+      'Push a script bundle: a .tar.gz (application/gzip) or one file (application/octet-stream with ?name=), at most QL_BUNDLE_MAX_BYTES; checked by the rules the worker unpacks with, stored by its SHA-256 (admin). The key and role are checked before the body is read; past QL_BUNDLE_UPLOADS_MAX uploads at once 503 `unavailable`, reason `bundle_uploads_busy`, with Retry-After',
   })
   @ApiQuery({
     name: 'name',

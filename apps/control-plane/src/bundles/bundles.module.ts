@@ -7,7 +7,8 @@ import { BundleIngressController } from './bundle-ingress.controller';
 import { BundlesController } from './bundles.controllers';
 import { BundlesService } from './bundles.service';
 
-const repository = {
+/** The bundle store, for the modules that read it (the task writes check `workdir` against it). */
+export const bundleRepositoryProvider = {
   provide: BUNDLE_REPOSITORY,
   inject: [CORE],
   useFactory: (core: ControlPlaneCore) => new SqlBundleRepository(core.db, core.ids),
@@ -16,7 +17,7 @@ const repository = {
 /** Script bundles on the admin listener: push, list, get, delete (issue 19 item 1, ADR 0051). */
 @Module({
   controllers: [BundlesController],
-  providers: [repository, BundlesService],
+  providers: [bundleRepositoryProvider, BundlesService],
 })
 export class BundlesAdminModule {}
 
@@ -24,6 +25,6 @@ export class BundlesAdminModule {}
 @Module({
   imports: [IdentityModule],
   controllers: [BundleIngressController],
-  providers: [repository],
+  providers: [bundleRepositoryProvider],
 })
 export class BundlesIngressModule {}

@@ -63,6 +63,7 @@ export interface ControlPlaneConfig {
   readonly runDeadlineGraceMs: number;
   readonly runLogCapBytes: number;
   readonly bundleMaxBytes: number;
+  readonly bundleUploadsMax: number;
   readonly cronTickMs: number;
   readonly revocationCacheMs: number;
   readonly ingressConnectionMaxMs: number;
@@ -342,6 +343,13 @@ export const SETTINGS = [
     default: String(32 * 1024 * 1024),
     doc: 'largest script bundle an upload may store (1 KiB … 256 MiB): the .tar.gz as sent, or one file once packed; a larger body is refused with 413 before it is read through (ADR 0051)',
     parse: int(1024, 256 * 1024 * 1024),
+  },
+  {
+    key: 'bundleUploadsMax',
+    env: 'QL_BUNDLE_UPLOADS_MAX',
+    default: '2',
+    doc: 'bundle uploads whose body is received at once (1 … 64), each up to QL_BUNDLE_MAX_BYTES in memory; past it 503 `bundle_uploads_busy` with `Retry-After`, before the body is read (issue 27)',
+    parse: int(1, 64),
   },
   {
     key: 'cronTickMs',

@@ -12,6 +12,7 @@ export const ADMIN_ERROR_CODES = [
   'route_not_found',
   'conflict',
   'request_too_large',
+  'unsupported_media_type',
   'unavailable',
   'internal_error',
 ] as const;
@@ -62,7 +63,7 @@ export function renderAdminError(error: unknown): Problem {
       case 'forbidden':
         return problem(403, 'forbidden', error.message);
       case 'unavailable':
-        return problem(503, 'unavailable', error.message);
+        return problem(503, 'unavailable', error.message, reason);
     }
   }
   const code = fastifyErrorCode(error);

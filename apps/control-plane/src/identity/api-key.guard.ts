@@ -62,46 +62,67 @@ export class ApiKeyGuard implements CanActivate {
     const needed = requiredRole(this.reflector, context.getHandler(), context.getClass());
     if (needed === 'public') return true;
     const request = context.switchToHttp().getRequest<AdminRequest>();
-    const header = request.headers.authorization;
-    const sessionToken = header === undefined ? sessionTokenFromCookie(request.headers.cookie) : undefined;
-    const key = sessionToken ? await this.bySession(request, sessionToken) : await this.byApiKey(header);
-    if (RANK[key.role] < RANK[needed])
-      throw new AdminRefusal(403, 'forbidden', `this action needs the ${needed} role`);
-    request.apiKey = key;
+    await authorizeAdminRequest(request, needed, this.keys, this.sessions);
     return true;
   }
+}
 
-  private async byApiKey(header: string | undefined): Promise<ApiKeyRecord> {
-    const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined;
-    const key = await findActiveApiKey(this.keys, token);
-    if (!key)
-      throw new AdminRefusal(
-        401,
-        'authentication_required',
-        'a valid API key is required (Authorization: Bearer …)',
-      );
-    return key;
-  }
+/**
+ * The guard's rule, also run by the edge before a large body is read (bundle uploads, issue 27
+ * item 6): the caller's key (or console session and its CSRF token), then its role; sets `apiKey`.
+ */
+export async function authorizeAdminRequest(
+  request: AdminRequest,
+  needed: ApiKeyRole,
+  keys: Pick<ApiKeyRepository, 'findActiveByDigest'>,
+  sessions: Pick<ConsoleSessionRepository, 'findLive'>,
+): Promise<ApiKeyRecord> {
+  const header = request.headers.authorization;
+  const sessionToken = header === undefined ? sessionTokenFromCookie(request.headers.cookie) : undefined;
+  const key = sessionToken ? await bySession(sessions, request, sessionToken) : await byApiKey(keys, header);
+  if (RANK[key.role] < RANK[needed])
+    throw new AdminRefusal(403, 'forbidden', `this action needs the ${needed} role`);
+  request.apiKey = key;
+  return key;
+}
 
-  private async bySession(request: AdminRequest, token: string): Promise<ApiKeyRecord> {
-    const found = await this.sessions.findLive(consoleSessionDigest(token), SESSION_TOUCH_EVERY_MS);
-    if (!found)
-      throw new AdminRefusal(
-        401,
-        'authentication_required',
-        'the console session ended (signed out, idle, expired or revoked): sign in again',
-      );
-    const presented = request.headers[CSRF_HEADER];
-    if (
-      !SAFE_METHODS.has(request.method) &&
-      !csrfMatches(token, typeof presented === 'string' ? presented : undefined)
-    )
-      throw new AdminRefusal(
-        403,
-        'csrf_token_invalid',
-        `a console session's change needs its CSRF token in ${CSRF_HEADER} (GET /api/v1/session shows it)`,
-      );
-    request.consoleSession = { session: found.session, token };
-    return found.key;
-  }
+async function byApiKey(
+  keys: Pick<ApiKeyRepository, 'findActiveByDigest'>,
+  header: string | undefined,
+): Promise<ApiKeyRecord> {
+  const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined;
+  const key = await findActiveApiKey(keys, token);
+  if (!key)
+    throw new AdminRefusal(
+      401,
+      'authentication_required',
+      'a valid API key is required (Authorization: Bearer …)',
+    );
+  return key;
+}
+
+async function bySession(
+  sessions: Pick<ConsoleSessionRepository, 'findLive'>,
+  request: AdminRequest,
+  token: string,
+): Promise<ApiKeyRecord> {
+  const found = await sessions.findLive(consoleSessionDigest(token), SESSION_TOUCH_EVERY_MS);
+  if (!found)
+    throw new AdminRefusal(
+      401,
+      'authentication_required',
+      'the console session ended (signed out, idle, expired or revoked): sign in again',
+    );
+  const presented = request.headers[CSRF_HEADER];
+  if (
+    !SAFE_METHODS.has(request.method) &&
+    !csrfMatches(token, typeof presented === 'string' ? presented : undefined)
+  )
+    throw new AdminRefusal(
+      403,
+      'csrf_token_invalid',
+      `a console session's change needs its CSRF token in ${CSRF_HEADER} (GET /api/v1/session shows it)`,
+    );
+  request.consoleSession = { session: found.session, token };
+  return found.key;
 }

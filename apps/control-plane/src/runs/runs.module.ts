@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { BundleWorkdirs } from '../bundles/bundle-workdirs';
+import { bundleRepositoryProvider } from '../bundles/bundles.module';
 import { PlacementModule } from '../placement/placement.module';
 import { CronTriggerService } from './cron-trigger.service';
 import { RunsController, TasksController } from './runs.controllers';
@@ -12,6 +14,6 @@ import { TasksService } from './tasks.service';
 @Module({
   imports: [PlacementModule],
   controllers: [TasksController, RunsController],
-  providers: [TasksService, RunsService, CronTriggerService],
+  providers: [TasksService, RunsService, CronTriggerService, bundleRepositoryProvider, BundleWorkdirs],
 })
 export class RunsModule {}

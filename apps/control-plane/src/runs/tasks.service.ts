@@ -12,6 +12,7 @@ import {
   readObject,
 } from '@ql/domain';
 import { readLimit, readQueryInt } from '../admin/query-params';
+import { BundleWorkdirs } from '../bundles/bundle-workdirs';
 import type { TaskSpecDto } from './dto/task-spec.dto';
 import { parseResourceId } from './resource-ids';
 
@@ -24,10 +25,12 @@ export class TasksService {
   constructor(
     @Inject(TASK_REPOSITORY) private readonly tasks: TaskRepository,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    private readonly workdirs: BundleWorkdirs,
   ) {}
 
   async create(actor: ApiKeyRecord, body: TaskSpecDto) {
     const spec = parseTaskSpec(body);
+    await this.workdirs.check(spec.spec.bundle);
     const id = this.ids.uuidV7();
     const task = await this.tasks.create(id, spec, {
       actor: actor.id,
@@ -40,6 +43,7 @@ export class TasksService {
   async update(actor: ApiKeyRecord, id: string, body: TaskSpecDto) {
     const taskId = parseResourceId(id, 'taskId');
     const spec = parseTaskSpec(body);
+    await this.workdirs.check(spec.spec.bundle);
     const { task, changed } = await this.tasks.update(taskId, spec, {
       actor: actor.id,
       action: 'task.update',

@@ -1,8 +1,8 @@
 import { createIdGenerator } from '@ql/contracts';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { monotonicNow } from '../host/monotonic';
 import { liveGroupMembers, waitGroupGone } from '../host/process-table';
 import { GroupReaper } from './group-reaper';
@@ -226,4 +226,60 @@ describe('LocalProcessExecutor (R-WRK-3)', () => {
     expect(markers[0]!.data.toString()).toContain('output truncated: the 4096-byte cap was reached');
     expect(r.chunks.at(-1)).toBe(markers[0]);
   });
+});
+
+// Issue 27 item 5 and issue 29 item 1 (ADR 0051): the folder a bundle task starts in is checked on the
+// disk, its links followed, to be inside the attempt's copy; the node and python runtimes' inline
+// script runs from that folder and imports the bundle's own modules, whatever the work root's form.
+describe('a bundle task on the disk (ADR 0051)', () => {
+  let bundleDir: string;
+  beforeEach(() => mkdirSync((bundleDir = join(root, 'bundle-src'))));
+
+  it('refuses a working folder whose links lead out of the copy (bundle_workdir_outside): nothing starts', async () => {
+    // The issue's chain, made on the disk so no archive check stands before the executor's own.
+    mkdirSync(join(bundleDir, 'a'));
+    symlinkSync('..', join(bundleDir, 'a/up'));
+    symlinkSync('up/..', join(bundleDir, 'a/x0'));
+    for (let i = 1; i <= 15; i++) symlinkSync(`x${i - 1}/..`, join(bundleDir, `a/x${i}`));
+    symlinkSync('a/x15', join(bundleDir, 'root'));
+    const marker = join(root, 'ran-outside');
+    const started = run({ command: `touch ${marker}`, bundle: { dir: bundleDir, workdir: 'root/tmp' } });
+    await expect(started).rejects.toThrow(StartFailedError);
+    await expect(started).rejects.toMatchObject({ code: 'bundle_workdir_outside' });
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('starts in a working folder reached through a link that stays inside, at its real path', async () => {
+    mkdirSync(join(bundleDir, 'v2/任务'), { recursive: true });
+    symlinkSync('v2', join(bundleDir, 'current'));
+    const r = await run({ command: 'pwd', bundle: { dir: bundleDir, workdir: 'current/任务' } });
+    await expect(r.launched.done).resolves.toMatchObject({ status: 'succeeded' });
+    expect(r.text('stdout')).toBe(`${join(r.launched.workDir, 'bundle/v2/任务')}\n`);
+  });
+
+  it.each([
+    ['relative', true],
+    ['absolute', false],
+  ])(
+    'node and python inline scripts import the modules beside them in the working folder (%s work root)',
+    async (_what, relativeRoot) => {
+      mkdirSync(join(bundleDir, '脚本/lib'), { recursive: true });
+      writeFileSync(join(bundleDir, '脚本/lib/问候.js'), "exports.问候 = (who) => '你好，' + who;\n");
+      writeFileSync(join(bundleDir, '脚本/helper.py'), "def greet(who):\n    return '你好，' + who\n");
+      const workRoot = relativeRoot ? relative(process.cwd(), join(root, 'runs')) : join(root, 'runs');
+      const bundle = { dir: bundleDir, workdir: '脚本' };
+      for (const [runtime, command] of [
+        ['node', "console.log(require('./lib/问候.js').问候('node'))"],
+        ['python', "import helper\nprint(helper.greet('python'))"],
+      ] as const) {
+        const r = await run({ runtime, command, bundle }, { workRoot });
+        const outcome = await r.launched.done;
+        expect({ status: outcome.status, stdout: r.text('stdout'), stderr: r.text('stderr') }).toEqual({
+          status: 'succeeded',
+          stdout: `你好，${runtime}\n`,
+          stderr: '',
+        });
+      }
+    },
+  );
 });

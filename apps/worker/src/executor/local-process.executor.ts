@@ -1,7 +1,7 @@
 import type { TaskRuntime } from '@ql/domain';
 import { ChildProcess, spawn } from 'node:child_process';
-import { chmod, chown, lchown, lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chmod, chown, lchown, lstat, mkdir, readdir, realpath, writeFile } from 'node:fs/promises';
+import { join, sep } from 'node:path';
 import { AttemptCgroup, CgroupChoice, CgroupSetting, CgroupUsage, chooseRunCgroups } from '../host/cgroup';
 import { containedLine, moveIntoCgroup } from './cgroup-launch';
 import type { CompletionStatus, RecordedProcess } from '../journal/journal-record';
@@ -76,30 +76,35 @@ export interface ProcessOutcome {
 export class StartFailedError extends Error {
   override readonly name = 'StartFailedError';
   constructor(
-    readonly code: 'runtime_unavailable' | 'work_dir_exists' | 'spawn_failed' | 'bundle_workdir_missing',
+    readonly code:
+      | 'runtime_unavailable'
+      | 'work_dir_exists'
+      | 'spawn_failed'
+      | 'bundle_workdir_missing'
+      | 'bundle_workdir_outside',
     message: string,
   ) {
     super(message);
   }
 }
 
-/** How each runtime runs the pinned command (ADR 0008): shell inline, node and python from a script file. */
-function commandLine(runtime: TaskRuntime, command: string, workDir: string, cwd: string) {
-  // In the work folder itself the script is named relative to it; from a bundle's folder, in full.
-  const script = (name: string) => ({
-    path: join(workDir, name),
-    arg: cwd === workDir ? name : join(workDir, name),
-  });
+/**
+ * How each runtime runs the pinned command (ADR 0008): shell inline, node and python from a script
+ * file. Without a bundle the script is the work folder's `task.js`; in a bundle it is written into the
+ * working folder itself (issue 29 item 1), so `require('./lib/x')` and `import helper` find the bundle's
+ * own modules next to it, and it is named relative to the folder the command starts in.
+ */
+function commandLine(runtime: TaskRuntime, command: string, scriptDir: string, scriptName: string) {
   switch (runtime) {
     case 'shell':
       return { file: '/bin/sh', args: ['-c', command], script: null };
     case 'node': {
-      const s = script('task.js');
-      return { file: process.execPath, args: [s.arg], script: s.path };
+      const name = `${scriptName}.js`;
+      return { file: process.execPath, args: [name], script: join(scriptDir, name) };
     }
     case 'python': {
-      const s = script('task.py');
-      return { file: 'python3', args: [s.arg], script: s.path };
+      const name = `${scriptName}.py`;
+      return { file: 'python3', args: [name], script: join(scriptDir, name) };
     }
   }
 }
@@ -149,8 +154,10 @@ export class LocalProcessExecutor {
       );
     }
     const cwd = request.bundle ? await copyBundle(request.bundle, workDir) : workDir;
-    const line = commandLine(request.runtime, request.command, workDir, cwd);
-    if (line.script) await writeFile(line.script, request.command, { mode: 0o600 });
+    // A bundle's own file never has this name: it carries the attempt's id.
+    const scriptName = request.bundle ? `.ql-task-${request.attemptId}` : 'task';
+    const line = commandLine(request.runtime, request.command, cwd, scriptName);
+    if (line.script) await writeFile(line.script, request.command, { mode: 0o600, flag: 'wx' });
     if (runAs) {
       if (request.bundle) await chownTree(join(workDir, BUNDLE_FOLDER), runAs.uid, runAs.gid);
       // The script and the folder become the run user's (CAP_CHOWN). The folder keeps the worker's
@@ -209,16 +216,24 @@ export const BUNDLE_FOLDER = 'bundle';
 
 /**
  * ADR 0051: the cached bundle copied into the attempt's own folder (links copied as links, never
- * followed), and the folder the command starts in: `workdir` inside that copy, which must be a folder.
+ * followed), and the folder the command starts in: `workdir` inside that copy, which must be a folder
+ * and, its links followed (realpath), still inside the copy (issue 27 item 5) — the command starts in
+ * that real path, so nothing between the check and the start can move it.
  */
 async function copyBundle(bundle: NonNullable<LaunchRequest['bundle']>, workDir: string): Promise<string> {
   const copy = join(workDir, BUNDLE_FOLDER);
   await (bundle.copyTo ? bundle.copyTo(copy) : copyTree(bundle.dir, copy));
-  const cwd = bundle.workdir === '.' ? copy : join(copy, bundle.workdir);
-  const stat = await lstat(cwd).catch(() => null);
+  const realCopy = await realpath(copy);
+  const real = await realpath(bundle.workdir === '.' ? copy : join(copy, bundle.workdir)).catch(() => null);
+  if (real !== null && real !== realCopy && !real.startsWith(realCopy + sep))
+    throw new StartFailedError(
+      'bundle_workdir_outside',
+      `the bundle's folder "${bundle.workdir}" leads out of the attempt's copy of the bundle (to ${real})`,
+    );
+  const stat = real === null ? null : await lstat(real);
   if (!stat?.isDirectory())
     throw new StartFailedError('bundle_workdir_missing', `the bundle has no folder "${bundle.workdir}"`);
-  return cwd;
+  return real!;
 }
 
 /** The copy becomes the run user's: its scripts may write where they stand. Links are not followed. */
