@@ -31,6 +31,10 @@ import { LogStreams1765497600000 as LogStreams } from './log-streams';
 import { AttemptsByWorker1766620800000 as AttemptsByWorker } from './attempts-by-worker';
 import { Bundles1766030400000 as PostgresBundles } from './postgres/1766030400000-bundles';
 import { Bundles1766030400000 as SqliteBundles } from './sqlite/1766030400000-bundles';
+import {
+  PostgresEnrollmentMayReplace1766880000000 as PostgresMayReplace,
+  SqliteEnrollmentMayReplace1766880000000 as SqliteMayReplace,
+} from './enrollment-may-replace';
 
 /** Migrations per dialect, in order. Listed explicitly so tests and the built app load the same set. */
 export const SQLITE_MIGRATIONS = [
@@ -49,6 +53,7 @@ export const SQLITE_MIGRATIONS = [
   SqliteBundles,
   SqliteConsoleSessions,
   AttemptsByWorker,
+  SqliteMayReplace,
 ];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
@@ -71,4 +76,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresBundles,
   PostgresConsoleSessions,
   AttemptsByWorker,
+  PostgresMayReplace,
 ];
