@@ -5,7 +5,12 @@ import { WorkerConfig, WorkerConfigError, loadWorkerConfig, workerConfigTable } 
 import { checkRunAs, resolveRunAs } from './executor/run-as';
 import { LocalProcessExecutor } from './executor/local-process.executor';
 import { containmentLine } from './host/cgroup';
-import { CertificateKeeper, IdentityLostError, identityLossOf } from './identity/certificate-keeper';
+import {
+  CertificateKeeper,
+  ENROLLMENT_OF_DISABLED,
+  IdentityLostError,
+  identityLossOf,
+} from './identity/certificate-keeper';
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
 import { JOURNAL_USAGE, journalCommand } from './journal/journal-command';
 import { JournalLockedError } from './journal/journal-lock';
@@ -188,7 +193,10 @@ function exitOf(error: IdentityLostError): number {
 
 function lossMessage(workerId: string, error: IdentityLostError): string {
   if (error.loss === 'worker_disabled')
-    return disabledMessage(workerId, 'its certificate renewal was refused');
+    return disabledMessage(
+      workerId,
+      error.message === ENROLLMENT_OF_DISABLED ? error.message : 'its certificate renewal was refused',
+    );
   return `worker exiting (${error.loss}, exit code ${exitOf(error)}): ${error.message}`;
 }
 
