@@ -89,12 +89,7 @@ class Steps {
     return this.step('completion', () => this.acts.complete({ ...fence, outcome, exitCode, errorSummary }));
   }
   /** ADR 0047: the completion that stands in for `running` (the worker sent none). */
-  fastComplete(
-    fence: LeaseFenceCommand,
-    outcome: 'succeeded' | 'failed',
-    exitCode: number,
-    handle = 'pid:7',
-  ) {
+  fastComplete(fence: LeaseFenceCommand, outcome: 'succeeded' | 'failed', exitCode: number, handle = 'pid:7') {
     const errorSummary = outcome === 'succeeded' ? null : `exit "${exitCode}"`;
     return this.step('fast_completion', () =>
       this.acts.complete({ ...fence, outcome, exitCode, errorSummary, executorHandle: handle }),
@@ -223,10 +218,7 @@ type Refused = (s: Steps, c: Claimed, clock: { advance(ms: number): void }) => P
 /** Calls that must be refused, each on a freshly claimed run (some after `starting` or `running`). */
 const REFUSALS: Record<string, Refused> = {
   'session version': (s, c) =>
-    s.starting({
-      ...c.fence,
-      fence: { ...c.fence.fence, expectedVersion: c.fence.fence.expectedVersion + 1 },
-    }),
+    s.starting({ ...c.fence, fence: { ...c.fence.fence, expectedVersion: c.fence.fence.expectedVersion + 1 } }),
   'session generation': (s, c) =>
     s.starting({ ...c.fence, fence: { ...c.fence.fence, generation: c.fence.fence.generation + 1 } }),
   'session expired': (s, c, clock) => {
@@ -361,8 +353,7 @@ describe('lease steps in one statement on PostgreSQL (ADR 0017)', () => {
       'start_failure',
       'starting',
     ]);
-    for (const [step, costs] of Object.entries(pg))
-      expect({ step, costs }).toEqual({ step, costs: costs.map(() => 1) });
+    for (const [step, costs] of Object.entries(pg)) expect({ step, costs }).toEqual({ step, costs: costs.map(() => 1) });
     // SQLite: renew is one statement too; the other steps keep a transaction, lean (ADR 0025).
     const sqlite = steps.sqlite!;
     const seen = Object.fromEntries(
@@ -372,10 +363,7 @@ describe('lease steps in one statement on PostgreSQL (ADR 0017)', () => {
       ]),
     );
     const expected = Object.fromEntries(
-      Object.entries(SQLITE_STEP_COST).map(([step, c]) => [
-        step,
-        { statements: [c.statements], rows: [c.rows] },
-      ]),
+      Object.entries(SQLITE_STEP_COST).map(([step, c]) => [step, { statements: [c.statements], rows: [c.rows] }]),
     );
     expect(seen).toEqual(expected);
   });
@@ -434,11 +422,7 @@ describe('lease steps in one statement on PostgreSQL (ADR 0017)', () => {
     await s.renew(c.fence);
     await s.running({ ...c.fence, leaseVersion: 1 });
     const done = await s.complete({ ...c.fence, leaseVersion: 1 }, 'succeeded', 0);
-    expect(done.snapshot).toMatchObject({
-      runStatus: 'succeeded',
-      attemptStatus: 'succeeded',
-      leaseVersion: 2,
-    });
+    expect(done.snapshot).toMatchObject({ runStatus: 'succeeded', attemptStatus: 'succeeded', leaseVersion: 2 });
     expect(done.snapshot.finishedAt).toBeGreaterThanOrEqual(started.snapshot.startedAt!);
     expect(s.costs).toEqual({ starting: [1], renew: [1], running: [1], completion: [1] });
   });

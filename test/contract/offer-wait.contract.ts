@@ -63,8 +63,7 @@ export function describeOfferWaitContract(dialect: string, makeTarget: () => Dis
       await target.dispose();
     });
     beforeEach(async () => {
-      for (const table of ['run_events', 'run_leases', 'attempts', 'runs'])
-        await f.db.run(`DELETE FROM ${table}`);
+      for (const table of ['run_events', 'run_leases', 'attempts', 'runs']) await f.db.run(`DELETE FROM ${table}`);
       await f.db.run('UPDATE workers SET active_leases = 0');
       signals = openQueueSignals(f.db as SqlDatabase);
       await signals.whenListening();

@@ -37,7 +37,7 @@ describe('SQLite write-ahead log under a heartbeat-only load', () => {
   });
 });
 
-describe('SQLite page cache bound (QL_SQLITE_CACHE_MIB, ADR 0053)', () => {
+describe("SQLite page cache bound (QL_SQLITE_CACHE_MIB, ADR 0053)", () => {
   const openPlaneCore = async (env: Record<string, string>) => {
     const file = createSqliteFile();
     const core = await openCore(loadConfig({ QL_DATABASE_URL: `sqlite:${file.path}`, ...env }));

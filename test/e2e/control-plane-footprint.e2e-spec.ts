@@ -71,7 +71,7 @@ describe('the standalone control plane at idle (ADR 0020)', () => {
     expect((await probe()).dateTimeFormats).toBe(0);
   });
 
-  it('states the SQLite pragmas in force in its ready line: the page cache bounded (ADR 0053)', () => {
+  it("states the SQLite pragmas in force in its ready line: the page cache bounded (ADR 0053)", () => {
     expect(ready().sqlite).toEqual({
       pageSize: 4096,
       cacheSize: -4096,

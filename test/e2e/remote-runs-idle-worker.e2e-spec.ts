@@ -7,12 +7,7 @@
 import { join } from 'node:path';
 import { LogLine } from '../support/child-process';
 import { ROOT } from '../support/entry-points';
-import {
-  RemoteRunHarness,
-  RunWorker,
-  WORKER_REQUEST_TIMEOUT_MS,
-  eventually,
-} from '../support/remote-run-harness';
+import { RemoteRunHarness, RunWorker, WORKER_REQUEST_TIMEOUT_MS, eventually } from '../support/remote-run-harness';
 
 // Real worker processes: a start takes seconds on a loaded machine, a run several of them.
 jest.setTimeout(180_000);
@@ -98,9 +93,7 @@ describe('a started idle worker (R-PROF-3)', () => {
   });
 
   it('after a run ended it holds just those again: no renewal, kill or deadline timer, no child', async () => {
-    const runId = await h.trigger(
-      await h.createTask({ runtime: 'shell', command: 'echo "one run"; sleep 1' }),
-    );
+    const runId = await h.trigger(await h.createTask({ runtime: 'shell', command: 'echo "one run"; sleep 1' }));
     expect((await h.untilRunEnds(runId)).status).toBe('succeeded');
     await fiveHeartbeats();
     expectOnlyItsTimers(await idleProbe());

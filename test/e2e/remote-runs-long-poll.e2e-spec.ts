@@ -52,11 +52,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a long-polling idle worker (%s)'
   it('SIGTERM ends the held pull, drains and exits within the stop budget', async () => {
     const started = Date.now();
     w.kill('SIGTERM');
-    expect({ ...(await w.exited), stderr: w.stderr }).toEqual({
-      code: WORKER_EXIT.ok,
-      signal: null,
-      stderr: [],
-    });
+    expect({ ...(await w.exited), stderr: w.stderr }).toEqual({ code: WORKER_EXIT.ok, signal: null, stderr: [] });
     expect(Date.now() - started).toBeLessThan(10_000);
     expect((await h.worker('worker-a'))?.status).toBe('offline');
   });

@@ -27,8 +27,7 @@ describe('SIGTERM to a worker with a running task (sqlite)', () => {
     const runId = await h.trigger(await h.createTask({ runtime: 'shell', command }));
     const attemptId = await eventually(
       'the first output of the run',
-      async () =>
-        (await h.output(runId)).includes('begun\n') ? (await h.run(runId)).attempts[0]?.id : undefined,
+      async () => ((await h.output(runId)).includes('begun\n') ? (await h.run(runId)).attempts[0]?.id : undefined),
       { context: () => h.transcripts() },
     );
     return { runId, attemptId };
@@ -42,11 +41,7 @@ describe('SIGTERM to a worker with a running task (sqlite)', () => {
     const waiting = await h.trigger(await h.createTask({ runtime: 'shell', command: 'echo never' }));
 
     w.kill('SIGTERM');
-    expect({ ...(await w.exited), stderr: w.stderr }).toEqual({
-      code: WORKER_EXIT.ok,
-      signal: null,
-      stderr: [],
-    });
+    expect({ ...(await w.exited), stderr: w.stderr }).toEqual({ code: WORKER_EXIT.ok, signal: null, stderr: [] });
     // Read at once after the exit: the completion was reported before the worker went away.
     const run = await h.run(runId);
     expect({ run: run.status, attempts: run.attempts.map((a) => a.status) }).toEqual({

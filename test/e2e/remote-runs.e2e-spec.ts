@@ -48,31 +48,24 @@ describe.each<Dialect>(['sqlite', 'postgres'])('remote runs on a real worker pro
       'python',
       'import os, sys\nprint("out from python " + os.environ["QL_GREETING"], flush=True)\nprint("err from python", file=sys.stderr)',
     ],
-  ])(
-    'a %s task succeeds on the worker with its output (both streams) in the run log',
-    async (runtime, command) => {
-      const runId = await h.trigger(
-        await h.createTask({ runtime, command, env: { QL_GREETING: `hi-${runtime}` } }),
-      );
-      const { run, attempt, finished } = await onlyAttempt(runId);
-      expect({ run: run.status, attempt: attempt.status, worker: attempt.workerId, finished }).toEqual({
-        run: 'succeeded',
-        attempt: 'succeeded',
-        worker: 'worker-a',
-        finished: expect.objectContaining({ status: 'succeeded', exitCode: 0 }),
-      });
-      const output = await h.output(runId);
-      expect(output).toContain(`out from ${runtime} hi-${runtime}\n`);
-      expect(output).toContain(`err from ${runtime}\n`);
-      const { runEnded, truncated } = await h.logs(runId);
-      expect({ runEnded, truncated }).toEqual({ runEnded: true, truncated: false });
-    },
-  );
+  ])('a %s task succeeds on the worker with its output (both streams) in the run log', async (runtime, command) => {
+    const runId = await h.trigger(await h.createTask({ runtime, command, env: { QL_GREETING: `hi-${runtime}` } }));
+    const { run, attempt, finished } = await onlyAttempt(runId);
+    expect({ run: run.status, attempt: attempt.status, worker: attempt.workerId, finished }).toEqual({
+      run: 'succeeded',
+      attempt: 'succeeded',
+      worker: 'worker-a',
+      finished: expect.objectContaining({ status: 'succeeded', exitCode: 0 }),
+    });
+    const output = await h.output(runId);
+    expect(output).toContain(`out from ${runtime} hi-${runtime}\n`);
+    expect(output).toContain(`err from ${runtime}\n`);
+    const { runEnded, truncated } = await h.logs(runId);
+    expect({ runEnded, truncated }).toEqual({ runEnded: true, truncated: false });
+  });
 
   it('a non-zero exit is failed, with its exit code on the attempt', async () => {
-    const runId = await h.trigger(
-      await h.createTask({ runtime: 'shell', command: 'echo "about to fail"; exit 7' }),
-    );
+    const runId = await h.trigger(await h.createTask({ runtime: 'shell', command: 'echo "about to fail"; exit 7' }));
     const { run, attempt, finished } = await onlyAttempt(runId);
     expect({ run: run.status, attempt: attempt.status, finished }).toEqual({
       run: 'failed',
@@ -86,11 +79,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('remote runs on a real worker pro
     // Two processes in the group: the shell's background child must go too.
     const command = 'echo "sleeping"; sleep 60 & sleep 60; wait';
     const runId = await h.trigger(await h.createTask({ runtime: 'shell', command, timeoutMs: 1_000 }));
-    const running = await h.untilRun(
-      runId,
-      'its attempt running',
-      (r) => r.attempts[0]?.status === 'running',
-    );
+    const running = await h.untilRun(runId, 'its attempt running', (r) => r.attempts[0]?.status === 'running');
     const attemptId = running.attempts[0]!.id;
     const { run, attempt, finished } = await onlyAttempt(runId);
     expect({ run: run.status, attempt: attempt.status, finished }).toEqual({
@@ -122,12 +111,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('remote runs on a real worker pro
     expect(cancel.status).toBe(200);
 
     const { run, attempt, finished } = await onlyAttempt(runId);
-    expect({
-      run: run.status,
-      attempt: attempt.status,
-      finished,
-      cancelRequested: run.cancelRequested,
-    }).toEqual({
+    expect({ run: run.status, attempt: attempt.status, finished, cancelRequested: run.cancelRequested }).toEqual({
       run: 'cancelled',
       attempt: 'cancelled',
       finished: expect.objectContaining({ status: 'cancelled' }),
@@ -138,8 +122,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('remote runs on a real worker pro
 
   it('output past the per-run cap is cut with one truncation marker; the run still succeeds', async () => {
     // 200 000 bytes of "x" in 100 lines, then a line that must not be stored.
-    const command =
-      'i=0; while [ $i -lt 100 ]; do head -c 1999 /dev/zero | tr "\\0" x; echo; i=$((i+1)); done; echo LAST-LINE';
+    const command = 'i=0; while [ $i -lt 100 ]; do head -c 1999 /dev/zero | tr "\\0" x; echo; i=$((i+1)); done; echo LAST-LINE';
     const runId = await h.trigger(await h.createTask({ runtime: 'shell', command }));
     const { run } = await onlyAttempt(runId);
     expect(run.status).toBe('succeeded');

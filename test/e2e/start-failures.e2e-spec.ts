@@ -52,14 +52,7 @@ const CASES: Case[] = [
   },
   { name: 'quickstart: a bad setting', entry: QUICKSTART, env: badPort, code: 2, line: badPortLine },
   { name: 'control plane: a bad setting', entry: CONTROL_PLANE, env: badPort, code: 2, line: badPortLine },
-  {
-    name: 'CLI migrate: a bad setting',
-    entry: CLI,
-    args: ['migrate'],
-    env: badPort,
-    code: 2,
-    line: badPortLine,
-  },
+  { name: 'CLI migrate: a bad setting', entry: CLI, args: ['migrate'], env: badPort, code: 2, line: badPortLine },
   {
     name: 'worker: a bad setting',
     entry: WORKER,

@@ -67,9 +67,6 @@ describe('worker module without start() (R-PROF-3)', () => {
   });
 
   it('after every context closed nothing is left, and no journal or run folder was made', () => {
-    expect({ left: report.left, foldersExist: report.foldersExist }).toEqual({
-      left: {},
-      foldersExist: false,
-    });
+    expect({ left: report.left, foldersExist: report.foldersExist }).toEqual({ left: {}, foldersExist: false });
   });
 });
