@@ -36,6 +36,10 @@ import {
 } from './plane-secret-keys';
 import { Bundles1766030400000 as PostgresBundles } from './postgres/1766030400000-bundles';
 import { Bundles1766030400000 as SqliteBundles } from './sqlite/1766030400000-bundles';
+import {
+  PostgresEnrollmentMayReplace1766880000000 as PostgresMayReplace,
+  SqliteEnrollmentMayReplace1766880000000 as SqliteMayReplace,
+} from './enrollment-may-replace';
 
 /** Migrations per dialect, in order. Listed explicitly so tests and the built app load the same set. */
 export const SQLITE_MIGRATIONS = [
@@ -55,6 +59,7 @@ export const SQLITE_MIGRATIONS = [
   SqliteConsoleSessions,
   AttemptsByWorker,
   LogRedaction,
+  SqliteMayReplace,
   SqlitePlaneSecretKeys,
 ];
 export const POSTGRES_MIGRATIONS = [
@@ -79,5 +84,6 @@ export const POSTGRES_MIGRATIONS = [
   PostgresConsoleSessions,
   AttemptsByWorker,
   LogRedaction,
+  PostgresMayReplace,
   PostgresPlaneSecretKeys,
 ];

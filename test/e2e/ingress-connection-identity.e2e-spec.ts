@@ -2,14 +2,15 @@
  * Issue 15 item 11 (ADR 0033): TLS checks a client certificate once, at the handshake, and the
  * principal is cached per connection. A certificate that expires while its keep-alive connection is
  * open is refused on that same connection from `notAfter` on (validity is checked per request), and
- * no connection serves requests for longer than QL_INGRESS_CONNECTION_MAX_MS. The edge alone decides
+ * no connection serves requests for longer than QL_INGRESS_CONNECTION_MAX_MS, nor carries a request in
+ * flight for longer than that again (issue 27 item 8). The edge alone decides
  * here, before any repository call, so one dialect shows it (SQLite).
  */
 import { readFileSync } from 'node:fs';
 import { ingressPath } from '@ql/contracts';
 import { PemPair } from '../../apps/control-plane/src/pki';
 import { newSessionId, registerBody } from '../support/fixtures';
-import { RawConnection, RawResponse } from '../support/raw-http';
+import { RawConnection } from '../support/raw-http';
 import { eventually, within } from '../support/remote-run-harness';
 import {
   TRUST_DOMAIN,
@@ -36,7 +37,7 @@ describe('one ingress connection and its certificate over time', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase('sqlite');
-    pki = await createTestPki(['worker-a', 'worker-b']);
+    pki = await createTestPki(['worker-a', 'worker-b', 'worker-c']);
     ca = readFileSync(pki.caCertPath);
   });
   afterAll(async () => {
@@ -44,20 +45,10 @@ describe('one ingress connection and its certificate over time', () => {
     pki?.remove();
   });
 
-  /** One POST on the connection, read to its end. */
-  async function post(conn: RawConnection, path: string, body: unknown): Promise<RawResponse> {
-    const payload = JSON.stringify(body);
-    await conn.write(
-      `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
-        `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
-    );
-    return conn.response();
-  }
-
   /** Registers `workerId` over `conn`; answers the session's path maker and fence. */
   async function register(conn: RawConnection, workerId: string) {
     const sessionId = newSessionId();
-    const res = await post(conn, ingressPath(workerId, sessionId, 'register'), registerBody());
+    const res = await conn.post(ingressPath(workerId, sessionId, 'register'), registerBody());
     expect(res.status).toBe(200);
     const { generation, version } = res.body as { generation: number; version: number };
     return {
@@ -89,7 +80,7 @@ describe('one ingress connection and its certificate over time', () => {
       try {
         const session = await register(conn, 'worker-x');
         const beat = (version: number) =>
-          post(conn, session.path('heartbeat'), {
+          conn.post(session.path('heartbeat'), {
             generation: session.generation,
             expectedVersion: version,
             availableSlots: 1,
@@ -116,7 +107,7 @@ describe('one ingress connection and its certificate over time', () => {
       const late = await RawConnection.open(t.plane.ingressUrl, { ca, credentials: shortLived });
       try {
         const statements = t.statements();
-        const refused = await post(late, ingressPath('worker-x', newSessionId(), 'register'), registerBody());
+        const refused = await late.post(ingressPath('worker-x', newSessionId(), 'register'), registerBody());
         expect({ status: refused.status, body: refused.body }).toEqual({
           status: 401,
           body: { code: 'worker_authentication_required', message: expect.any(String) },
@@ -155,27 +146,72 @@ describe('one ingress connection and its certificate over time', () => {
       }
     });
 
+    /** A held pull of `waitMs` on a registered worker's connection: it answers `idle` at its end. */
+    async function heldPull(conn: RawConnection, workerId: string, waitMs: number) {
+      const session = await register(conn, workerId);
+      return conn.post(session.path('offers'), {
+        generation: session.generation,
+        expectedVersion: session.version,
+        offerId: newSessionId(),
+        leaseToken: 'x'.repeat(43),
+        waitMs,
+      });
+    }
+
     it('a request in flight when the bound passes is answered in full, says `Connection: close`, and the connection closes', async () => {
       const conn = await RawConnection.open(t.plane.ingressUrl, {
         ca,
         credentials: readPair(pki.workers['worker-b']!),
       });
       try {
-        const session = await register(conn, 'worker-b');
-        // A pull held for twice the bound: the bound passes while it waits, and it answers idle.
-        const held = await post(conn, session.path('offers'), {
-          generation: session.generation,
-          expectedVersion: session.version,
-          offerId: newSessionId(),
-          leaseToken: 'x'.repeat(43),
-          waitMs: 2 * CONNECTION_MAX_MS,
-        });
+        // Held for the bound itself, from after the register: the bound passes while it waits, and
+        // it ends within the bound's second term (a request in flight gets as long again).
+        const held = await heldPull(conn, 'worker-b', CONNECTION_MAX_MS);
         expect({ status: held.status, connection: held.headers.connection, body: held.body }).toMatchObject({
           status: 200,
           connection: 'close',
           body: { status: 'idle' },
         });
         await within('the server closing the connection after its answer', CLOSED_WITHIN_MS, conn.closed());
+      } finally {
+        conn.destroy();
+      }
+    });
+
+    it('a request still in flight once the bound has passed twice is ended without its answer', async () => {
+      const conn = await RawConnection.open(t.plane.ingressUrl, {
+        ca,
+        credentials: readPair(pki.workers['worker-c']!),
+      });
+      try {
+        // Held for four times the bound: the connection is cut at twice the bound, mid-wait.
+        await expect(
+          within(
+            'the server ending the held request',
+            CLOSED_WITHIN_MS,
+            heldPull(conn, 'worker-c', 4 * CONNECTION_MAX_MS),
+          ),
+        ).rejects.toThrow(/connection closed|ECONNRESET|socket hang up/);
+      } finally {
+        conn.destroy();
+      }
+    });
+
+    it('a request body trickled on a worker connection is ended once the bound has passed twice', async () => {
+      const conn = await RawConnection.open(t.plane.ingressUrl, {
+        ca,
+        credentials: readPair(pki.workers['worker-a']!),
+      });
+      try {
+        await within(
+          'the server cutting the trickled body',
+          CLOSED_WITHIN_MS,
+          conn.trickle(
+            `POST ${ingressPath('worker-a', newSessionId(), 'register')} HTTP/1.1\r\nHost: localhost\r\n` +
+              'Content-Type: application/json\r\nContent-Length: 2000\r\n\r\n{',
+            ' ',
+          ),
+        );
       } finally {
         conn.destroy();
       }

@@ -188,6 +188,16 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       expect(existsSync(`${m.key}.pending`)).toBe(true); // never answered: the next start replays it
     });
 
+    it('a disabled worker is refused enrollment on a new machine too: exit 5, no certificate written', async () => {
+      const { code } = await restartAfter('enr-off2', 'disable');
+      expect(code).toBe(WORKER_EXIT.disabled);
+      const fresh = machine('enr-off2-new');
+      const w = start('enr-off2', fresh, { QL_WORKER_ENROLL_TOKEN: await token('enr-off2') });
+      expect(await exitCode(w)).toBe(WORKER_EXIT.disabled);
+      expect(w.transcript()).toContain('an operator disabled enr-off2 (its enrollment was refused)');
+      expect(existsSync(fresh.cert)).toBe(false);
+    });
+
     it('a revoked worker cannot rotate: exit 9, no certificate issued, the revoked one put aside', async () => {
       const { m, held, again, code } = await restartAfter('enr-rev', 'revoke');
       expect(code).toBe(WORKER_EXIT.certificateRevoked);

@@ -49,11 +49,15 @@ export async function renewCertificate(
   };
 }
 
-/** A test plane's settings for the dev PKI's worker issuer (ADR 0045 §5), enrollment unthrottled. */
+/**
+ * A test plane's settings for the dev PKI's worker issuer (ADR 0045 §5), enrollment unthrottled and
+ * every refusal written in full (the per-address audit bound has a spec of its own).
+ */
 export const issuerEnv = (pki: { workerIssuerCertPath: string; workerIssuerKeyPath: string }) => ({
   QL_WORKER_ISSUER_CERT: pki.workerIssuerCertPath,
   QL_WORKER_ISSUER_KEY: pki.workerIssuerKeyPath,
   QL_ENROLL_RATE_PER_MINUTE: '10000',
+  QL_ENROLL_AUDIT_ROWS: '1000',
 });
 
 /** Worker processes against a plane that issues 5-minute certificates and sees revocations at once. */

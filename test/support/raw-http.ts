@@ -33,8 +33,11 @@ export class RawConnection {
     });
   }
 
-  /** Plain HTTP to `http://host:port`, or TLS with client credentials to `https://host:port`. */
-  static open(origin: string, tls?: { ca: Buffer; credentials: PemPair }): Promise<RawConnection> {
+  /** Plain HTTP to `http://host:port`, or TLS (with client credentials, or none) to `https://host:port`. */
+  static open(
+    origin: string,
+    tls?: { ca: Buffer; credentials: PemPair | null; localAddress?: string },
+  ): Promise<RawConnection> {
     const { hostname, port } = new URL(origin);
     return new Promise((resolve, reject) => {
       const socket = tls
@@ -42,9 +45,9 @@ export class RawConnection {
             host: hostname,
             port: Number(port),
             ca: tls.ca,
-            cert: tls.credentials.certPem,
-            key: tls.credentials.keyPem,
+            ...(tls.credentials ? { cert: tls.credentials.certPem, key: tls.credentials.keyPem } : {}),
             servername: 'localhost',
+            ...(tls.localAddress ? { localAddress: tls.localAddress } : {}),
           })
         : netConnect(Number(port), hostname);
       socket.once('error', reject);
@@ -60,6 +63,30 @@ export class RawConnection {
     return new Promise((resolve, reject) =>
       this.socket.write(data, (error) => (error ? reject(error) : resolve())),
     );
+  }
+
+  /** One JSON POST on the connection; its answer read to its end. */
+  async post(path: string, body: unknown): Promise<RawResponse> {
+    const payload = JSON.stringify(body);
+    await this.write(
+      `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
+    );
+    return this.response();
+  }
+
+  /**
+   * Sends `head`, then `unit` every 100 ms — a client that never finishes its request — until the
+   * server closes the connection.
+   */
+  async trickle(head: string, unit: string): Promise<void> {
+    await this.write(head);
+    const timer = setInterval(() => void this.write(unit).catch(() => undefined), 100);
+    try {
+      await this.closed();
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   /** Stops reading, as a client that sends its whole body before it reads the answer. */

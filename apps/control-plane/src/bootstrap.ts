@@ -19,6 +19,7 @@ import {
   requireTrustedClientCertificate,
 } from './http/edge';
 import { boundConnectionLifetime } from './http/connection-lifetime';
+import { boundUncredentialedConnections } from './http/uncredentialed-connections';
 import { JsonLogger } from './http/json-logger';
 import { WorkerIssuer } from './enrollment/worker-issuer';
 import { ensureDevPkiApart } from './pki/dev-pki-apart';
@@ -82,7 +83,13 @@ export async function startControlPlane(
     // A handshake without a trusted certificate is let through for the enrollment route only: the
     // gate, the first hook, refuses everything else on such a connection (ADR 0045 §2).
     const ingressAdapter = new FastifyAdapter({
-      https: { ...tls, requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.3' },
+      https: {
+        ...tls,
+        requestCert: true,
+        rejectUnauthorized: false,
+        minVersion: 'TLSv1.3',
+        handshakeTimeout: config.ingressHandshakeTimeoutMs,
+      },
       bodyLimit: INGRESS_MAX_BODY,
       ...edgeServerOptions(INGRESS_EDGE),
     });
@@ -94,6 +101,11 @@ export async function startControlPlane(
     );
     configureIngressEdge(ingress.getHttpAdapter().getInstance(), INGRESS_MAX_BODY);
     boundConnectionLifetime(ingress.getHttpServer(), 'secureConnection', config.ingressConnectionMaxMs);
+    boundUncredentialedConnections(ingress.getHttpServer(), {
+      requestTimeoutMs: config.ingressUncredentialedTimeoutMs,
+      perAddress: config.ingressUncredentialedPerAddress,
+      total: config.ingressUncredentialedMax,
+    });
     serveApiDocs(admin, ingress);
     await admin.listen(config.adminPort, config.adminHost);
     await ingress.listen(config.ingressPort, config.ingressHost);

@@ -37,13 +37,17 @@ export const COMMANDS: Record<string, Command> = {
   },
   'enroll-token': {
     usage:
-      'enroll-token create --worker <id> | --pattern <glob> --count <n> [--ttl <duration>] [--out <file>]; list [--after <id>] [--limit <n>]; revoke <id>',
+      'enroll-token create --worker <id> | --pattern <glob> --count <n> [--may-replace] [--ttl <duration>] [--out <file>]; list [--after <id>] [--limit <n>]; revoke <id>',
     summary:
       'make, list or revoke the tokens a new worker machine joins with, in QL_DATABASE_URL (named on stderr); create prints the token once (ADR 0045)',
     options: [
       ['--worker <id>', 'create: a token that enrolls this one worker id'],
       ['--pattern <glob>', "create: worker ids like 'router-*' (one *: one or more characters)"],
       ['--count <n>', 'with --pattern: how many worker ids it enrolls, each once (1..1000)'],
+      [
+        '--may-replace',
+        'with --pattern: it may also enroll an id that has a current certificate or a live session (refused by default)',
+      ],
       ['--ttl <duration>', 'create: its lifetime, 90s, 30m, 1h (the default) … 7d'],
       [
         '--out <file>',

@@ -15,6 +15,7 @@ import { LocalProcessExecutor } from './executor/local-process.executor';
 import { containmentLine } from './host/cgroup';
 import {
   CertificateKeeper,
+  ENROLLMENT_OF_DISABLED,
   IdentityLostError,
   identityLossOf,
   revokedLoss,
@@ -204,7 +205,10 @@ function exitOf(error: IdentityLostError): number {
 
 function lossMessage(workerId: string, error: IdentityLostError): string {
   if (error.loss === 'worker_disabled')
-    return disabledMessage(workerId, 'its certificate renewal was refused');
+    return disabledMessage(
+      workerId,
+      error.message === ENROLLMENT_OF_DISABLED ? error.message : 'its certificate renewal was refused',
+    );
   return `worker exiting (${error.loss}, exit code ${exitOf(error)}): ${error.message}`;
 }
 

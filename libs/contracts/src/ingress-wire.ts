@@ -79,6 +79,7 @@ export const INGRESS_ERROR_CODES = [
   'enrollment_token_wrong_worker',
   'enrollment_token_exhausted',
   'enrollment_token_used',
+  'enrollment_token_may_not_replace',
   'certificate_superseded',
   'certificate_revoked',
   'certificate_unknown',

@@ -49,9 +49,14 @@ export interface EnrollmentTokenSpec {
   /** 1 for a worker id; 1…1000 for a pattern. */
   readonly maxWorkers: number;
   readonly ttlSeconds: number;
+  /**
+   * A pattern token enrolls only ids without a current certificate or live session, unless this
+   * says it may replace them (issue 27 item 10). False for a worker-id token, which names its id.
+   */
+  readonly mayReplace: boolean;
 }
 
-export const ENROLLMENT_SPEC_FIELDS = ['workerId', 'pattern', 'count', 'ttlSeconds'] as const;
+export const ENROLLMENT_SPEC_FIELDS = ['workerId', 'pattern', 'count', 'ttlSeconds', 'mayReplace'] as const;
 
 /** The one reader of a token request, for the API (after its DTO) and the CLI alike. */
 export function parseEnrollmentTokenSpec(body: unknown): EnrollmentTokenSpec {
@@ -64,7 +69,14 @@ export function parseEnrollmentTokenSpec(body: unknown): EnrollmentTokenSpec {
     throw new ValidationError('workerId', 'exactly_one_of_workerId_or_pattern');
   if (b.workerId !== undefined) {
     if (b.count !== undefined) throw new ValidationError('count', 'only_with_pattern');
-    return { workerId: parseWorkerId(b.workerId), pattern: null, maxWorkers: 1, ttlSeconds };
+    if (b.mayReplace !== undefined) throw new ValidationError('mayReplace', 'only_with_pattern');
+    return {
+      workerId: parseWorkerId(b.workerId),
+      pattern: null,
+      maxWorkers: 1,
+      ttlSeconds,
+      mayReplace: false,
+    };
   }
   const pattern = readString(b.pattern, 'pattern', {
     max: ENROLLMENT_LIMITS.patternMaxLength,
@@ -72,7 +84,9 @@ export function parseEnrollmentTokenSpec(body: unknown): EnrollmentTokenSpec {
   });
   if (b.count === undefined) throw new ValidationError('count', 'required_with_pattern');
   const maxWorkers = readInt(b.count, 'count', 1, ENROLLMENT_LIMITS.patternMaxWorkers);
-  return { workerId: null, pattern, maxWorkers, ttlSeconds };
+  if (b.mayReplace !== undefined && typeof b.mayReplace !== 'boolean')
+    throw new ValidationError('mayReplace', 'must_be_boolean');
+  return { workerId: null, pattern, maxWorkers, ttlSeconds, mayReplace: b.mayReplace === true };
 }
 
 /** `30m`, `1h`, `7d`, `90s` or plain seconds (the CLI's `--ttl`), as seconds within the limits. */
@@ -88,20 +102,28 @@ export function parseTtl(value: string, field = 'ttl'): number {
 
 /**
  * Why a token does not enroll a worker id; one code each (wire codes: never rename one). Unknown,
- * malformed, expired and revoked are the same code, so a probe learns nothing from it.
+ * malformed, expired and revoked are the same code, so a probe learns nothing from it. The worker's
+ * own state is judged only for a token good for that id: a disabled worker (as renewal refuses it),
+ * and an id that has a current certificate or a live session, for a pattern token without `mayReplace`.
  */
 export const ENROLLMENT_REFUSALS = [
   'enrollment_token_invalid',
   'enrollment_token_wrong_worker',
   'enrollment_token_exhausted',
   'enrollment_token_used',
+  'enrollment_token_may_not_replace',
+  'worker_disabled',
 ] as const;
 export type EnrollmentRefusal = (typeof ENROLLMENT_REFUSALS)[number];
 
-/** A token refused for a worker id: nothing was written but the audit row. */
+/** A token refused for a worker id: nothing was written (the caller audits it, ADR 0045). */
 export class EnrollmentRefusedError extends DomainError {
   readonly kind = 'forbidden' as const;
-  constructor(readonly code: EnrollmentRefusal) {
+  constructor(
+    readonly code: EnrollmentRefusal,
+    /** The stored token's id; null when no stored token has that digest. */
+    readonly tokenId: string | null = null,
+  ) {
     super(`enrollment refused: ${code}`);
   }
 }
@@ -121,6 +143,8 @@ export interface EnrollmentTokenRecord {
   readonly status: EnrollmentTokenStatus;
   readonly expiresAt: number;
   readonly revokedAt: number | null;
+  /** A pattern token that may enroll an id with a current certificate or a live session. */
+  readonly mayReplace: boolean;
   /** The API key id that made it, or `cli`. */
   readonly createdBy: string;
   readonly createdAt: number;

@@ -17,7 +17,7 @@ import {
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
 import { recordIssuedCertificate } from './worker-certificate.repository';
-import { SqlDatabase, SqlExecutor, isTrue, toInt, toMs, toMsOrNull } from './sql-executor';
+import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, toInt, toMs, toMsOrNull } from './sql-executor';
 
 /** A new enrollment token: `qlet_` + 256 random bits (ADR 0045 §1). */
 export function newEnrollmentToken(): string {
@@ -36,6 +36,7 @@ interface TokenRow {
   max_workers: number;
   expires_at: number | Date;
   revoked_at: number | Date | null;
+  may_replace: boolean | number;
   created_by: string;
   created_at: number | Date;
 }
@@ -44,7 +45,8 @@ interface ListedRow extends TokenRow {
   expired: boolean | number;
 }
 
-const COLUMNS = 'id, worker_id, pattern, max_workers, expires_at, revoked_at, created_by, created_at';
+const COLUMNS =
+  'id, worker_id, pattern, max_workers, expires_at, revoked_at, may_replace, created_by, created_at';
 /** A token with its use count and, by the database clock, whether it expired. */
 const LISTED = `SELECT ${COLUMNS.replace(/(\w+)/g, 't.$1')},
     (SELECT count(*) FROM enrollment_token_uses u WHERE u.token_id = t.id) AS uses,
@@ -67,8 +69,8 @@ export class SqlEnrollmentTokenRepository implements EnrollmentTokenRepository {
     const row = await this.db.transaction(async (tx) => {
       const inserted = await tx.one<TokenRow>(
         `INSERT INTO enrollment_tokens
-           (id, digest, worker_id, pattern, max_workers, expires_at, created_by, created_at)
-         VALUES (:id, :digest, :workerId, :pattern, :maxWorkers, {now + :ttlMs}, :createdBy, {now})
+           (id, digest, worker_id, pattern, max_workers, expires_at, may_replace, created_by, created_at)
+         VALUES (:id, :digest, :workerId, :pattern, :maxWorkers, {now + :ttlMs}, :mayReplace, :createdBy, {now})
          RETURNING ${COLUMNS}`,
         {
           id: input.id,
@@ -77,6 +79,7 @@ export class SqlEnrollmentTokenRepository implements EnrollmentTokenRepository {
           pattern: spec.pattern,
           maxWorkers: spec.maxWorkers,
           ttlMs: spec.ttlSeconds * 1000,
+          mayReplace: spec.mayReplace,
           createdBy: input.createdBy,
         },
       );
@@ -115,7 +118,7 @@ export class SqlEnrollmentTokenRepository implements EnrollmentTokenRepository {
   ): Promise<EnrollmentTokenUse & { certificate?: WorkerCertificateRecord }> {
     parseWorkerId(workerId);
     type Outcome =
-      | { refusal: EnrollmentRefusal }
+      | { refusal: EnrollmentRefusal; tokenId: string | null }
       | { use: EnrollmentTokenUse & { certificate?: WorkerCertificateRecord } };
     const outcome = await this.db.transaction(async (tx): Promise<Outcome> => {
       // A malformed token is not looked up; it is refused like an unknown one.
@@ -125,33 +128,26 @@ export class SqlEnrollmentTokenRepository implements EnrollmentTokenRepository {
             { digest: enrollmentTokenDigest(token) },
           )
         : undefined;
-      const refusal = row ? await refusalOf(tx, row, workerId, at) : 'enrollment_token_invalid';
-      const target = `enrollment_token:${row?.id ?? 'unknown'}`;
-      const actor = `worker:${workerId}`;
-      if (refusal) {
-        await appendAudit(tx, this.ids, {
-          actor,
-          action: 'enrollment_token.refuse',
-          target,
-          detail: { workerId, code: refusal },
-        });
-        return { refusal };
-      }
+      const refusal = row
+        ? ((await refusalOf(tx, row, workerId, at)) ?? (await workerRefusal(tx, row, workerId)))
+        : 'enrollment_token_invalid';
+      // A refusal writes nothing: its audit row is the caller's, bounded per source (issue 27 item 9).
+      if (refusal) return { refusal, tokenId: row?.id ?? null };
       await tx.run(
         'INSERT INTO enrollment_token_uses (token_id, worker_id, at) VALUES (:tokenId, :workerId, {ms :at})',
         { tokenId: row!.id, workerId, at },
       );
       await appendAudit(tx, this.ids, {
-        actor,
+        actor: `worker:${workerId}`,
         action: 'enrollment_token.use',
-        target,
+        target: `enrollment_token:${row!.id}`,
         detail: { workerId },
       });
       // Signed last, after every check and write: a signing failure rolls the use back.
       const certificate = sign ? await recordIssuedCertificate(tx, await sign(), null) : undefined;
       return { use: { tokenId: row!.id, workerId, at, ...(certificate ? { certificate } : {}) } };
     });
-    if ('refusal' in outcome) throw new EnrollmentRefusedError(outcome.refusal);
+    if ('refusal' in outcome) throw new EnrollmentRefusedError(outcome.refusal, outcome.tokenId);
     return outcome.use;
   }
 }
@@ -180,6 +176,34 @@ async function refusalOf(
   return null;
 }
 
+/**
+ * Why the worker itself may not enroll with a token good for its id (issue 27 item 10), or null:
+ * disabled (as renewal refuses it), or, for a pattern token without `may_replace`, an id that has a
+ * current unexpired certificate or a live session — a token for many ids must not take one over.
+ * Under the worker's lock (the one register and renewal take), so neither can change until commit.
+ */
+async function workerRefusal(
+  tx: SqlTransaction,
+  row: TokenRow,
+  workerId: string,
+): Promise<EnrollmentRefusal | null> {
+  await tx.lock(`worker:${workerId}`);
+  const state = await tx.one<{ disabled: boolean | number | null; live: number | null }>(
+    `SELECT (SELECT disabled FROM workers WHERE worker_id = :workerId) AS disabled,
+            (SELECT 1 FROM worker_certificates WHERE worker_id = :workerId AND superseded_by IS NULL
+               AND revoked_at IS NULL AND not_after > {now}
+             UNION ALL
+             SELECT 1 FROM workers WHERE worker_id = :workerId AND status IN ('online', 'draining')
+               AND lease_expires_at > {now}
+             LIMIT 1) AS live`,
+    { workerId },
+  );
+  if (isTrue(state!.disabled ?? false)) return 'worker_disabled';
+  if (row.pattern !== null && !isTrue(row.may_replace) && state!.live !== null)
+    return 'enrollment_token_may_not_replace';
+  return null;
+}
+
 function toRecord(row: ListedRow): EnrollmentTokenRecord {
   const uses = toInt(row.uses);
   const revokedAt = toMsOrNull(row.revoked_at);
@@ -199,6 +223,7 @@ function toRecord(row: ListedRow): EnrollmentTokenRecord {
             : 'active',
     expiresAt: toMs(row.expires_at),
     revokedAt,
+    mayReplace: isTrue(row.may_replace),
     createdBy: row.created_by,
     createdAt: toMs(row.created_at),
   };

@@ -47,6 +47,8 @@ export interface ControlPlaneConfig {
   readonly workerIssuerKeyPath: string;
   readonly workerCertTtlMs: number;
   readonly enrollRatePerMinute: number;
+  readonly enrollAuditWindowMs: number;
+  readonly enrollAuditRows: number;
   readonly secretsKey: string;
   readonly secretsKeyId: string;
   readonly secretsPreviousKeys: string;
@@ -67,6 +69,10 @@ export interface ControlPlaneConfig {
   readonly cronTickMs: number;
   readonly revocationCacheMs: number;
   readonly ingressConnectionMaxMs: number;
+  readonly ingressHandshakeTimeoutMs: number;
+  readonly ingressUncredentialedTimeoutMs: number;
+  readonly ingressUncredentialedPerAddress: number;
+  readonly ingressUncredentialedMax: number;
   readonly ingressRatePerSecond: number;
   readonly ingressRateBurst: number;
   readonly ingressRatePerSlot: number;
@@ -233,6 +239,20 @@ export const SETTINGS = [
     parse: int(1, 10_000),
   },
   {
+    key: 'enrollAuditWindowMs',
+    env: 'QL_ENROLL_AUDIT_WINDOW_MS',
+    default: '600000',
+    doc: 'window of the audit of refused enrollments per source address (1 s … 24 h): past `QL_ENROLL_AUDIT_ROWS` rows in one window, refusals are counted and summed up in one `enrollment.refuse_summary` row when it closes',
+    parse: int(1_000, 86_400_000),
+  },
+  {
+    key: 'enrollAuditRows',
+    env: 'QL_ENROLL_AUDIT_ROWS',
+    default: '1',
+    doc: 'refused enrollments from one source address written to the audit log in full per window (1 … 1000); the rest are counted',
+    parse: int(1, 1_000),
+  },
+  {
     key: 'secretsKey',
     env: 'QL_SECRETS_KEY',
     default: '',
@@ -369,8 +389,36 @@ export const SETTINGS = [
     key: 'ingressConnectionMaxMs',
     env: 'QL_INGRESS_CONNECTION_MAX_MS',
     default: '600000',
-    doc: 'how long one worker connection to the ingress serves requests (1 s … 24 h); once older, its answers say `Connection: close` and it is closed when idle (the certificate is checked on every request regardless)',
+    doc: 'how long one worker connection to the ingress serves requests (1 s … 24 h); once older, its answers say `Connection: close` and it is closed when idle, or after as long again when a request is still in flight (the certificate is checked on every request regardless)',
     parse: int(1_000, 86_400_000),
+  },
+  {
+    key: 'ingressHandshakeTimeoutMs',
+    env: 'QL_INGRESS_HANDSHAKE_TIMEOUT_MS',
+    default: '10000',
+    doc: 'a TLS handshake on the ingress that has not finished within this is closed (100 ms … 2 min)',
+    parse: int(100, 120_000),
+  },
+  {
+    key: 'ingressUncredentialedTimeoutMs',
+    env: 'QL_INGRESS_UNCREDENTIALED_TIMEOUT_MS',
+    default: '10000',
+    doc: 'an ingress connection without a trusted client certificate (enrollment) must send each request, head and body, within this of its start or of its previous answer, else it is closed (100 ms … 10 min)',
+    parse: int(100, 600_000),
+  },
+  {
+    key: 'ingressUncredentialedPerAddress',
+    env: 'QL_INGRESS_UNCREDENTIALED_PER_ADDRESS',
+    default: '16',
+    doc: 'ingress connections one source address may hold in their TLS handshake, and as many without a trusted client certificate; more are closed at once (1 … 10000)',
+    parse: int(1, 10_000),
+  },
+  {
+    key: 'ingressUncredentialedMax',
+    env: 'QL_INGRESS_UNCREDENTIALED_MAX',
+    default: '128',
+    doc: 'the same for the ingress listener as a whole, all addresses together (1 … 100000; at least `QL_INGRESS_UNCREDENTIALED_PER_ADDRESS`)',
+    parse: int(1, 100_000),
   },
   {
     key: 'ingressRatePerSecond',
@@ -473,6 +521,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneCo
       `QL_ADMIN_PORT and QL_INGRESS_PORT are both ${result.adminPort}: the admin API and the worker ingress need a port each`,
     );
   checkWorkerIssuer(result);
+  if (result.ingressUncredentialedPerAddress > result.ingressUncredentialedMax)
+    throw new ConfigError(
+      `QL_INGRESS_UNCREDENTIALED_PER_ADDRESS=${result.ingressUncredentialedPerAddress} is over QL_INGRESS_UNCREDENTIALED_MAX=${result.ingressUncredentialedMax}`,
+    );
   secretCipherOf(result);
   return result;
 }

@@ -29,6 +29,7 @@ export function parseEnrollTokenCommand(args: string[]): EnrollTokenCommand {
       after: { type: 'string' },
       limit: { type: 'string' },
       out: { type: 'string' },
+      'may-replace': { type: 'boolean' },
     },
   });
   const [action, ...rest] = positionals;
@@ -49,6 +50,7 @@ export function parseEnrollTokenCommand(args: string[]): EnrollTokenCommand {
             ? undefined
             : readQueryInt(count, 'count', 1, ENROLLMENT_LIMITS.patternMaxWorkers),
         ttlSeconds: values.ttl === undefined ? undefined : parseTtl(values.ttl),
+        mayReplace: values['may-replace'],
       }),
     };
   }

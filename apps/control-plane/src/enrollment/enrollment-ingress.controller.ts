@@ -15,13 +15,13 @@ const ENROLL_ANSWERS = [
   ],
   [
     403,
-    ['enrollment_token_invalid', 'enrollment_token_wrong_worker'],
-    'the token is unknown, malformed, expired or revoked, or names another worker id; audited',
+    ['enrollment_token_invalid', 'enrollment_token_wrong_worker', 'worker_disabled'],
+    'the token is unknown, malformed, expired or revoked, or names another worker id; or the worker is disabled; audited (per source address, bounded)',
   ],
   [
     409,
-    ['enrollment_token_used', 'enrollment_token_exhausted'],
-    'this worker id already enrolled with the token, or the pattern’s count is used up; audited',
+    ['enrollment_token_used', 'enrollment_token_exhausted', 'enrollment_token_may_not_replace'],
+    'this worker id already enrolled with the token, or the pattern’s count is used up, or a pattern token without `mayReplace` names an id with a current certificate or a live session; audited (per source address, bounded)',
   ],
   [
     429,

@@ -50,6 +50,7 @@ export class EnrollmentTokensService {
           ...(spec.workerId !== null ? { workerId: spec.workerId } : { pattern: spec.pattern }),
           maxWorkers: spec.maxWorkers,
           ttlSeconds: spec.ttlSeconds,
+          ...(spec.mayReplace ? { mayReplace: true } : {}),
         },
       },
     );
@@ -120,6 +121,7 @@ function toTokenView(t: EnrollmentTokenRecord) {
     status: t.status,
     expiresAt: new Date(t.expiresAt).toISOString(),
     revokedAt: t.revokedAt === null ? null : new Date(t.revokedAt).toISOString(),
+    mayReplace: t.mayReplace,
     createdBy: t.createdBy,
     createdAt: new Date(t.createdAt).toISOString(),
   };

@@ -6,6 +6,7 @@ import { WorkerEnrollmentService } from './worker-enrollment.service';
 import { CertificateIngressController } from './certificate-ingress.controller';
 import { CertificateRotationService } from './certificate-rotation.service';
 import { IdentityModule } from '../identity/identity.module';
+import { EnrollmentRefusalAudit } from './refusal-audit';
 
 /**
  * Enrollment tokens' service, for any listener: the admin module below serves it on the admin API,
@@ -31,6 +32,6 @@ export class EnrollmentAdminModule {}
 @Module({
   imports: [EnrollmentTokensModule, IdentityModule],
   controllers: [EnrollmentIngressController, CertificateIngressController],
-  providers: [WorkerEnrollmentService, CertificateRotationService],
+  providers: [WorkerEnrollmentService, CertificateRotationService, EnrollmentRefusalAudit],
 })
 export class EnrollmentIngressModule {}

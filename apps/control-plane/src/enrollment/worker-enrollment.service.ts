@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
+  AuditEntry,
   EnrollmentRefusal,
   EnrollmentRefusedError,
   WORKER_CERTIFICATE_REPOSITORY,
@@ -15,6 +16,7 @@ import type { EnrollDto } from './dto/enroll.dto';
 import { EnrollmentTokensService } from './enrollment-tokens.service';
 import { AcceptedCsr, CsrRefusedError, acceptCsr, signWorkerCertificate } from './worker-certificate-signer';
 import { WorkerIssuer } from './worker-issuer';
+import { EnrollmentRefusalAudit } from './refusal-audit';
 
 /** A token refusal's status: the token is no good (403), or it was, for this id or its count (409). */
 const REFUSAL_STATUS: Record<EnrollmentRefusal, number> = {
@@ -22,13 +24,23 @@ const REFUSAL_STATUS: Record<EnrollmentRefusal, number> = {
   enrollment_token_wrong_worker: 403,
   enrollment_token_used: 409,
   enrollment_token_exhausted: 409,
+  enrollment_token_may_not_replace: 409,
+  worker_disabled: 403,
+};
+
+/** What a refusal of the worker's own state tells it to do. */
+const REFUSAL_MESSAGE: Partial<Record<EnrollmentRefusal, string>> = {
+  enrollment_token_may_not_replace:
+    'this worker id has a current certificate or a live session: a pattern token enrolls it only when made with mayReplace (or enroll it with a token for this id)',
+  worker_disabled: 'this worker is disabled: an admin enables it first',
 };
 
 /**
  * Joining (ADR 0045 §2): the one ingress route served without a trusted client certificate. Per
  * source address it is rate limited first (`QL_ENROLL_RATE_PER_MINUTE`); then the CSR is read (a
- * refusal is its audit row alone and leaves the token unused); then the token is consumed and the
- * certificate signed and recorded in one transaction.
+ * refusal leaves the token unused); then the token is consumed and the certificate signed and
+ * recorded in one transaction. A refusal writes nothing but its audit row, and those are bounded per
+ * source address (`EnrollmentRefusalAudit`).
  */
 @Injectable()
 export class WorkerEnrollmentService {
@@ -40,6 +52,7 @@ export class WorkerEnrollmentService {
     @Inject(CORE) core: ControlPlaneCore,
     private readonly tokens: EnrollmentTokensService,
     @Inject(WORKER_CERTIFICATE_REPOSITORY) private readonly certificates: WorkerCertificateRepository,
+    private readonly refusals: EnrollmentRefusalAudit,
   ) {
     const perMinute = core.config.enrollRatePerMinute;
     this.perSource = new RateLimiter({ perSecond: perMinute / 60, burst: perMinute });
@@ -59,7 +72,9 @@ export class WorkerEnrollmentService {
     }
     const issuer = this.issuerOrRefuse();
     const { workerId } = body;
-    const csr = await this.acceptOrRefuse(issuer, body.csr, workerId, 'enrollment.csr_refuse');
+    const csr = await this.acceptOrRefuse(issuer, body.csr, workerId, 'enrollment.csr_refuse', (entry) =>
+      this.refusals.refused(source, 'csr_refused', entry),
+    );
     try {
       const use = await this.tokens.consume(workerId, body.token, (at) =>
         signWorkerCertificate(issuer, csr, at),
@@ -72,7 +87,17 @@ export class WorkerEnrollmentService {
         const replayed = await this.replayed(workerId, csr);
         if (replayed) return issuedResponse(issuer, replayed);
       }
-      throw new IngressRefusal(REFUSAL_STATUS[error.code], error.code, error.message);
+      await this.refusals.refused(source, error.code, {
+        actor: `worker:${workerId}`,
+        action: 'enrollment_token.refuse',
+        target: `enrollment_token:${error.tokenId ?? 'unknown'}`,
+        detail: { workerId, code: error.code },
+      });
+      throw new IngressRefusal(
+        REFUSAL_STATUS[error.code],
+        error.code,
+        REFUSAL_MESSAGE[error.code] ?? error.message,
+      );
     }
   }
 
@@ -119,12 +144,13 @@ export class WorkerEnrollmentService {
     pem: string,
     workerId: string,
     action: string,
+    audit: (entry: AuditEntry) => Promise<void> = (entry) => this.certificates.auditRefusal(entry),
   ): Promise<AcceptedCsr> {
     try {
       return await acceptCsr(pem, workerId, issuer.trustDomain);
     } catch (error) {
       if (!(error instanceof CsrRefusedError)) throw error;
-      await this.certificates.auditRefusal({
+      await audit({
         actor: `worker:${workerId}`,
         action,
         target: `worker:${workerId}`,

@@ -11,7 +11,9 @@ interface Connection {
  * a client certificate once, at the handshake, and a kept-alive connection could otherwise carry its
  * calls for as long as the client keeps it busy. Once a connection is `maxMs` old, the answers still
  * to be written say `Connection: close` (the client opens a new connection, no request is lost), and
- * it closes as soon as no answer is in flight — at once when idle. The certificate's validity and
+ * it closes as soon as no answer is in flight — at once when idle. A request still in flight then has
+ * `maxMs` more to finish, after which the connection is closed without its answer (issue 27 item 8: a
+ * trickled body or a stalled request must not hold it for ever). The certificate's validity and
  * revocation are checked on every request anyway (`PrincipalStanding`); this bounds what rides on one
  * handshake. `event`: the server's connection event (`secureConnection` for TLS).
  */
@@ -20,12 +22,12 @@ export function boundConnectionLifetime(server: Server, event: string, maxMs: nu
   server.on(event, (socket: Socket) => {
     const connection: Connection = { expired: false, answering: new Set() };
     connections.set(socket, connection);
-    const timer = setTimeout(() => {
+    let timer = setTimeout(() => {
       connection.expired = true;
       for (const res of connection.answering) if (!res.headersSent) res.setHeader('connection', 'close');
       closeWhenIdle(socket, connection);
-    }, maxMs);
-    timer.unref();
+      if (!socket.destroyed) timer = setTimeout(() => socket.destroy(), maxMs).unref();
+    }, maxMs).unref();
     socket.once('close', () => clearTimeout(timer));
   });
   // Before the framework's own listener, which may answer at once.

@@ -151,7 +151,7 @@ const trustedPeers = new WeakMap<TLSSocket, boolean>();
  * authorized (it takes a ticket for PSK authentication), and a client that handshook without a
  * certificate, for the enrollment route, holds such a ticket. A trusted certificate must be there.
  */
-function presentsTrustedCertificate(socket: TLSSocket): boolean {
+export function presentsTrustedCertificate(socket: TLSSocket): boolean {
   let trusted = trustedPeers.get(socket);
   if (trusted === undefined) {
     trusted = socket.authorized === true && socket.getPeerX509Certificate() !== undefined;
@@ -182,7 +182,9 @@ function answerClientError(dialect: EdgeDialect, error: Error & { code?: string 
   if (lingering.has(socket)) return;
   // Raw bytes after a response has started would corrupt it: Node's own handler makes the same check.
   const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
-  if (error.code === 'ECONNRESET' || !socket.writable || inFlight) {
+  // A TLS failure (a handshake timed out or broken, `tlsClientError`) has no HTTP to answer in.
+  const tlsFailure = /^ERR_(TLS|SSL)_/.test(error.code ?? '');
+  if (error.code === 'ECONNRESET' || tlsFailure || !socket.writable || inFlight) {
     socket.destroy();
     return;
   }

@@ -53,12 +53,16 @@ export const RENEW_RETRY_MAX_MS = 60_000;
 /** Refusals of a renewal that mean "this certificate is not one the control plane rotates": keep it. */
 const NOT_ROTATED = ['certificate_unknown', 'enrollment_disabled'];
 
+/** What the exit line says when enrollment refused a disabled worker (renewal says its own). */
+export const ENROLLMENT_OF_DISABLED = 'its enrollment was refused';
+
 /** The enrollment route's refusals of the token (exit 8, the code printed). */
 const TOKEN_REFUSALS = [
   'enrollment_token_invalid',
   'enrollment_token_wrong_worker',
   'enrollment_token_used',
   'enrollment_token_exhausted',
+  'enrollment_token_may_not_replace',
 ];
 
 /**
@@ -261,6 +265,9 @@ export class CertificateKeeper {
     try {
       answer = await this.calls.enroll(body, caPem, { signal });
     } catch (error) {
+      // A disabled worker is refused enrollment as renewal (exit 5): a new token would not help.
+      if (error instanceof IngressCallError && error.code === 'worker_disabled')
+        throw new IdentityLostError('worker_disabled', ENROLLMENT_OF_DISABLED, error.code);
       if (error instanceof IngressCallError && TOKEN_REFUSALS.includes(error.code)) {
         throw new IdentityLostError(
           'enrollment_refused',

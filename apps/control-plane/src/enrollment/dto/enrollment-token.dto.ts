@@ -6,7 +6,7 @@ import {
   EnrollmentTokenStatus,
   WORKER_ID_PATTERN,
 } from '@ql/domain';
-import { IntField, TextField } from '../../http/validation/dto-fields';
+import { BoolField, IntField, TextField } from '../../http/validation/dto-fields';
 import { ListOf, NULLABLE_TIME_PROP, TIME_PROP, UUID_V7_PROP } from '../../http/view-props';
 
 const { ttlMinSeconds, ttlMaxSeconds, ttlDefaultSeconds, patternMaxLength, patternMaxWorkers } =
@@ -42,6 +42,14 @@ export class CreateEnrollmentTokenDto {
     description: 'seconds until the token expires',
   })
   ttlSeconds?: number;
+
+  @BoolField({
+    presence: 'optional',
+    default: false,
+    description:
+      'with `pattern` only: it may also enroll an id that has a current certificate or a live session, replacing it (by default such an id is refused, `enrollment_token_may_not_replace`)',
+  })
+  mayReplace?: boolean;
 }
 
 /** A token as listed: never the token or its digest. */
@@ -73,6 +81,12 @@ export class EnrollmentTokenDto {
 
   @ApiProperty(NULLABLE_TIME_PROP)
   readonly revokedAt!: string | null;
+
+  @ApiProperty({
+    type: 'boolean',
+    description: 'a pattern token that may enroll an id with a current certificate or a live session',
+  })
+  readonly mayReplace!: boolean;
 
   @ApiProperty({ description: 'the API key id that made it, or `cli`' })
   readonly createdBy!: string;

@@ -18,6 +18,7 @@ const part = <K extends keyof Package>(file: string, name: K): Package[K] =>
 
 export const ArrayMaxSize = part('decorator/array/ArrayMaxSize', 'ArrayMaxSize');
 export const IsArray = part('decorator/typechecker/IsArray', 'IsArray');
+export const IsBoolean = part('decorator/typechecker/IsBoolean', 'IsBoolean');
 export const IsIn = part('decorator/common/IsIn', 'IsIn');
 export const IsInt = part('decorator/typechecker/IsInt', 'IsInt');
 export const IsObject = part('decorator/typechecker/IsObject', 'IsObject');

@@ -4,6 +4,7 @@ import { ApiProperty, ApiPropertyOptions } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
   IsArray,
+  IsBoolean,
   IsIn,
   IsInt,
   IsObject,
@@ -92,6 +93,10 @@ export const IntField = (min: number, max: number, options: FieldOptions = {}) =
     Min(min, { message: 'out_of_range', context: { min, max } }),
     Max(max, { message: 'out_of_range', context: { min, max } }),
   ]);
+
+/** A JSON `true` or `false`: a string is refused, never converted. */
+export const BoolField = (options: FieldOptions = {}) =>
+  field(options, { type: 'boolean' }, [IsBoolean({ message: 'must_be_boolean' })]);
 
 export const TextField = (rules: TextRules, options: FieldOptions = {}) =>
   field(options, textSchema(rules), [IsText(rules)]);
