@@ -1,5 +1,5 @@
 /**
- * Issue 29 item 3 (ADR 0063): `npm start` with an operator revoking its worker — the worker exits 9
+ * Issue 29 item 3 (ADR 0063): `npm start` with an operator revoking its worker — the worker exits 11
  * within a bounded time and the quickstart does not restart it (it used to log 401 for ever); the next
  * `npm start` sees no usable certificate (the revoked one was put aside), makes a token and the
  * worker enrolls and registers again.
@@ -33,7 +33,7 @@ describe('the quickstart (npm start) when its worker is revoked', () => {
       deadlineMs: 90_000,
     });
 
-  it('the revoked worker exits 9 and is not restarted; the next npm start enrolls it anew', async () => {
+  it('the revoked worker exits 11 and is not restarted; the next npm start enrolls it anew', async () => {
     dir = tempDir('ql-quickstart-revoked-');
     const env = await quickstartEnv(dir, { QL_WORKER_HEARTBEAT_MS: '200', QL_REVOCATION_CACHE_MS: '0' });
     const q = new EntryPoint(QUICKSTART, env);
@@ -51,7 +51,7 @@ describe('the quickstart (npm start) when its worker is revoked', () => {
       level: 'error',
       code: WORKER_EXIT.certificateRevoked,
       msg: expect.stringMatching(
-        /^quickstart: worker-1 exited with code 9 \(its certificate was revoked and put aside: .*npm start again.*\); not restarting it$/,
+        /^quickstart: worker-1 exited with code 11 \(its certificate was revoked and put aside: .*npm start again.*\); not restarting it$/,
       ),
     });
     expect(q.messages().filter((m) => /heartbeat failed|heartbeat still failing/.test(m))).toEqual([]);

@@ -198,7 +198,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       expect(existsSync(fresh.cert)).toBe(false);
     });
 
-    it('a revoked worker cannot rotate: exit 9, no certificate issued, the revoked one put aside', async () => {
+    it('a revoked worker cannot rotate: exit 11, no certificate issued, the revoked one put aside', async () => {
       const { m, held, again, code } = await restartAfter('enr-rev', 'revoke');
       expect(code).toBe(WORKER_EXIT.certificateRevoked);
       expect(again.transcript()).toContain('has been revoked');

@@ -1,8 +1,8 @@
 /**
  * Issue 29 item 3 (ADR 0063), with real worker processes, a real control plane and real TLS: revoking
- * a live worker's certificate makes it stop pulling, end its runs and exit 9 (`certificateRevoked`)
+ * a live worker's certificate makes it stop pulling, end its runs and exit 11 (`certificateRevoked`)
  * within a bounded time instead of logging 401 for ever; it puts the revoked certificate aside, so a
- * start without a token exits 9 again and a start with a new token enrolls anew and registers. A worker
+ * start without a token exits 11 again and a start with a new token enrolls anew and registers. A worker
  * revoked while stopped and started with a token enrolls instead of ignoring the token.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -49,7 +49,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a revoked worker process (%s)', 
   const failureLines = (w: RunWorker) =>
     w.lines.filter((l) => /heartbeat failed|heartbeat still failing|pull failed/.test(String(l.msg)));
 
-  it('revoked while running a task: it ends the run, exits 9 within a bounded time, and enrolls again with a new token', async () => {
+  it('revoked while running a task: it ends the run, exits 11 within a bounded time, and enrolls again with a new token', async () => {
     const m = workerMachine(h, 'live');
     const w = start('rev-live', m, { QL_WORKER_ENROLL_TOKEN: await token('rev-live') });
     await h.untilOnline(w);
@@ -85,7 +85,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('a revoked worker process (%s)', 
     expect(existsSync(`${m.cert}.revoked`)).toBe(true);
     expect((await h.run(runId)).status).not.toBe('succeeded');
 
-    // Without a token a start says what it needs and exits 9 again (no supervisor restarts it).
+    // Without a token a start says what it needs and exits 11 again (no supervisor restarts it).
     const again = start('rev-live', m);
     expect((await again.exited).code).toBe(WORKER_EXIT.certificateRevoked);
     expect(again.transcript()).toContain('Start the worker with a new token');

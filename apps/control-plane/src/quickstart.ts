@@ -14,7 +14,7 @@ import { EXIT } from './start-failure';
  * control plane already running on the same ports is never mistaken for it), one local worker
  * (`worker-1`), supervised: restarted with a backoff after a non-zero exit (a fenced or expired
  * session exits 3 by design), except after a configuration error (2), a disabled worker (5), a
- * superseded certificate (7), a refused enrollment (8) or a revoked certificate (9). The worker joins through enrollment (ADR
+ * superseded certificate (7), a refused enrollment (8) or a revoked certificate (11). The worker joins through enrollment (ADR
  * 0045): its key and certificate live beside its journal (`./var/worker/<id>/tls/`), and whenever it
  * holds no usable certificate the quickstart makes it a token (`enroll-token create`) first. SIGINT/SIGTERM/SIGHUP stops the worker first (drain, offline), then the
  * control plane.

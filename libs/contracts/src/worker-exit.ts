@@ -41,8 +41,9 @@ export const WORKER_EXIT = {
    * ended its runs (no call of a revoked certificate is heard) and moved the certificate aside to
    * `<cert>.revoked`; restarting cannot help until it has a new token, with which its next start
    * enrolls again. The quickstart, the systemd unit and the deployment notes do not restart it.
+   * Not 9: node itself exits 9 on a bad option (Node 24 refused a flag so), which must not read as revoked.
    */
-  certificateRevoked: 9,
+  certificateRevoked: 11,
 } as const;
 
 /** The refusal that makes a worker exit `disabled` rather than `fenced` or `failed`. */

@@ -22,7 +22,7 @@ export type IdentityLoss =
   | 'certificate_superseded'
   | 'enrollment_refused'
   | 'worker_disabled'
-  /** `certificate_revoked`: exit 9, the certificate put aside; a new token enrolls again (ADR 0063). */
+  /** `certificate_revoked`: exit 11, the certificate put aside; a new token enrolls again (ADR 0063). */
   | 'certificate_revoked'
   /** Any other refusal of a renewal while running (a revoked certificate): exit 1, the code printed. */
   | 'certificate_refused';
@@ -310,7 +310,7 @@ function expired(workerId: string, current: CurrentCertificate): IdentityLostErr
   );
 }
 
-/** ADR 0063: what a revoked worker says on its way out (exit 9), naming the step that brings it back. */
+/** ADR 0063: what a revoked worker says on its way out (exit 11), naming the step that brings it back. */
 export function revokedLoss(workerId: string, revokedPath: string, detail?: string): IdentityLostError {
   return new IdentityLostError(
     'certificate_revoked',
