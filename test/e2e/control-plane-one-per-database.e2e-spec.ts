@@ -1,5 +1,5 @@
 /**
- * Issue 29 item 6 (ADR 0062): one SQLite file has one control plane. A second `npm start` in the same
+ * Issue 29 item 6 (ADR 0054): one SQLite file has one control plane. A second `npm start` in the same
  * folder on other ports stops at once with exit 2 naming the running one, starts no worker and leaves
  * the running one alone; the CLI commands that write the same file keep working beside it; a plane
  * killed with -9 leaves no stale lock behind.

@@ -1,5 +1,5 @@
 /**
- * Issue 29 item 3 (ADR 0063): `npm start` with an operator revoking its worker — the worker exits 11
+ * Issue 29 item 3 (ADR 0055): `npm start` with an operator revoking its worker — the worker exits 11
  * within a bounded time and the quickstart does not restart it (it used to log 401 for ever); the next
  * `npm start` sees no usable certificate (the revoked one was put aside), makes a token and the
  * worker enrolls and registers again.

@@ -1,5 +1,5 @@
 /**
- * Issue 29 item 3 (ADR 0063), with real worker processes, a real control plane and real TLS: revoking
+ * Issue 29 item 3 (ADR 0055), with real worker processes, a real control plane and real TLS: revoking
  * a live worker's certificate makes it stop pulling, end its runs and exit 11 (`certificateRevoked`)
  * within a bounded time instead of logging 401 for ever; it puts the revoked certificate aside, so a
  * start without a token exits 11 again and a start with a new token enrolls anew and registers. A worker

@@ -60,7 +60,7 @@ export const issuerEnv = (pki: { workerIssuerCertPath: string; workerIssuerKeyPa
   QL_ENROLL_AUDIT_ROWS: '1000',
 });
 
-/** Worker processes against a plane that issues 5-minute certificates and sees revocations at once. */
+/** Worker processes against a plane whose certificates live 5 minutes and that sees revocations at once. */
 export const enrollingHarness = (dialect: Dialect, workerIds: string[] = []) =>
   RemoteRunHarness.start(dialect, workerIds, (pki) => ({
     ...issuerEnv(pki),

@@ -59,7 +59,7 @@ async function run(config: ControlPlaneConfig): Promise<void> {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     () => require('./bootstrap') as typeof import('./bootstrap'),
   );
-  // One SQLite file has one control plane (ADR 0062): taken before the file is opened or migrated.
+  // One SQLite file has one control plane (ADR 0054): taken before the file is opened or migrated.
   const sqlitePath = sqlitePathOf(config.databaseUrl);
   const lock = sqlitePath ? PlaneLock.acquire(sqlitePath, new Date()) : undefined;
   const plane = await startControlPlane(config);

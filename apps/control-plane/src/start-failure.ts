@@ -24,7 +24,7 @@ type NodeError = Error & { code?: string; path?: string; port?: number; address?
 export function describeStartFailure(error: unknown, config?: ControlPlaneConfig): StartFailure {
   if (error instanceof ConfigError)
     return { exitCode: EXIT.config, line: `configuration error: ${error.message}` };
-  // Another plane on this SQLite file: restarting cannot help while it runs (ADR 0062).
+  // Another plane on this SQLite file: restarting cannot help while it runs (ADR 0054).
   if (error instanceof DatabaseInUseError)
     return { exitCode: EXIT.config, line: `control plane failed to start: ${error.message}` };
   const e = (error instanceof Error ? error : new Error(String(error))) as NodeError;

@@ -146,7 +146,7 @@ async function main(): Promise<number> {
       await lifecycle.stop().catch(() => undefined);
       return endFor(outcome.error);
     }
-    // Every call refused since: pulling stopped, runs ended, session left to expire (ADR 0063).
+    // Every call refused since: pulling stopped, runs ended, session left to expire (ADR 0055).
     if (outcome.kind === 'fenced' && outcome.event.code === 'certificate_revoked')
       return endFor(revokedLoss(config.workerId, certificate.revokedPath, outcome.event.action));
     if (outcome.kind === 'fenced' && outcome.event.reason === WORKER_DISABLED_REASON) {
@@ -185,7 +185,7 @@ function disabledMessage(workerId: string, what: string): string {
   );
 }
 
-/** ADR 0045, 0063: the exit code of an identity the worker lost (6–9; 5 disabled; 1 any other refusal). */
+/** ADR 0045, 0055: the exit code of an identity the worker lost (6–8, 11; 5 disabled; 1 any other refusal). */
 function exitOf(error: IdentityLostError): number {
   switch (error.loss) {
     case 'certificate_expired':

@@ -7,7 +7,7 @@ import { closeSync, openSync } from 'node:fs';
  * flock/fcntl API, so it is taken through SQLite (better-sqlite3) in exclusive locking mode, which
  * keeps the lock its first write transaction took until the connection closes; busy timeout 0, so a
  * held lock answers at once. The file is never removed: unlinking a lock file lets two processes lock
- * two different inodes. Used by the worker's journal and the control plane's SQLite file (ADR 0062).
+ * two different inodes. Used by the worker's journal and the control plane's SQLite file (ADR 0054).
  */
 export function takeKernelLock(path: string): BetterSqlite3.Database | null {
   closeSync(openSync(path, 'a', 0o600)); // 0600 from the start, whatever SQLite's default mode

@@ -37,7 +37,7 @@ export const WORKER_EXIT = {
    */
   enrollmentRefused: 8,
   /**
-   * `certificate_revoked` (ADR 0063): an admin revoked this worker's certificate. It stopped pulling,
+   * `certificate_revoked` (ADR 0055): an admin revoked this worker's certificate. It stopped pulling,
    * ended its runs (no call of a revoked certificate is heard) and moved the certificate aside to
    * `<cert>.revoked`; restarting cannot help until it has a new token, with which its next start
    * enrolls again. The quickstart, the systemd unit and the deployment notes do not restart it.

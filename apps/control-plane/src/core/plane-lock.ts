@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { takeKernelLock } from '@ql/contracts';
 
-/** Another live control plane holds this SQLite file's lock (ADR 0062): exit 2, naming it. */
+/** Another live control plane holds this SQLite file's lock (ADR 0054): exit 2, naming it. */
 export class DatabaseInUseError extends Error {
   override readonly name = 'DatabaseInUseError';
 }
@@ -19,7 +19,7 @@ interface PlaneOwner {
 }
 
 /**
- * One SQLite file has one control plane (issue 29 item 6, ADR 0062): a kernel lock on
+ * One SQLite file has one control plane (issue 29 item 6, ADR 0054): a kernel lock on
  * `<file>.plane-lock` (as the worker's journal, ADR 0029: released by the kernel when its owner dies,
  * however it dies, so no stale lock survives kill -9), held for the process's life, and
  * `<file>.plane.json` naming the owner. CLI commands (api-key, secret, enroll-token …) do not take

@@ -25,7 +25,7 @@ export class PrincipalStanding {
   async check(principal: WorkerPrincipal): Promise<void> {
     const invalid = validityRefusal(principal, this.clock.now());
     if (invalid) throw new IngressRefusal(401, 'worker_authentication_required', WHY[invalid]);
-    // Its own code, so the worker knows to stop, put the certificate aside and wait for a token (ADR 0063).
+    // Its own code, so the worker knows to stop, put the certificate aside and wait for a token (ADR 0055).
     if (await this.revocations.isRevoked(principal.fingerprint256)) {
       throw new IngressRefusal(
         401,

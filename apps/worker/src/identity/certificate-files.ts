@@ -25,7 +25,7 @@ export type CertificateProblem = 'missing' | 'unreadable' | 'key_mismatch';
  */
 export class CertificateFiles {
   readonly pendingKeyPath: string;
-  /** Where a certificate the control plane revoked is put aside (ADR 0063): no longer a usable one. */
+  /** Where a certificate the control plane revoked is put aside (ADR 0055): no longer a usable one. */
   readonly revokedPath: string;
 
   constructor(

@@ -16,13 +16,13 @@ import { unlinkQuietly } from '../journal/durable-files';
 import { CertificateFiles, CurrentCertificate, describe } from './certificate-files';
 import { buildCsr, newWorkerKey } from './csr';
 
-/** Why the worker must end for its identity (ADR 0045, 0063: exit codes 5–9 of WORKER_EXIT). */
+/** Why the worker must end for its identity (ADR 0045, 0055: exit codes 5–8 and 11 of WORKER_EXIT). */
 export type IdentityLoss =
   | 'certificate_expired'
   | 'certificate_superseded'
   | 'enrollment_refused'
   | 'worker_disabled'
-  /** `certificate_revoked`: exit 11, the certificate put aside; a new token enrolls again (ADR 0063). */
+  /** `certificate_revoked`: exit 11, the certificate put aside; a new token enrolls again (ADR 0055). */
   | 'certificate_revoked'
   /** Any other refusal of a renewal while running (a revoked certificate): exit 1, the code printed. */
   | 'certificate_refused';
@@ -99,7 +99,7 @@ export class CertificateKeeper {
     return this.lost;
   }
 
-  /** Where a revoked certificate is put aside (ADR 0063). */
+  /** Where a revoked certificate is put aside (ADR 0055). */
   get revokedPath(): string {
     return this.files.revokedPath;
   }
@@ -134,7 +134,7 @@ export class CertificateKeeper {
       // summaries with growing spacing, one recovery line, whichever call of the start meets it.
       await this.renew(signal, new RepeatedFailureLog(this.log, 'register'), this.files.readPendingKey());
     } catch (error) {
-      // Revoked while it was stopped: not a usable certificate; a token given enrolls anew (ADR 0063).
+      // Revoked while it was stopped: not a usable certificate; a token given enrolls anew (ADR 0055).
       if (!(error instanceof IdentityLostError && error.loss === 'certificate_revoked') || !token)
         throw error;
       this.retireRevoked();
@@ -146,7 +146,7 @@ export class CertificateKeeper {
       );
   }
 
-  /** ADR 0063: the revoked certificate put aside, so neither this worker nor a supervisor takes it for usable. */
+  /** ADR 0055: the revoked certificate put aside, so neither this worker nor a supervisor takes it for usable. */
   retireRevoked(): void {
     this.stop();
     this.files.retire();
@@ -310,7 +310,7 @@ function expired(workerId: string, current: CurrentCertificate): IdentityLostErr
   );
 }
 
-/** ADR 0063: what a revoked worker says on its way out (exit 11), naming the step that brings it back. */
+/** ADR 0055: what a revoked worker says on its way out (exit 11), naming the step that brings it back. */
 export function revokedLoss(workerId: string, revokedPath: string, detail?: string): IdentityLostError {
   return new IdentityLostError(
     'certificate_revoked',

@@ -532,7 +532,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       return answer;
     } catch (error) {
       this.rateLimits.failed(action, error);
-      // A revoked certificate is heard nowhere any more: end as a fenced session does (ADR 0063).
+      // A revoked certificate is heard nowhere any more: end as a fenced session does (ADR 0055).
       if (isCertificateRevoked(error) && this.session) this.fence(action, error);
       throw error;
     }

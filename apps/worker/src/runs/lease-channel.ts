@@ -81,7 +81,7 @@ export function isSessionFenced(error: unknown): error is IngressCallError {
   return error instanceof IngressCallError && error.status === 409 && !isLeaseFenced(error);
 }
 
-/** `certificate_revoked` (401 at the edge, 403 from a renewal racing the revocation): ADR 0063. */
+/** `certificate_revoked` (401 at the edge, 403 from a renewal racing the revocation): ADR 0055. */
 export function isCertificateRevoked(
   error: unknown,
 ): error is IngressCallError & { readonly code: 'certificate_revoked' } {
