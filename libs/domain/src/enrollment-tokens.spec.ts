@@ -74,6 +74,7 @@ describe('parseEnrollmentTokenSpec', () => {
       workerId: 'router-1',
       pattern: null,
       maxWorkers: 1,
+      mayReplace: false,
       ttlSeconds: 3600,
     });
   });
@@ -83,6 +84,7 @@ describe('parseEnrollmentTokenSpec', () => {
       workerId: null,
       pattern: 'router-*',
       maxWorkers: 50,
+      mayReplace: false,
       ttlSeconds: 600,
     });
   });
