@@ -2,6 +2,7 @@ import { closeSync, existsSync, fsyncSync, openSync, renameSync, statSync, unlin
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, ControlPlaneConfig } from '../config/config';
+import { sqlitePathOf } from '../core/plane-lock';
 
 export interface SqliteBackup {
   readonly file: string;
@@ -68,11 +69,11 @@ export async function runBackupCommand(
 ): Promise<number> {
   const { values } = parseArgs({ args, options: { out: { type: 'string' } } });
   if (values.out === undefined) throw new ConfigError('backup: --out <file> is required');
-  if (!/^sqlite:/.test(config.databaseUrl))
+  const sqlitePath = sqlitePathOf(config.databaseUrl);
+  if (sqlitePath === undefined)
     throw new ConfigError(
       'backup copies a SQLite database; for PostgreSQL use pg_dump (docs/operations.md, "Backup and restore")',
     );
-  const sqlitePath = config.databaseUrl.slice('sqlite:'.length).replace(/^\/\//, '');
   sayDatabase(sqlitePath);
   process.stdout.write(`${JSON.stringify(await backupSqlite(sqlitePath, values.out), null, 2)}\n`);
   return 0;
