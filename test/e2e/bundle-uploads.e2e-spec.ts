@@ -20,6 +20,7 @@ const MAX_BYTES = 1024 * 1024;
 const SENT_BYTES = 4 * 1024;
 /** Only bounds a hang: a server that waits for the rest of the body never answers. */
 const ANSWER_DEADLINE_MS = 15_000;
+const SHUTDOWN_GRACE_MS = 1_000;
 
 describe.each<Dialect>(['sqlite', 'postgres'])('bundle uploads at the admin edge (%s)', (dialect) => {
   let db: TestDatabase;
@@ -62,10 +63,12 @@ describe.each<Dialect>(['sqlite', 'postgres'])('bundle uploads at the admin edge
     t = await startTestPlane(db, pki, {
       QL_BUNDLE_MAX_BYTES: String(MAX_BYTES),
       QL_BUNDLE_UPLOADS_MAX: '2',
+      QL_SHUTDOWN_GRACE_MS: String(SHUTDOWN_GRACE_MS),
     });
   });
+  let closed = false;
   afterAll(async () => {
-    await t?.close();
+    if (!closed) await t?.close();
     await db?.dispose();
     pki?.remove();
   });
@@ -105,30 +108,51 @@ describe.each<Dialect>(['sqlite', 'postgres'])('bundle uploads at the admin edge
     }
   });
 
+  /** `ql_bundle_uploads_receiving` as /metrics says it now. */
+  const receiving = async (): Promise<number> => {
+    const res = await t.admin('GET', '/metrics', undefined, t.viewerToken);
+    return Number(/^ql_bundle_uploads_receiving (\d+)$/m.exec(res.raw)?.[1]);
+  };
+  const receivingBecomes = (n: number) =>
+    eventually(`${n} upload bodies being received`, async () => ((await receiving()) === n ? n : undefined));
+
   it('at most QL_BUNDLE_UPLOADS_MAX bodies are received at once: the next is 503 bundle_uploads_busy with Retry-After, until one ends', async () => {
     const b = bundleOf({ '签到.js': 'console.log("签到")\n' });
+    // Opened one after another, each seen holding its slot: a later upload never takes a slot first.
     const first = await startUpload({ token: t.adminToken, body: b.content, sent: 10 });
+    await receivingBecomes(1);
     const second = await startUpload({ token: t.adminToken, body: b.content, sent: 10 });
-    // Each try that found a slot free (its body whole) ends at once; one that did not is 503.
-    const busy = await eventually('an upload refused as busy', async () => {
-      const { c } = await startUpload({ token: t.adminToken, body: b.content, sent: b.content.length });
-      const res = await answer(c, 'a third upload');
-      c.destroy();
-      return res.status === 503 ? res : undefined;
+    await receivingBecomes(2);
+    const third = await startUpload({ token: t.adminToken, body: b.content, sent: b.content.length });
+    const busy = await answer(third.c, 'a third upload');
+    third.c.destroy();
+    expect({ status: busy.status, body: busy.body }).toMatchObject({
+      status: 503,
+      body: { code: 'unavailable', reason: 'bundle_uploads_busy' },
     });
-    expect(busy.body).toMatchObject({ code: 'unavailable', reason: 'bundle_uploads_busy' });
     expect(busy.headers['retry-after']).toBe('1');
+    expect(await receiving()).toBe(2);
     await first.rest();
     expect((await answer(first.c, 'the first upload')).status).toBe(200);
     second.c.destroy(); // a client gone mid-body frees its slot too
+    await receivingBecomes(0);
     for (const n of [1, 2]) {
-      const res = await eventually(`upload ${n} after the slots freed`, async () => {
-        const { c } = await startUpload({ token: t.adminToken, body: b.content, sent: b.content.length });
-        const got = await answer(c, 'an upload after');
-        c.destroy();
-        return got.status === 503 ? undefined : got;
+      const { c } = await startUpload({ token: t.adminToken, body: b.content, sent: b.content.length });
+      const res = await answer(c, `upload ${n} after the slots freed`);
+      c.destroy();
+      expect({ status: res.status, body: res.body }).toMatchObject({
+        status: 200,
+        body: { digest: b.digest, created: false },
       });
-      expect(res.body).toMatchObject({ digest: b.digest, created: false });
     }
+  });
+
+  // Last: it closes the plane.
+  it('closing the plane cuts off an upload stalled mid-body after QL_SHUTDOWN_GRACE_MS: the close ends, the client is cut off', async () => {
+    const stalled = await startUpload({ token: t.adminToken });
+    await receivingBecomes(1);
+    closed = true;
+    await within('the plane closed with an upload stalled mid-body', ANSWER_DEADLINE_MS, t.close());
+    await within('the stalled upload cut off', ANSWER_DEADLINE_MS, stalled.c.closed());
   });
 });

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -79,6 +80,7 @@ export async function startControlPlane(
       maxConcurrent: config.bundleUploadsMax,
       keys: core.repositories.apiKeys,
       sessions: core.repositories.consoleSessions,
+      metrics: core.metrics,
     });
     // A handshake without a trusted certificate is let through for the enrollment route only: the
     // gate, the first hook, refuses everything else on such a connection (ADR 0045 §2).
@@ -123,7 +125,13 @@ export async function startControlPlane(
         // A waiting log tail answers now: the listeners' close waits for requests in flight.
         core.logWaiters.close();
         core.offerWaiters.close(); // a held pull answers idle now (ADR 0019)
+        // Past QL_SHUTDOWN_GRACE_MS a request still in flight (an upload stalled mid-body, say) is
+        // cut off, so the database still closes cleanly and the process exits 0.
+        const cutOff = setTimeout(() => {
+          for (const app of [admin, ingress]) (app.getHttpServer() as Server).closeAllConnections();
+        }, config.shutdownGraceMs);
         await Promise.allSettled([ingress.close(), admin.close()]);
+        clearTimeout(cutOff);
         await core.queueSignals.close();
         await core.db.close();
       },

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiKeyRepository, ConsoleSessionRepository, UnavailableError } from '@ql/domain';
 import { AdminRefusal, renderAdminError } from '../http/admin-errors';
 import { ADMIN_EDGE } from '../http/edge';
+import type { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { AdminRequest, authorizeAdminRequest } from '../identity/api-key.guard';
 import { BUNDLES_ROUTE, BUNDLE_UPLOAD_ROLE } from './bundles.controllers';
 import { BUNDLE_MEDIA_TYPES } from './bundles.service';
@@ -17,6 +18,8 @@ export interface BundleUploadOptions {
   readonly maxConcurrent: number;
   readonly keys: Pick<ApiKeyRepository, 'findActiveByDigest'>;
   readonly sessions: Pick<ConsoleSessionRepository, 'findLive'>;
+  /** `ql_bundle_uploads_receiving` follows the slots taken. */
+  readonly metrics: Pick<ControlPlaneMetrics, 'bundleUploadReceiving'>;
 }
 
 /**
@@ -60,8 +63,12 @@ export function configureBundleUploads(fastify: FastifyInstance, options: Bundle
           );
         }
         reading++;
+        options.metrics.bundleUploadReceiving(1);
         // The answer sent or the connection gone: either way this upload holds its slot no longer.
-        reply.raw.once('close', () => reading--);
+        reply.raw.once('close', () => {
+          reading--;
+          options.metrics.bundleUploadReceiving(-1);
+        });
         done();
       },
       (error: unknown) => refuseUnread(request, reply, error),

@@ -473,7 +473,7 @@ export const SETTINGS = [
     key: 'shutdownGraceMs',
     env: 'QL_SHUTDOWN_GRACE_MS',
     default: '10000',
-    doc: 'how long SIGTERM waits for in-flight requests',
+    doc: 'how long SIGTERM waits for in-flight requests; past it their connections are cut off and the plane stops cleanly',
     parse: int(0, 600_000),
   },
   {

@@ -57,6 +57,11 @@ export class ControlPlaneMetrics {
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
     registers: [this.registry],
   });
+  private readonly bundleUploads = new Gauge({
+    name: 'ql_bundle_uploads_receiving',
+    help: 'Bundle uploads whose body this control plane is receiving now (at most QL_BUNDLE_UPLOADS_MAX)',
+    registers: [this.registry],
+  });
   private readonly http = new Histogram({
     name: 'ql_http_request_duration_seconds',
     help: 'HTTP request duration by listener, route pattern, method and status code',
@@ -155,6 +160,11 @@ export class ControlPlaneMetrics {
     for (const [action, n] of Object.entries(passed)) if (n > 0) this.sweeps.inc({ action }, n);
     const expired = result.requeued + result.lost + result.cancelled + result.failed;
     if (expired > 0) this.leaseExpiries.inc(expired);
+  }
+
+  /** One more (+1) or one fewer (-1) bundle upload body being received. */
+  bundleUploadReceiving(change: 1 | -1): void {
+    this.bundleUploads.inc(change);
   }
 
   httpRequest(listener: Listener, route: string, method: string, status: number, seconds: number): void {
