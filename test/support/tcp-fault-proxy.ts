@@ -8,6 +8,8 @@ import { AddressInfo, Server, Socket, connect, createServer } from 'node:net';
  *                    drops packets: calls hang until their own timeout)
  *   delayAnswers(ms) bytes from the control plane reach the worker `ms` late (order kept); requests
  *                    pass at once — the answer is slow on its way back
+ *   cut()            every open connection is reset now; new ones pass (a lost connection: a Wi-Fi
+ *                    drop, a NAT entry gone)
  */
 export class TcpFaultProxy {
   private swallowing = false;
@@ -38,6 +40,13 @@ export class TcpFaultProxy {
 
   swallow(): void {
     this.swallowing = true;
+  }
+
+  /** Resets every connection open now; the next ones pass. Answers how many were cut. */
+  cut(): number {
+    const open = [...this.sockets];
+    for (const s of open) s.resetAndDestroy();
+    return open.length;
   }
 
   delayAnswers(ms: number): void {

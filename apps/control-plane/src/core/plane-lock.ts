@@ -1,8 +1,7 @@
-import type BetterSqlite3 from 'better-sqlite3';
 import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { takeKernelLock } from '@ql/contracts';
+import { KernelLock, takeKernelLock } from '@ql/contracts';
 
 /** Another live control plane holds this SQLite file's lock (ADR 0054): exit 2, naming it. */
 export class DatabaseInUseError extends Error {
@@ -28,7 +27,7 @@ interface PlaneOwner {
 export class PlaneLock {
   private constructor(
     private readonly ownerPath: string,
-    private readonly held: BetterSqlite3.Database,
+    private readonly held: KernelLock,
     private owner: PlaneOwner,
   ) {}
 

@@ -1,7 +1,6 @@
-import type BetterSqlite3 from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
-import { takeKernelLock } from '@ql/contracts';
+import { KernelLock, takeKernelLock } from '@ql/contracts';
 import { join } from 'node:path';
 import { ProcessIdentity, identityOf, isSameProcessAlive } from '../host/process-table';
 import { syncFolder, writeFileAtomic } from './durable-files';
@@ -48,7 +47,7 @@ export class JournalLock {
   private constructor(
     private readonly dir: string,
     private readonly bytes: string,
-    private readonly held: BetterSqlite3.Database,
+    private readonly held: KernelLock,
   ) {}
 
   static async acquire(dir: string, workerId: string, now: Date): Promise<JournalLock> {
