@@ -107,27 +107,3 @@ export interface IssuedCertificateResponse {
   readonly serial: string;
   readonly notAfter: string;
 }
-
-/** The session projection every session call answers with. */
-export interface SessionResponse {
-  readonly workerId: string;
-  readonly sessionId: string;
-  readonly generation: number;
-  readonly version: number;
-  readonly status: 'online' | 'draining' | 'offline';
-  readonly leaseExpiresAt: string;
-  readonly maxConcurrentRuns: number;
-  readonly availableSlots: number;
-}
-
-/** The most cancel intents one heartbeat answer carries; the renew answer covers any beyond. */
-export const MAX_HEARTBEAT_CANCELS = 64;
-
-/** R-RUN-5: the heartbeat answer also names this session's held attempts whose run has a cancel request. */
-export interface HeartbeatResponse extends SessionResponse {
-  readonly cancelAttemptIds: string[];
-}
-
-export interface RegisterResponse extends SessionResponse {
-  readonly outcome: 'created' | 'replayed' | 'replaced';
-}

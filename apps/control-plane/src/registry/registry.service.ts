@@ -6,12 +6,18 @@ import {
   WORKER_SESSION_REPOSITORY,
   WorkerSession,
   WorkerSessionRepository,
-  parseFenceOnly,
-  parseHeartbeat,
-  parseRegistration,
   parseSessionId,
 } from '@ql/domain';
-import { HeartbeatResponse, MAX_HEARTBEAT_CANCELS, RegisterResponse, SessionResponse } from '@ql/contracts';
+import {
+  HeartbeatResponse,
+  MAX_HEARTBEAT_CANCELS,
+  RegisterResponse,
+  SessionResponse,
+  parseDrainRequest,
+  parseHeartbeat,
+  parseOfflineRequest,
+  parseRegistration,
+} from '@ql/contracts';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { CertificateForks } from '../identity/certificate-forks';
@@ -23,7 +29,7 @@ import { HeartbeatDto, SessionFenceDto } from './dto/session-fence.dto';
 
 /**
  * Register, heartbeat, drain and offline for the calling worker's session (R-REG-3..6). Bodies
- * arrive as validated DTOs; the domain's readers add the semantic rules (and check the shape again).
+ * arrive as validated DTOs; the contracts' readers add the semantic rules (and check the shape again).
  */
 @Injectable()
 export class RegistryService {
@@ -106,7 +112,7 @@ export class RegistryService {
     sessionId: string,
     body: SessionFenceDto,
   ): Promise<SessionResponse> {
-    return toResponse(await this.sessions.drain(this.command(principal, sessionId, parseFenceOnly(body))));
+    return toResponse(await this.sessions.drain(this.command(principal, sessionId, parseDrainRequest(body))));
   }
 
   async offline(
@@ -114,7 +120,9 @@ export class RegistryService {
     sessionId: string,
     body: SessionFenceDto,
   ): Promise<SessionResponse> {
-    return toResponse(await this.sessions.offline(this.command(principal, sessionId, parseFenceOnly(body))));
+    return toResponse(
+      await this.sessions.offline(this.command(principal, sessionId, parseOfflineRequest(body))),
+    );
   }
 
   private command(

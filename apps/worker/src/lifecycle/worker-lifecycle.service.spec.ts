@@ -2,8 +2,8 @@
 import { getEventListeners } from 'node:events';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { IngressAction } from '@ql/contracts';
-import { isUuidV7, parseRegistration } from '@ql/domain';
-import { createIdGenerator } from '@ql/contracts';
+import { isUuidV7 } from '@ql/domain';
+import { createIdGenerator, parseRegistration } from '@ql/contracts';
 import { testProbe } from '../../test-support/worker-harness';
 import { HostProbe } from '../config/capabilities';
 import { loadWorkerConfig } from '../config/worker-config';
