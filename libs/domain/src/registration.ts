@@ -1,5 +1,4 @@
 import type { CanonicalCapabilities } from './capabilities';
-import { readInt } from './strict';
 
 export const MAX_CONCURRENT_RUNS = 1024;
 /** Session and lease generations are 32-bit columns; versions are safe integers. */
@@ -24,11 +23,4 @@ export interface RegistrationSnapshot {
 export interface SessionFence {
   readonly generation: number;
   readonly expectedVersion: number;
-}
-
-export function parseSessionFence(raw: Record<string, unknown>): SessionFence {
-  return {
-    generation: readInt(raw.generation, 'generation', 1, GENERATION_MAX),
-    expectedVersion: readInt(raw.expectedVersion, 'expectedVersion', 0, VERSION_MAX),
-  };
 }

@@ -5,10 +5,9 @@ import {
   WORKER_SESSION_REPOSITORY,
   WorkerSessionRepository,
   leaseTokenDigest,
-  parsePullRequest,
   parseSessionId,
 } from '@ql/domain';
-import { EXECUTION_OFFER_SCHEMA, OfferResponse, RenewResponse } from '@ql/contracts';
+import { EXECUTION_OFFER_SCHEMA, OfferResponse, RenewResponse, parsePullRequest } from '@ql/contracts';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { PrincipalStanding } from '../identity/principal-standing';

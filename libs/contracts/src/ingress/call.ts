@@ -30,13 +30,15 @@ export interface Refusal {
 export interface IngressCall<A extends string = string> {
   /** The path segment (`…/sessions/{sessionId}/<action>`), or `enroll`/`certificate`. */
   readonly action: A;
+  /** The wire version the call itself belongs to: 2 for a call a v1 worker never makes. */
+  readonly introduced: WireVersion;
   /** Request bytes the control plane reads (before parsing) and the worker refuses to send. */
   readonly bodyLimit: number;
   /** Answer bytes the answer's parser accepts. */
   readonly answerLimit: number;
   /** The answer's versioned schema name, where its body carries one. */
   readonly schema?: string;
-  /** The commit that first served the call: its v1. */
+  /** The commit where both sides first spoke the call: what its first version is. */
   readonly firstReleased: string;
   /**
    * Fields (JSON paths; `field=value` for an enum value) that are not v1, with the version they

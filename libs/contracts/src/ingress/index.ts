@@ -5,3 +5,8 @@ export * from './register';
 export * from './heartbeat';
 export * from './drain';
 export * from './offline';
+export * from './lease-fence';
+export * from './lease-answer';
+export * from './offers';
+export * from './renew';
+export * from './release';

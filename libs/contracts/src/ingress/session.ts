@@ -7,7 +7,6 @@ import {
   MAX_CONCURRENT_RUNS,
   SESSION_STATUSES,
   SessionFence,
-  parseSessionFence,
   VERSION_MAX,
   ValidationError,
   WORKER_ID_PATTERN,
@@ -21,7 +20,13 @@ import { IngressCall, KiB, answerJson, refusing } from './call';
 
 /** The fence every session-scoped call carries (R-REG-5): the body's first two fields. */
 export type SessionFenceRequest = SessionFence;
-export { parseSessionFence };
+
+export function parseSessionFence(raw: Record<string, unknown>): SessionFence {
+  return {
+    generation: readInt(raw.generation, 'generation', 1, GENERATION_MAX),
+    expectedVersion: readInt(raw.expectedVersion, 'expectedVersion', 0, VERSION_MAX),
+  };
+}
 
 /** The session projection every session call answers with. */
 export interface SessionResponse {
@@ -129,6 +134,7 @@ export function parseAnySessionAnswer(
 export function fenceOnlyCall<A extends 'drain' | 'offline'>(action: A) {
   const call: IngressCall<A> = {
     action,
+    introduced: 1,
     bodyLimit: 4 * KiB,
     answerLimit: SESSION_ANSWER_MAX_BYTES,
     firstReleased: 'e7d9752',
