@@ -3,7 +3,6 @@ export * from './ingress-wire';
 export * from './ingress';
 export * from './env-settings';
 export * from './strict-json';
-export * from './run-activation';
 export * from './stdio';
 export * from './entry-args';
 export * from './deferred-date-formats';

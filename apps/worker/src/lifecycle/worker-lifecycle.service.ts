@@ -11,8 +11,11 @@ import {
   RegisterResponse,
   SessionFenceRequest,
   SessionResponse,
+  LeaseCallFields,
+  buildBundleRequest,
   buildDrainRequest,
   buildHeartbeatRequest,
+  buildLeaseCallRequest,
   buildOfflineRequest,
   buildRegisterRequest,
   parseAnySessionAnswer,
@@ -297,7 +300,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   /** `LeaseChannel`: one lease call in the session chain, with the session fence of its turn. */
   leaseCall<A extends LeaseAction>(
     action: A,
-    body: () => Record<string, unknown>,
+    body: () => LeaseCallFields<A>,
     options: LeaseCallOptions<A> = {},
   ): Promise<IngressResponse<A>> {
     // Linked per call and unlinked once it settled: the stop signal lives as long as the worker (ADR 0049).
@@ -308,7 +311,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
         const answer = await this.send(
           action,
           s.sessionId,
-          { generation: s.generation, expectedVersion: s.version, ...body() },
+          buildLeaseCallRequest(action, { generation: s.generation, expectedVersion: s.version }, body()),
           {
             signal,
             ...(options.parse ? { parse: options.parse } : {}),
@@ -336,7 +339,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
    * before its first byte, so the download itself holds up no heartbeat or renewal.
    */
   leaseDownload(
-    body: () => Record<string, unknown>,
+    body: () => LeaseCallFields<'bundle'>,
     options: { readonly signal?: AbortSignal; readonly maxBytes: number },
   ): Promise<IncomingMessage> {
     // Linked for as long as the download lasts, then unlinked (ADR 0049: no AbortSignal.any).
@@ -347,7 +350,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       try {
         const res = await this.ingress.download(
           s.sessionId,
-          { generation: s.generation, expectedVersion: s.version, ...body() },
+          buildBundleRequest({ generation: s.generation, expectedVersion: s.version }, body()),
           { maxBytes: options.maxBytes, signal },
         );
         this.rateLimits.answered();

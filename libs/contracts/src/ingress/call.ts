@@ -9,8 +9,9 @@ import { parseStrictJson } from '../strict-json';
 export const KiB = 1024;
 
 /**
- * A wire version of the ingress contract (ADR 0056). v1 is each call as it was first released; v2
- * adds every field, enum value and refusal that appeared since. A published version never changes.
+ * A wire version of the ingress contract (ADR 0056). v1 is each call as it was first released (the
+ * commit where both sides first spoke it, `firstReleased`), whenever that was; v2 adds every field,
+ * enum value and refusal that appeared since. A published version never changes.
  */
 export const WIRE_VERSIONS = [1, 2] as const;
 export type WireVersion = (typeof WIRE_VERSIONS)[number];
@@ -30,8 +31,6 @@ export interface Refusal {
 export interface IngressCall<A extends string = string> {
   /** The path segment (`…/sessions/{sessionId}/<action>`), or `enroll`/`certificate`. */
   readonly action: A;
-  /** The wire version the call itself belongs to: 2 for a call a v1 worker never makes. */
-  readonly introduced: WireVersion;
   /** Request bytes the control plane reads (before parsing) and the worker refuses to send. */
   readonly bodyLimit: number;
   /** Answer bytes the answer's parser accepts. */
@@ -50,9 +49,9 @@ export interface IngressCall<A extends string = string> {
 }
 
 /**
- * Refusals any call may answer (ADR 0045, ADR 0007): identity, fences, limits, availability. The
- * newer ones belong to v2: 401 `certificate_revoked` (ADR 0045 §4, aeb2d42 2026-12-05) and the 503
- * reason `migrations_pending` (fffb75d 2026-12-07).
+ * Refusals any call may answer (ADR 0007, ADR 0045): identity, limits, availability. The newer ones
+ * belong to v2: 401 `certificate_revoked` from the identity guard (ADR 0055, fbf0d39 2026-12-07) and
+ * the 503 reason `migrations_pending` (fffb75d 2026-12-07).
  */
 export const COMMON_REFUSALS: readonly Refusal[] = [
   { status: 400, code: 'invalid_worker_request', since: 1 },

@@ -28,7 +28,6 @@ export const MAX_RECOVERY_REQUIRED = 1024;
 
 export const HEARTBEAT: IngressCall<'heartbeat'> = {
   action: 'heartbeat',
-  introduced: 1,
   bodyLimit: 4 * KiB,
   answerLimit: SESSION_ANSWER_MAX_BYTES,
   firstReleased: 'e7d9752',

@@ -44,7 +44,6 @@ export function readLeaseAnswer(
 export function leaseFenceCall<A extends 'renew' | 'release'>(action: A) {
   const call: IngressCall<A> = {
     action,
-    introduced: 1,
     bodyLimit: 4 * KiB,
     answerLimit: LEASE_ANSWER_MAX_BYTES,
     firstReleased: 'bb721f9',

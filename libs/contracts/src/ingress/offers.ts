@@ -41,7 +41,6 @@ export const EXECUTION_OFFER_MAX_BYTES = 128 * KiB;
 
 export const OFFERS: IngressCall<'offers'> = {
   action: 'offers',
-  introduced: 1,
   bodyLimit: 4 * KiB,
   answerLimit: EXECUTION_OFFER_MAX_BYTES,
   schema: EXECUTION_OFFER_SCHEMA,

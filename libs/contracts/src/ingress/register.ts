@@ -35,7 +35,6 @@ export const SOFTWARE_VERSION_MAX_LENGTH = 64;
 
 export const REGISTER: IngressCall<'register'> = {
   action: 'register',
-  introduced: 1,
   bodyLimit: 20 * KiB,
   answerLimit: SESSION_ANSWER_MAX_BYTES,
   firstReleased: 'e7d9752',

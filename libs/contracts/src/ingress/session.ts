@@ -134,7 +134,6 @@ export function parseAnySessionAnswer(
 export function fenceOnlyCall<A extends 'drain' | 'offline'>(action: A) {
   const call: IngressCall<A> = {
     action,
-    introduced: 1,
     bodyLimit: 4 * KiB,
     answerLimit: SESSION_ANSWER_MAX_BYTES,
     firstReleased: 'e7d9752',
