@@ -1,6 +1,6 @@
 import { canonicalJson, sha256Hex } from './canonical-json';
 import { FenceReason } from './errors';
-import { AttemptStatus, RunStatus, hasStarted, isTerminalAttempt } from './runs';
+import { AttemptStatus, RunStatus, hasStarted, isTerminalAttempt } from './run-statuses';
 import type { FinalLogChunk } from './run-logs';
 import { RetryPolicy, retryBackoffMs } from './tasks';
 

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { Body, Controller, HttpCode, Inject, Param, Post, StreamableFile, UseGuards } from '@nestjs/common';
 import { ApiProduces } from '@nestjs/swagger';
-import { INGRESS_SESSION_ROUTE, parseBundleRequest } from '@ql/contracts';
+import { BUNDLE_MEDIA_TYPE, INGRESS_SESSION_ROUTE, parseBundleRequest } from '@ql/contracts';
 import { BUNDLE_REPOSITORY, BundleRepository } from '@ql/domain';
 import { IngressController, IngressOperation } from '../http/ingress-docs';
 import { MtlsPrincipalGuard, Principal } from '../identity/mtls-principal.guard';
@@ -39,7 +39,7 @@ export class BundleIngressController {
     const { digest, ...fence } = parseBundleRequest(body);
     const bundle = await this.bundles.authorizeFetch(leaseFenceCommand(p, s, fence), digest);
     return new StreamableFile(Readable.from(bundleChunks(this.bundles, bundle)), {
-      type: 'application/octet-stream',
+      type: BUNDLE_MEDIA_TYPE,
       length: bundle.sizeBytes,
     });
   }
