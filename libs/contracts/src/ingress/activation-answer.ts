@@ -75,7 +75,7 @@ export class ActivationContractError extends ContractError {
 }
 
 /** What the activation answer added after v1, for the four calls that answer it. */
-export const ACTIVATION_ANSWER_SINCE = { 'snapshot.deadlineGraceMs': 2 } as const;
+export const ACTIVATION_ANSWER_SINCE = { 'answer.snapshot.deadlineGraceMs': 2 } as const;
 
 const INT31 = 2 ** 31 - 1;
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

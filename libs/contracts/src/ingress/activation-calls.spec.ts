@@ -62,6 +62,7 @@ describe.each([
 
   it('answers the activation schema; only the answer’s deadlineGraceMs came after v1', () => {
     expect(call.schema).toBe(RUN_ACTIVATION_SCHEMA);
-    expect(fieldsAfter(call, 1)).toEqual(['snapshot.deadlineGraceMs']);
+    expect(fieldsAfter(call, 1, 'answer')).toEqual(['snapshot.deadlineGraceMs']);
+    expect(fieldsAfter(call, 1, 'request')).toEqual([]);
   });
 });

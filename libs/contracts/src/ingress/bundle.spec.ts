@@ -30,7 +30,8 @@ describe('bundle (ingress/bundle.ts)', () => {
 
   it('answers bytes, not JSON; v1 but for the refusal of an attempt no longer starting', () => {
     expect(BUNDLE_MEDIA_TYPE).toBe('application/octet-stream');
-    expect(fieldsAfter(BUNDLE, 1)).toEqual([]);
+    expect(fieldsAfter(BUNDLE, 1, 'request')).toEqual([]);
+    expect(fieldsAfter(BUNDLE, 1, 'answer')).toEqual([]);
     expect(BUNDLE.refusals.filter((r) => r.since === 2)).toEqual([
       { status: 409, code: 'worker_lease_fenced', reason: 'attempt_not_starting', since: 2 },
     ]);

@@ -40,8 +40,8 @@ export interface IngressCall<A extends string = string> {
   /** The commit where both sides first spoke the call: what its first version is. */
   readonly firstReleased: string;
   /**
-   * Fields (JSON paths; `field=value` for an enum value) that are not v1, with the version they
-   * belong to. A path absent here is v1. The comment table of each call file gives the commits.
+   * Fields that are not v1, with the version they belong to: `request.<path>` or `answer.<path>`
+   * (a JSON path). A field absent here is v1. The comment table of each call file gives the commits.
    */
   readonly since: Readonly<Record<string, WireVersion>>;
   /** Refusals this call answers besides the ones every call may (`COMMON_REFUSALS`). */
@@ -64,11 +64,15 @@ export const COMMON_REFUSALS: readonly Refusal[] = [
   { status: 503, code: 'worker_ingress_unavailable', reason: 'migrations_pending', since: 2 },
 ];
 
-/** The fields of `call` that are not in `version` (for shaping an answer or a body for it). */
-export function fieldsAfter(call: IngressCall, version: WireVersion): string[] {
+/**
+ * The fields of `call`'s request or answer that are not in `version` (JSON paths): what a body or
+ * an answer for a session of that version must not carry.
+ */
+export function fieldsAfter(call: IngressCall, version: WireVersion, side: 'request' | 'answer'): string[] {
+  const prefix = `${side}.`;
   return Object.entries(call.since)
-    .filter(([, since]) => since > version)
-    .map(([field]) => field);
+    .filter(([path, since]) => since > version && path.startsWith(prefix))
+    .map(([path]) => path.slice(prefix.length));
 }
 
 /**

@@ -64,11 +64,9 @@ describe('completion (ingress/completion.ts)', () => {
   });
 
   it('records executorHandle and finalLogs, and the answer’s grace, as v2; the body limit', () => {
-    expect(fieldsAfter(COMPLETION, 1).sort()).toEqual([
-      'executorHandle',
-      'finalLogs',
-      'snapshot.deadlineGraceMs',
-    ]);
+    expect(fieldsAfter(COMPLETION, 1, 'request').sort()).toEqual(['executorHandle', 'finalLogs']);
+    expect(fieldsAfter(COMPLETION, 1, 'answer')).toEqual(['snapshot.deadlineGraceMs']);
+    expect(fieldsAfter(COMPLETION, 2, 'request')).toEqual([]);
     expect(COMPLETION.bodyLimit).toBe(68 * 1024);
   });
 

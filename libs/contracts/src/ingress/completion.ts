@@ -44,7 +44,7 @@ export const COMPLETION_FINAL_LOGS_BYTES = 64 * KiB;
 
 export const COMPLETION = activationCall('completion', {
   bodyLimit: 4 * KiB + COMPLETION_FINAL_LOGS_BYTES,
-  since: { executorHandle: 2, finalLogs: 2 },
+  since: { 'request.executorHandle': 2, 'request.finalLogs': 2 },
 });
 
 export interface CompletionFields {

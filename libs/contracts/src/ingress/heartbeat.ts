@@ -31,7 +31,7 @@ export const HEARTBEAT: IngressCall<'heartbeat'> = {
   bodyLimit: 4 * KiB,
   answerLimit: SESSION_ANSWER_MAX_BYTES,
   firstReleased: 'e7d9752',
-  since: { recoveryRequired: 2, cancelAttemptIds: 2 },
+  since: { 'request.recoveryRequired': 2, 'answer.cancelAttemptIds': 2 },
   refusals: [],
 };
 

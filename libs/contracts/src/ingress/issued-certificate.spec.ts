@@ -88,11 +88,13 @@ describe('enroll and certificate (ingress/enroll.ts, ingress/certificate.ts)', (
   });
 
   it('enroll is v1 but for the refusal of a pattern token that may not replace; certificate is v1', () => {
-    expect(fieldsAfter(ENROLL, 1)).toEqual([]);
+    expect(fieldsAfter(ENROLL, 1, 'request')).toEqual([]);
+    expect(fieldsAfter(ENROLL, 1, 'answer')).toEqual([]);
     expect(ENROLL.refusals.filter((r) => r.since === 2)).toEqual([
       { status: 409, code: 'enrollment_token_may_not_replace', since: 2 },
     ]);
-    expect(fieldsAfter(CERTIFICATE, 1)).toEqual([]);
+    expect(fieldsAfter(CERTIFICATE, 1, 'request')).toEqual([]);
+    expect(fieldsAfter(CERTIFICATE, 1, 'answer')).toEqual([]);
     expect(CERTIFICATE.refusals.every((r) => r.since === 1)).toBe(true);
   });
 });

@@ -61,7 +61,8 @@ describe.each([
 
   it('is v1 as first released', () => {
     expect(call.action).toBe(action);
-    expect(fieldsAfter(call, 1)).toEqual([]);
+    expect(fieldsAfter(call, 1, 'request')).toEqual([]);
+    expect(fieldsAfter(call, 1, 'answer')).toEqual([]);
   });
 });
 

@@ -55,7 +55,8 @@ describe('logs (ingress/logs.ts)', () => {
   });
 
   it('records the stream as v2', () => {
-    expect(fieldsAfter(LOGS, 1)).toEqual(['stream']);
+    expect(fieldsAfter(LOGS, 1, 'request')).toEqual(['stream']);
+    expect(fieldsAfter(LOGS, 1, 'answer')).toEqual([]);
   });
 });
 

@@ -33,7 +33,7 @@ export const LOGS: IngressCall<'logs'> = {
   bodyLimit: 64 * KiB,
   answerLimit: 1 * KiB,
   firstReleased: 'bb721f9',
-  since: { stream: 2 },
+  since: { 'request.stream': 2 },
   refusals: [],
 };
 

@@ -160,11 +160,11 @@ describe('offers request (ingress/offers.ts)', () => {
 
   it('records what came after v1: the long poll and three optional spec fields', () => {
     expect(OFFERS.schema).toBe(EXECUTION_OFFER_SCHEMA);
-    expect(fieldsAfter(OFFERS, 1).sort()).toEqual([
+    expect(fieldsAfter(OFFERS, 1, 'request')).toEqual(['waitMs']);
+    expect(fieldsAfter(OFFERS, 1, 'answer').sort()).toEqual([
       'execution.spec.bundle',
       'execution.spec.secretEnv',
       'execution.spec.timezone',
-      'waitMs',
     ]);
   });
 

@@ -46,10 +46,10 @@ export const OFFERS: IngressCall<'offers'> = {
   schema: EXECUTION_OFFER_SCHEMA,
   firstReleased: 'bb721f9',
   since: {
-    waitMs: 2,
-    'execution.spec.timezone': 2,
-    'execution.spec.secretEnv': 2,
-    'execution.spec.bundle': 2,
+    'request.waitMs': 2,
+    'answer.execution.spec.timezone': 2,
+    'answer.execution.spec.secretEnv': 2,
+    'answer.execution.spec.bundle': 2,
   },
   refusals: [],
 };

@@ -86,7 +86,8 @@ describe('register (ingress/register.ts)', () => {
   });
 
   it('is v1 as first released, but for the v2 refusal certificate_superseded', () => {
-    expect(fieldsAfter(REGISTER, 1)).toEqual([]);
+    expect(fieldsAfter(REGISTER, 1, 'request')).toEqual([]);
+    expect(fieldsAfter(REGISTER, 1, 'answer')).toEqual([]);
     expect(REGISTER.refusals).toEqual([{ status: 409, code: 'certificate_superseded', since: 2 }]);
   });
 });

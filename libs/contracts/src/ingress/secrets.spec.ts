@@ -51,7 +51,8 @@ describe('secrets (ingress/secrets.ts)', () => {
   });
 
   it('is v1 as first released but for the refusal of a run being cancelled', () => {
-    expect(fieldsAfter(SECRETS, 1)).toEqual([]);
+    expect(fieldsAfter(SECRETS, 1, 'request')).toEqual([]);
+    expect(fieldsAfter(SECRETS, 1, 'answer')).toEqual([]);
     expect(SECRETS.refusals.filter((r) => r.since === 2)).toEqual([
       { status: 422, code: 'secrets_unavailable', reason: 'cancel_requested', since: 2 },
     ]);
