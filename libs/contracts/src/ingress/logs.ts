@@ -26,7 +26,14 @@ import { IngressCall, KiB, answerJson, refusing } from './call';
 import { LeaseFenceFields, LeaseFenceRequest, buildLeaseFence, readLeaseFence } from './lease-fence';
 import { SessionFenceRequest } from './session';
 
-export const LOG_OUTCOMES = ['stored', 'replayed', 'dropped'] as const;
+export const LOG_OUTCOMES = [
+  'stored',
+  'replayed',
+  'dropped',
+] as const satisfies readonly LogAppendResult['outcome'][];
+
+/** The `logs` answer: what became of the chunk (the store's `LogAppendResult`). */
+export type LogsResponse = LogAppendResult;
 
 export const LOGS: IngressCall<'logs'> = {
   action: 'logs',
@@ -85,7 +92,7 @@ export function parseLogsRequest(body: unknown): LeaseFenceRequest & ReturnType<
 }
 
 /** The worker's strict reader of the `logs` answer, from its bytes. */
-export function parseLogsAnswer(bytes: string | Buffer): LogAppendResult {
+export function parseLogsAnswer(bytes: string | Buffer): LogsResponse {
   const json = answerJson('logs', bytes, LOGS.answerLimit);
   return refusing('logs', () => {
     const top = readObject(json, '', ['outcome', 'truncated']);
