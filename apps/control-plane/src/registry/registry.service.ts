@@ -4,7 +4,6 @@ import {
   ActivationRepository,
   HeartbeatBatcher,
   WORKER_SESSION_REPOSITORY,
-  WorkerSession,
   WorkerSessionRepository,
   parseSessionId,
 } from '@ql/domain';
@@ -13,6 +12,9 @@ import {
   MAX_HEARTBEAT_CANCELS,
   RegisterResponse,
   SessionResponse,
+  buildHeartbeatResponse,
+  buildRegisterResponse,
+  buildSessionResponse,
   parseDrainRequest,
   parseHeartbeat,
   parseOfflineRequest,
@@ -79,7 +81,7 @@ export class RegistryService {
         version,
       });
     }
-    return { outcome: result.outcome, ...toResponse(result.session) };
+    return buildRegisterResponse(result.outcome, result.session);
   }
 
   async heartbeat(
@@ -98,13 +100,11 @@ export class RegistryService {
     this.rateLimit.learnSlots(principal.workerId, session.maxConcurrentRuns);
     // The cancel intents came with the write; a replay (nothing written) reads them on the live-lease
     // index by (worker, session), only after the fence passed.
-    return {
-      ...toResponse(session),
-      cancelAttemptIds: [
-        ...(cancelAttemptIds ??
-          (await this.activation.cancelIntents(session.workerId, session.sessionId, MAX_HEARTBEAT_CANCELS))),
-      ],
-    };
+    return buildHeartbeatResponse(
+      session,
+      cancelAttemptIds ??
+        (await this.activation.cancelIntents(session.workerId, session.sessionId, MAX_HEARTBEAT_CANCELS)),
+    );
   }
 
   async drain(
@@ -112,7 +112,9 @@ export class RegistryService {
     sessionId: string,
     body: SessionFenceDto,
   ): Promise<SessionResponse> {
-    return toResponse(await this.sessions.drain(this.command(principal, sessionId, parseDrainRequest(body))));
+    return buildSessionResponse(
+      await this.sessions.drain(this.command(principal, sessionId, parseDrainRequest(body))),
+    );
   }
 
   async offline(
@@ -120,7 +122,7 @@ export class RegistryService {
     sessionId: string,
     body: SessionFenceDto,
   ): Promise<SessionResponse> {
-    return toResponse(
+    return buildSessionResponse(
       await this.sessions.offline(this.command(principal, sessionId, parseOfflineRequest(body))),
     );
   }
@@ -137,17 +139,4 @@ export class RegistryService {
       leaseMs: this.config.sessionLeaseMs,
     };
   }
-}
-
-export function toResponse(session: WorkerSession): SessionResponse {
-  return {
-    workerId: session.workerId,
-    sessionId: session.sessionId,
-    generation: session.generation,
-    version: session.version,
-    status: session.status,
-    leaseExpiresAt: new Date(session.leaseExpiresAt).toISOString(),
-    maxConcurrentRuns: session.maxConcurrentRuns,
-    availableSlots: session.availableSlots,
-  };
 }

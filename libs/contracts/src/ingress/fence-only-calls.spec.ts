@@ -3,7 +3,8 @@
 import * as drain from './drain';
 import * as offline from './offline';
 import { fieldsAfter } from './call';
-import { refusalOf } from './golden';
+import { buildSessionResponse } from './session';
+import { refusalOf, storedSession } from './golden';
 
 const sessionId = '01938e1e-0000-7000-8000-00000000c001';
 const expect_ = { workerId: 'router-chengdu', sessionId };
@@ -43,6 +44,19 @@ describe.each([
     expect(refusalOf(() => parseRequest({ ...body, expectedVersion: -1 }))).toBe(
       'expectedVersion: out_of_range',
     );
+  });
+
+  it('the control plane builds the golden answer (buildSessionResponse)', () => {
+    const session = storedSession({
+      workerId: 'router-chengdu',
+      sessionId,
+      generation: 2,
+      version: 7,
+      status: status as 'draining' | 'offline',
+      maxConcurrentRuns: 1,
+      availableSlots: 0,
+    });
+    expect(JSON.stringify(buildSessionResponse(session))).toBe(GOLDEN_ANSWER);
   });
 
   it('reads the golden answer and refuses unknown fields, extensions and out-of-range values', () => {

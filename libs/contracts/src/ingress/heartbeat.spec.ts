@@ -1,6 +1,12 @@
-import { HEARTBEAT, buildHeartbeatRequest, parseHeartbeat, parseHeartbeatAnswer } from './heartbeat';
+import {
+  HEARTBEAT,
+  buildHeartbeatRequest,
+  buildHeartbeatResponse,
+  parseHeartbeat,
+  parseHeartbeatAnswer,
+} from './heartbeat';
 import { fieldsAfter } from './call';
-import { refusalOf } from './golden';
+import { refusalOf, storedSession } from './golden';
 
 const sessionId = '01938e1e-0000-7000-8000-00000000b001';
 const cancelled = '01938e1e-0000-7000-8000-00000000b0c1';
@@ -33,6 +39,19 @@ describe('heartbeat (ingress/heartbeat.ts)', () => {
       'recoveryRequired: out_of_range',
     );
     expect(refusalOf(() => parseHeartbeat({ ...body, generation: 0 }))).toBe('generation: out_of_range');
+  });
+
+  it('the control plane builds the golden answer: the session, then the cancel intents', () => {
+    const session = storedSession({
+      workerId: 'nas-hangzhou',
+      sessionId,
+      generation: 3,
+      version: 41,
+      status: 'draining' as const,
+      maxConcurrentRuns: 4,
+      availableSlots: 0,
+    });
+    expect(JSON.stringify(buildHeartbeatResponse(session, [cancelled]))).toBe(GOLDEN_ANSWER);
   });
 
   it('reads the golden answer; an answer without cancel intents reads as none', () => {

@@ -12,13 +12,14 @@
  * | answer: the session projection                  | e7d9752 2026-12-01 | v1   |
  * | answer `cancelAttemptIds` (R-RUN-5)             | af7e7aa 2026-12-02 | v2   |
  */
-import { MAX_CONCURRENT_RUNS, readInt, readObject } from '@ql/domain';
+import { MAX_CONCURRENT_RUNS, WorkerSession, readInt, readObject } from '@ql/domain';
 import { IngressCall, KiB, answerJson } from './call';
 import {
   HeartbeatResponse,
   SESSION_ANSWER_MAX_BYTES,
   SessionExpectation,
   SessionFenceRequest,
+  buildSessionResponse,
   parseSessionFence,
   readSessionAnswer,
 } from './session';
@@ -62,6 +63,14 @@ export function parseHeartbeat(body: unknown): HeartbeatRequest {
       ? {}
       : { recoveryRequired: readInt(raw.recoveryRequired, 'recoveryRequired', 0, MAX_RECOVERY_REQUIRED) }),
   };
+}
+
+/** The control plane's `heartbeat` answer: the session, then the cancel intents it found. */
+export function buildHeartbeatResponse(
+  session: WorkerSession,
+  cancelAttemptIds: readonly string[],
+): HeartbeatResponse {
+  return { ...buildSessionResponse(session), cancelAttemptIds: [...cancelAttemptIds] };
 }
 
 /** The strict reader of the `heartbeat` answer: the session projection and its cancel intents. */

@@ -3,6 +3,7 @@
 import * as renew from './renew';
 import * as release from './release';
 import { fieldsAfter } from './call';
+import { buildReleaseResponse, buildRenewResponse } from './lease-answer';
 import { refusalOf } from './golden';
 
 const offerId = '01938e1e-0000-7000-8000-00000000e001';
@@ -63,6 +64,28 @@ describe.each([
     expect(call.action).toBe(action);
     expect(fieldsAfter(call, 1, 'request')).toEqual([]);
     expect(fieldsAfter(call, 1, 'answer')).toEqual([]);
+  });
+});
+
+describe('the control plane builds the golden answers from a stored lease', () => {
+  it('renew: the lease, then the cancel flag; release: the lease', () => {
+    const stored = {
+      offerId,
+      attemptId: '01938e1e-0000-7000-8000-00000000e0a1',
+      runId: '01938e1e-0000-7000-8000-00000000e0b1',
+      workerId: 'router-guangzhou',
+      sessionId: '01938e1e-0000-7000-8000-00000000e0c1',
+      sessionGeneration: 2,
+      leaseGeneration: 1,
+      version: 5,
+      state: 'active' as const,
+      expiresAt: Date.parse('2026-12-07T12:00:30.000Z'),
+      claimedAt: Date.parse('2026-12-07T12:00:00.000Z'),
+    };
+    expect(JSON.stringify(buildRenewResponse(stored, true))).toBe(
+      `{"lease":${lease},"cancelRequested":true}`,
+    );
+    expect(JSON.stringify(buildReleaseResponse(stored))).toBe(`{"lease":${lease}}`);
   });
 });
 

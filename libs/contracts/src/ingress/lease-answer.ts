@@ -1,8 +1,14 @@
 /** The answers of `renew` and `release`: the lease projection (and, for renew, the cancel flag). */
-import { ValidationError, readObject } from '@ql/domain';
+import { LeaseRecord, ValidationError, readObject } from '@ql/domain';
 import { IngressCall, KiB, answerJson, refusing } from './call';
 import { OfferContractError } from './offers';
-import { OfferedLease, buildLeaseFence, parseLeaseFence, readOfferedLease } from './lease-fence';
+import {
+  OfferedLease,
+  buildLeaseFence,
+  buildOfferedLease,
+  parseLeaseFence,
+  readOfferedLease,
+} from './lease-fence';
 
 /** A lease answer is a few hundred bytes. */
 export const LEASE_ANSWER_MAX_BYTES = 4 * KiB;
@@ -16,6 +22,16 @@ export interface RenewResponse {
 /** What release answers with: the ended lease's projection. */
 export interface ReleaseResponse {
   readonly lease: OfferedLease;
+}
+
+/** The control plane's `renew` answer: the renewed lease and whether its run has a cancel request. */
+export function buildRenewResponse(lease: LeaseRecord, cancelRequested: boolean): RenewResponse {
+  return { lease: buildOfferedLease(lease), cancelRequested };
+}
+
+/** The control plane's `release` answer: the ended lease. */
+export function buildReleaseResponse(lease: LeaseRecord): ReleaseResponse {
+  return { lease: buildOfferedLease(lease) };
 }
 
 /**

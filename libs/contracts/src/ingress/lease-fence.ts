@@ -5,6 +5,7 @@
 import {
   GENERATION_MAX,
   LEASE_TOKEN_PATTERN,
+  LeaseRecord,
   VERSION_MAX,
   ValidationError,
   isUuidV7,
@@ -81,6 +82,17 @@ export interface OfferedLease {
   readonly leaseGeneration: number;
   readonly version: number;
   readonly expiresAt: string;
+}
+
+/** The control plane's side: a stored lease as the answers show it, in wire order. */
+export function buildOfferedLease(lease: LeaseRecord): OfferedLease {
+  return {
+    offerId: lease.offerId,
+    sessionGeneration: lease.sessionGeneration,
+    leaseGeneration: lease.leaseGeneration,
+    version: lease.version,
+    expiresAt: new Date(lease.expiresAt).toISOString(),
+  };
 }
 
 const INT31 = 2 ** 31 - 1;

@@ -2,11 +2,12 @@ import {
   REGISTER,
   RegisterRequest,
   buildRegisterRequest,
+  buildRegisterResponse,
   parseRegisterAnswer,
   parseRegistration,
 } from './register';
 import { fieldsAfter } from './call';
-import { refusalOf } from './golden';
+import { refusalOf, storedSession } from './golden';
 
 const sessionId = '01938e1e-0000-7000-8000-00000000a001';
 const capabilities = {
@@ -57,6 +58,19 @@ describe('register (ingress/register.ts)', () => {
       'protocolVersion: unsupported',
     );
     expect(refusalOf(() => parseRegistration({ ...base, 任务: 1 }))).toBe('任务: unknown_field');
+  });
+
+  it('the control plane builds the golden answer: outcome first, then the session', () => {
+    const session = storedSession({
+      workerId: 'router-shanghai',
+      sessionId,
+      generation: 1,
+      version: 0,
+      status: 'online' as const,
+      maxConcurrentRuns: 2,
+      availableSlots: 2,
+    });
+    expect(JSON.stringify(buildRegisterResponse('created', session))).toBe(GOLDEN_ANSWER);
   });
 
   it('reads the golden answer and refuses unknown fields, other sessions and out-of-range values', () => {

@@ -16,6 +16,7 @@ import validSemver from 'semver/functions/valid';
 import {
   MAX_CONCURRENT_RUNS,
   RegistrationSnapshot,
+  WorkerSession,
   ValidationError,
   canonicalJson,
   canonicalizeCapabilities,
@@ -25,7 +26,13 @@ import {
   sha256Hex,
 } from '@ql/domain';
 import { ContractError, IngressCall, KiB, answerJson } from './call';
-import { RegisterResponse, SESSION_ANSWER_MAX_BYTES, SessionExpectation, readSessionAnswer } from './session';
+import {
+  RegisterResponse,
+  SESSION_ANSWER_MAX_BYTES,
+  SessionExpectation,
+  buildSessionResponse,
+  readSessionAnswer,
+} from './session';
 
 /** The protocol versions this control plane accepts at registration (see PROTOCOL_VERSION_OF_WIRE). */
 export const SUPPORTED_PROTOCOL_VERSIONS = [3] as const;
@@ -121,6 +128,14 @@ export function parseRegistration(body: unknown): RegistrationSnapshot {
     }),
   );
   return { capabilities, maxConcurrentRuns, availableSlots, softwareVersion, protocolVersion, digest };
+}
+
+/** The control plane's `register` answer: how the session came to be, then the session. */
+export function buildRegisterResponse(
+  outcome: RegisterResponse['outcome'],
+  session: WorkerSession,
+): RegisterResponse {
+  return { outcome, ...buildSessionResponse(session) };
 }
 
 /** The worker's strict reader of the `register` answer: the session projection and `outcome`. */

@@ -7,6 +7,7 @@ import {
   MAX_CONCURRENT_RUNS,
   SESSION_STATUSES,
   SessionFence,
+  WorkerSession,
   VERSION_MAX,
   ValidationError,
   WORKER_ID_PATTERN,
@@ -53,6 +54,20 @@ export interface RegisterResponse extends SessionResponse {
 }
 
 export const REGISTER_OUTCOMES = ['created', 'replayed', 'replaced'] as const;
+
+/** The control plane's side: the session projection every session call answers, in wire order. */
+export function buildSessionResponse(session: WorkerSession): SessionResponse {
+  return {
+    workerId: session.workerId,
+    sessionId: session.sessionId,
+    generation: session.generation,
+    version: session.version,
+    status: session.status,
+    leaseExpiresAt: new Date(session.leaseExpiresAt).toISOString(),
+    maxConcurrentRuns: session.maxConcurrentRuns,
+    availableSlots: session.availableSlots,
+  };
+}
 
 /** A session answer is a few hundred bytes; a heartbeat's 64 cancel ids add 2.5 KiB. */
 export const SESSION_ANSWER_MAX_BYTES = 8 * KiB;
