@@ -7,7 +7,7 @@ const { spec } = parseTaskSpec({
   name: '京东签到',
   command: 'node jd_sign.js',
   runtime: 'node',
-  secretEnv: { JD_COOKIE: 'jd-cookie-张三&jd-cookie-李四', PUSH_KEY: 'push-key' },
+  secretEnv: { JD_COOKIE: 'jd-cookie-zhangsan&jd-cookie-lisi', PUSH_KEY: 'serverchan-key' },
 });
 const refusal = (body: string) => {
   try {
