@@ -13,8 +13,7 @@ import {
   SqlWorkerCertificateRepository,
   SqlWorkerSessionRepository,
 } from '@ql/persistence';
-import { createIdGenerator } from '@ql/contracts';
-import { parseHeartbeat, parseRegistration } from '@ql/domain';
+import { createIdGenerator, parseHeartbeat, parseRegistration } from '@ql/contracts';
 import { ControlPlaneConfig, loadConfig } from '../apps/control-plane/src/config/config';
 import { CertificateForks } from '../apps/control-plane/src/identity/certificate-forks';
 import { IngressRateLimit } from '../apps/control-plane/src/identity/ingress-rate-limit';

@@ -1,6 +1,7 @@
 /** Registration fixtures for benchmarks (copied from test/support/fixtures.ts; bench/ must not import test/). */
 import { randomBytes } from 'node:crypto';
-import { RegistrationSnapshot, formatUuidV7, parseRegistration } from '@ql/domain';
+import { RegistrationSnapshot, formatUuidV7 } from '@ql/domain';
+import { parseRegistration } from '@ql/contracts';
 
 /** A register body as a worker sends it. */
 export function benchRegistration() {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { FencedError, RegistrationSnapshot, formatUuidV7, parseRegistration } from '@ql/domain';
+import { FencedError, RegistrationSnapshot, formatUuidV7 } from '@ql/domain';
+import { parseRegistration } from '@ql/contracts';
 
 export function validCapabilities(overrides: Record<string, unknown> = {}) {
   return {

@@ -1,5 +1,6 @@
 /** Worker ingress wire (R-WIRE-1..3): paths, per-route limits, error bodies, shared by both sides. */
 import { OFFER_WAIT_MAX_MS } from '@ql/domain';
+import { INGRESS_CALLS } from './ingress/requests';
 
 /**
  * `offers` long poll (ADR 0019): a pull may carry `waitMs` (0 … this); with nothing claimable the
@@ -42,20 +43,12 @@ export const INGRESS_ACTIONS = [
 export type IngressAction = (typeof INGRESS_ACTIONS)[number];
 
 const KiB = 1024;
-/**
- * What a `completion`'s `finalLogs` may take of its body, as JSON (ADR 0044): one `logs` body. The
- * completion's limit is its own 4 KiB plus this.
- */
-export const COMPLETION_FINAL_LOGS_BYTES = 64 * KiB;
 
-/** Request byte limits, enforced before the body is parsed. */
+/** Request byte limits, enforced before the body is parsed: each call's own (`ingress/<call>.ts`). */
 export function ingressBodyLimit(action: string): number {
-  if (action === 'register') return 20 * KiB;
-  // A CSR (ADR 0045 §2): an RSA-4096 one is under 2 KiB of PEM.
-  if (action === 'enroll' || action === INGRESS_CERTIFICATE_ACTION) return 16 * KiB;
-  if (action === 'logs') return 64 * KiB;
-  if (action === 'completion') return 4 * KiB + COMPLETION_FINAL_LOGS_BYTES;
-  return 4 * KiB;
+  return Object.hasOwn(INGRESS_CALLS, action)
+    ? INGRESS_CALLS[action as keyof typeof INGRESS_CALLS].bodyLimit
+    : 4 * KiB;
 }
 export const INGRESS_MAX_BODY = 68 * KiB;
 
@@ -95,39 +88,4 @@ export interface IngressError {
   readonly reason?: string;
   /** 429 only: the seconds the worker waits before its next call, as the `Retry-After` header says. */
   readonly retryAfterSeconds?: number;
-}
-
-/** The answer of enrollment and rotation (ADR 0045 §2, §3): PEM, the certificate then its chain. */
-export interface IssuedCertificateResponse {
-  readonly workerId: string;
-  readonly certificatePem: string;
-  /** The issuer and the certificates above it that the ingress does not need from the worker's trust. */
-  readonly chainPem: string;
-  readonly fingerprint: string;
-  readonly serial: string;
-  readonly notAfter: string;
-}
-
-/** The session projection every session call answers with. */
-export interface SessionResponse {
-  readonly workerId: string;
-  readonly sessionId: string;
-  readonly generation: number;
-  readonly version: number;
-  readonly status: 'online' | 'draining' | 'offline';
-  readonly leaseExpiresAt: string;
-  readonly maxConcurrentRuns: number;
-  readonly availableSlots: number;
-}
-
-/** The most cancel intents one heartbeat answer carries; the renew answer covers any beyond. */
-export const MAX_HEARTBEAT_CANCELS = 64;
-
-/** R-RUN-5: the heartbeat answer also names this session's held attempts whose run has a cancel request. */
-export interface HeartbeatResponse extends SessionResponse {
-  readonly cancelAttemptIds: string[];
-}
-
-export interface RegisterResponse extends SessionResponse {
-  readonly outcome: 'created' | 'replayed' | 'replaced';
 }

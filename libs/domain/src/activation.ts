@@ -1,7 +1,6 @@
-import { canonicalJson, sha256Hex, utf8Length } from './canonical-json';
-import { FenceReason, ValidationError } from './errors';
-import { readEnum, readInt, readString } from './strict';
-import { AttemptStatus, RunStatus, hasStarted, isTerminalAttempt } from './runs';
+import { canonicalJson, sha256Hex } from './canonical-json';
+import { FenceReason } from './errors';
+import { AttemptStatus, RunStatus, hasStarted, isTerminalAttempt } from './run-statuses';
 import type { FinalLogChunk } from './run-logs';
 import { RetryPolicy, retryBackoffMs } from './tasks';
 
@@ -47,37 +46,6 @@ export type StepPayload =
        */
       readonly finalLogs?: readonly FinalLogChunk[];
     };
-
-export function readExecutorHandle(value: unknown, field = 'executorHandle'): string {
-  return readString(value, field, {
-    max: ACTIVATION_LIMITS.executorHandle,
-    pattern: EXECUTOR_HANDLE_PATTERN,
-  });
-}
-
-export function readErrorCode(value: unknown, field = 'errorCode'): string {
-  return readString(value, field, { max: ACTIVATION_LIMITS.errorCode, pattern: ERROR_CODE_PATTERN });
-}
-
-/** Completion fields: a known outcome, an int32 exit code or null, a summary ≤ 1 KiB of UTF-8 without controls. */
-export function readCompletion(raw: {
-  outcome: unknown;
-  exitCode?: unknown;
-  errorSummary?: unknown;
-}): Extract<StepPayload, { step: 'completion' }> {
-  const outcome = readEnum(raw.outcome, 'outcome', COMPLETION_OUTCOMES);
-  const exitCode =
-    raw.exitCode === undefined || raw.exitCode === null
-      ? null
-      : readInt(raw.exitCode, 'exitCode', ACTIVATION_LIMITS.exitCodeMin, ACTIVATION_LIMITS.exitCodeMax);
-  let errorSummary: string | null = null;
-  if (raw.errorSummary !== undefined && raw.errorSummary !== null) {
-    errorSummary = readString(raw.errorSummary, 'errorSummary', { max: ACTIVATION_LIMITS.errorSummaryBytes });
-    if (utf8Length(errorSummary) > ACTIVATION_LIMITS.errorSummaryBytes)
-      throw new ValidationError('errorSummary', 'too_long');
-  }
-  return { step: 'completion', outcome, exitCode, errorSummary };
-}
 
 /** SHA-256 of the canonical payload: the same step with the same content is the same digest. */
 export function stepDigest(payload: StepPayload): string {

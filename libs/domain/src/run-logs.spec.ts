@@ -1,7 +1,5 @@
 import fc from 'fast-check';
-import { ValidationError } from './errors';
-import { stepDigest } from './activation';
-import { RUN_LOG_LIMITS, displayAnsiLogText, displayLogText, readFinalLogs, readLogChunk } from './run-logs';
+import { displayAnsiLogText, displayLogText } from './run-logs';
 
 // What a terminal or a browser interprets (assigned characters only; U+2065 and U+E0002–U+E001F are
 // not): none of these may survive displayLogText (tab and LF may).
@@ -27,69 +25,6 @@ const anyText = fc.string({
     ),
     fc.integer({ min: 0, max: 0x10ffff }).map((code) => String.fromCodePoint(code)),
   ),
-});
-
-describe('readLogChunk: run output as the task wrote it, with its stream (ADR 0032)', () => {
-  it('keeps ESC, CR, bidi and zero-width characters and every stream of LOG_STREAMS', () => {
-    const text = 'a\u001b[31mred\r\u202egnp.exe\u200b\u0007\t\n';
-    for (const stream of ['stdout', 'stderr', 'system'] as const)
-      expect(readLogChunk({ seq: 1, stream, text })).toEqual({ seq: 1, stream, text });
-  });
-
-  it.each([
-    [{ stream: 'STDOUT' }, 'stream: must_be_one_of:stdout|stderr|system'],
-    [{ stream: 'unknown' }, 'stream: must_be_one_of:stdout|stderr|system'],
-    [{ stream: null }, 'stream: must_be_one_of:stdout|stderr|system'],
-    [{ stream: 1 }, 'stream: must_be_one_of:stdout|stderr|system'],
-    [{ text: 'a\u0000b' }, 'text: control_character'],
-    [{ text: 'half \ud83d' }, 'text: unpaired_surrogate'],
-    [{ text: '\ude00 half' }, 'text: unpaired_surrogate'],
-  ])('%# refuses %j', (change, message) => {
-    const call = () => readLogChunk({ seq: 0, stream: 'stdout', text: 'x', ...change });
-    expect(call).toThrow(ValidationError);
-    expect(call).toThrow(message);
-  });
-});
-
-describe('readFinalLogs: the output a completion carries (ADR 0044)', () => {
-  const chunk = (seq: number, text = 'x', stream = 'stdout') => ({ seq, stream, text });
-
-  it('absent or empty is none; chunks keep their order, seqs and streams as sent', () => {
-    expect(readFinalLogs(undefined)).toEqual([]);
-    expect(readFinalLogs([])).toEqual([]);
-    const raw = [chunk(3, 'a\u001b[31m\r\n'), chunk(4, 'b', 'stderr'), chunk(5, 'c', 'system')];
-    expect(readFinalLogs(raw)).toEqual(raw);
-  });
-
-  it.each<[string, unknown, string]>([
-    ['not an array', { seq: 0 }, 'finalLogs: must_be_array'],
-    [
-      'too many chunks',
-      Array.from({ length: RUN_LOG_LIMITS.finalChunks + 1 }, (_, i) => chunk(i)),
-      'finalLogs: too_many_items',
-    ],
-    ['a chunk that is no object', [chunk(0), 'x'], 'finalLogs[1]: must_be_object'],
-    ['an unknown field', [{ ...chunk(0), fd: 1 }], 'finalLogs[0].fd: unknown_field'],
-    ['no stream', [{ seq: 0, text: 'x' }], 'finalLogs[0].stream: must_be_one_of:stdout|stderr|system'],
-    ['a NUL', [chunk(0, 'a\u0000')], 'finalLogs[0].text: control_character'],
-    ['a bad seq', [chunk(-1)], 'finalLogs[0].seq: out_of_range'],
-    [
-      'texts over one chunk together',
-      [chunk(0, 'x'.repeat(RUN_LOG_LIMITS.chunkBytes - 1)), chunk(1, 'é')],
-      'finalLogs: too_long',
-    ],
-  ])('refuses %s', (_what, raw, message) => {
-    expect(() => readFinalLogs(raw)).toThrow(ValidationError);
-    expect(() => readFinalLogs(raw)).toThrow(message);
-  });
-
-  it('a completion without them has the digest it had before them; with them, another', () => {
-    const ending = { step: 'completion', outcome: 'succeeded', exitCode: 0, errorSummary: null } as const;
-    expect(stepDigest({ ...ending, finalLogs: undefined })).toBe(stepDigest(ending));
-    expect(stepDigest({ ...ending, finalLogs: [{ seq: 0, stream: 'stdout', text: 'x' }] })).not.toBe(
-      stepDigest(ending),
-    );
-  });
 });
 
 describe('displayLogText: what the admin views show (ADR 0032)', () => {

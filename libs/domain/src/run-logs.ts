@@ -1,7 +1,3 @@
-import { utf8Length } from './canonical-json';
-import { ValidationError } from './errors';
-import { readArray, readEnum, readInt, readObject, readString } from './strict';
-
 export const RUN_LOG_LIMITS = {
   /** One chunk's text, in UTF-8 bytes (the `logs` request is ≤ 64 KiB with its fence). */
   chunkBytes: 60 * 1024,
@@ -31,51 +27,11 @@ export type LogStream = (typeof LOG_STREAMS)[number];
 /** What the admin views show for a chunk stored without its stream (before ADR 0032, or an older worker). */
 export const UNKNOWN_LOG_STREAM = 'unknown';
 
-/**
- * A chunk of output, kept as the task wrote it (ADR 0032): any text but NUL and lone surrogates; the
- * admin views neutralize it on read (`displayLogText`). `stream` is optional (a worker from before
- * ADR 0032 sends none: null); when present it is one of LOG_STREAMS.
- */
-export function readLogChunk(
-  raw: { seq: unknown; stream?: unknown; text: unknown },
-  at = '',
-): {
-  seq: number;
-  stream: LogStream | null;
-  text: string;
-} {
-  const seq = readInt(raw.seq, `${at}seq`, 0, RUN_LOG_LIMITS.maxSeq);
-  const stream = raw.stream === undefined ? null : readEnum(raw.stream, `${at}stream`, LOG_STREAMS);
-  const text = readString(raw.text, `${at}text`, { max: RUN_LOG_LIMITS.chunkBytes, output: true });
-  if (utf8Length(text) > RUN_LOG_LIMITS.chunkBytes) throw new ValidationError(`${at}text`, 'too_long');
-  return { seq, stream, text };
-}
-
 /** One chunk of a completion's `finalLogs`: a `logs` chunk whose stream is always said. */
 export interface FinalLogChunk {
   readonly seq: number;
   readonly stream: LogStream;
   readonly text: string;
-}
-
-/**
- * A completion's `finalLogs` (ADR 0044): absent or empty is none; else at most
- * `RUN_LOG_LIMITS.finalChunks` chunks, each under the `logs` chunk's rules with its `stream`, whose
- * texts total at most one chunk's bytes. Their order and seqs are the store's to judge, as for `logs`.
- */
-export function readFinalLogs(raw: unknown): FinalLogChunk[] {
-  if (raw === undefined) return [];
-  const items = readArray(raw, 'finalLogs', RUN_LOG_LIMITS.finalChunks);
-  let bytes = 0;
-  return items.map((item, i) => {
-    const at = `finalLogs[${i}].`;
-    const chunk = readObject(item, `finalLogs[${i}]`, ['seq', 'stream', 'text']);
-    const stream = readEnum(chunk.stream, `${at}stream`, LOG_STREAMS);
-    const { seq, text } = readLogChunk({ seq: chunk.seq, stream, text: chunk.text }, at);
-    bytes += utf8Length(text);
-    if (bytes > RUN_LOG_LIMITS.chunkBytes) throw new ValidationError('finalLogs', 'too_long');
-    return { seq, stream, text };
-  });
 }
 
 /**

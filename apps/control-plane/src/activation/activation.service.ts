@@ -1,16 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { ACTIVATION_REPOSITORY, ActivationRepository, ActivationResult, LogAppendResult } from '@ql/domain';
 import {
-  ACTIVATION_REPOSITORY,
-  ActivationRepository,
-  ActivationResult,
-  LogAppendResult,
-  readCompletion,
-  readErrorCode,
-  readExecutorHandle,
-  readFinalLogs,
-  readLogChunk,
-} from '@ql/domain';
-import { RunActivationResponse } from '@ql/contracts';
+  RunActivationResponse,
+  parseCompletionRequest,
+  parseLogsRequest,
+  parseRunningRequest,
+  parseStartFailureRequest,
+} from '@ql/contracts';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { leaseFenceCommand } from '../leases/lease-fence-command';
 import { LeaseFenceDto } from '../leases/dto/pull.dto';
@@ -21,8 +17,9 @@ import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 
 /**
- * The lease holder's acknowledgements and output (R-ACT-1..3, R-CMP-1..2, R-RUN-4). The domain's
- * readers check each body again behind the DTO (ADR 0009); the fence is the renew/release one.
+ * The lease holder's acknowledgements and output (R-ACT-1..3, R-CMP-1..2, R-RUN-4). Each call's
+ * contract reader (`@ql/contracts`, `ingress/<call>.ts`) checks the body again behind the DTO
+ * (ADR 0009); the fence is the renew/release one.
  */
 @Injectable()
 export class ActivationService {
@@ -41,11 +38,8 @@ export class ActivationService {
   }
 
   async running(p: WorkerPrincipal, sessionId: string, body: RunningDto): Promise<RunActivationResponse> {
-    const { executorHandle, ...fence } = body;
-    const command = {
-      ...leaseFenceCommand(p, sessionId, fence),
-      executorHandle: readExecutorHandle(executorHandle),
-    };
+    const { executorHandle, ...fence } = parseRunningRequest(body);
+    const command = { ...leaseFenceCommand(p, sessionId, fence), executorHandle };
     return this.project(await this.activation.running(command));
   }
 
@@ -54,8 +48,8 @@ export class ActivationService {
     sessionId: string,
     body: StartFailureDto,
   ): Promise<RunActivationResponse> {
-    const { errorCode, ...fence } = body;
-    const command = { ...leaseFenceCommand(p, sessionId, fence), errorCode: readErrorCode(errorCode) };
+    const { errorCode, ...fence } = parseStartFailureRequest(body);
+    const command = { ...leaseFenceCommand(p, sessionId, fence), errorCode };
     return this.project(await this.activation.startFailure(command));
   }
 
@@ -64,14 +58,16 @@ export class ActivationService {
     sessionId: string,
     body: CompletionDto,
   ): Promise<RunActivationResponse> {
-    const { outcome, exitCode, errorSummary, executorHandle, finalLogs, ...fence } = body;
-    const { step: _step, ...ending } = readCompletion({ outcome, exitCode, errorSummary });
+    const { outcome, exitCode, errorSummary, executorHandle, finalLogs, ...fence } =
+      parseCompletionRequest(body);
     const result = await this.activation.complete({
       ...leaseFenceCommand(p, sessionId, fence),
-      ...ending,
+      outcome,
+      exitCode,
+      errorSummary,
       // ADR 0047: the worker sent no `running`; this completion stands in for it.
-      ...(executorHandle === undefined ? {} : { executorHandle: readExecutorHandle(executorHandle) }),
-      finalLogs: readFinalLogs(finalLogs),
+      ...(executorHandle === undefined ? {} : { executorHandle }),
+      finalLogs,
     });
     const response = this.project(result);
     this.logWaiters.notify(response.snapshot.runId);
@@ -79,10 +75,12 @@ export class ActivationService {
   }
 
   async logs(p: WorkerPrincipal, sessionId: string, body: LogChunkDto): Promise<LogAppendResult> {
-    const { seq, stream, text, ...fence } = body;
+    const { seq, stream, text, ...fence } = parseLogsRequest(body);
     const { runId, ...answer } = await this.activation.appendLog({
       ...leaseFenceCommand(p, sessionId, fence),
-      ...readLogChunk({ seq, stream, text }),
+      seq,
+      stream,
+      text,
     });
     this.logWaiters.notify(runId);
     return answer;

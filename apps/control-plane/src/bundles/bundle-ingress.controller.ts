@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { Body, Controller, HttpCode, Inject, Param, Post, StreamableFile, UseGuards } from '@nestjs/common';
 import { ApiProduces } from '@nestjs/swagger';
-import { INGRESS_SESSION_ROUTE } from '@ql/contracts';
+import { BUNDLE_MEDIA_TYPE, INGRESS_SESSION_ROUTE, parseBundleRequest } from '@ql/contracts';
 import { BUNDLE_REPOSITORY, BundleRepository } from '@ql/domain';
 import { IngressController, IngressOperation } from '../http/ingress-docs';
 import { MtlsPrincipalGuard, Principal } from '../identity/mtls-principal.guard';
@@ -36,10 +36,10 @@ export class BundleIngressController {
     ['worker_session_fenced', 'worker_lease_fenced', 'worker_route_not_found'],
   )
   async fetch(@Principal() p: WorkerPrincipal, @Param('sessionId') s: string, @Body() body: BundleFetchDto) {
-    const { digest, ...fence } = body;
+    const { digest, ...fence } = parseBundleRequest(body);
     const bundle = await this.bundles.authorizeFetch(leaseFenceCommand(p, s, fence), digest);
     return new StreamableFile(Readable.from(bundleChunks(this.bundles, bundle)), {
-      type: 'application/octet-stream',
+      type: BUNDLE_MEDIA_TYPE,
       length: bundle.sizeBytes,
     });
   }

@@ -1,9 +1,10 @@
-import { LeaseFenceCommand, leaseTokenDigest, parseLeaseFence, parseSessionId } from '@ql/domain';
+import { LeaseFenceCommand, leaseTokenDigest, parseSessionId } from '@ql/domain';
+import { parseLeaseFence } from '@ql/contracts';
 import { WorkerPrincipal } from '../identity/worker-principal';
 
 /**
  * The session + lease fence of a lease holder's call, for renew, release and every activation step.
- * `fenceBody` holds only the six fence fields (the domain's reader refuses any other); the token is
+ * `fenceBody` holds only the six fence fields (the contract's reader refuses any other); the token is
  * digested here and never kept.
  */
 export function leaseFenceCommand(

@@ -5,10 +5,16 @@ import {
   WORKER_SESSION_REPOSITORY,
   WorkerSessionRepository,
   leaseTokenDigest,
-  parsePullRequest,
   parseSessionId,
 } from '@ql/domain';
-import { EXECUTION_OFFER_SCHEMA, OfferResponse, RenewResponse } from '@ql/contracts';
+import {
+  EXECUTION_OFFER_SCHEMA,
+  OfferResponse,
+  RenewResponse,
+  buildReleaseResponse,
+  buildRenewResponse,
+  parsePullRequest,
+} from '@ql/contracts';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { PrincipalStanding } from '../identity/principal-standing';
@@ -16,7 +22,7 @@ import { WorkerPrincipal } from '../identity/worker-principal';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { LeaseFenceDto, PullRequestDto } from './dto/pull.dto';
 import { leaseFenceCommand } from './lease-fence-command';
-import { leaseProjection, projectOffer } from './offer-projection';
+import { projectOffer } from './offer-projection';
 import { OfferLongPoll } from './offer-long-poll';
 import { OfferWaiters } from './offer-waiters';
 
@@ -87,11 +93,11 @@ export class LeasesService {
 
   async renew(principal: WorkerPrincipal, sessionId: string, body: LeaseFenceDto): Promise<RenewResponse> {
     const renewed = await this.leases.renew(this.command(principal, sessionId, body));
-    return { lease: leaseProjection(renewed.lease), cancelRequested: renewed.cancelRequested };
+    return buildRenewResponse(renewed.lease, renewed.cancelRequested);
   }
 
   async release(principal: WorkerPrincipal, sessionId: string, body: LeaseFenceDto) {
-    return { lease: leaseProjection(await this.leases.release(this.command(principal, sessionId, body))) };
+    return buildReleaseResponse(await this.leases.release(this.command(principal, sessionId, body)));
   }
 
   private command(principal: WorkerPrincipal, sessionId: string, body: LeaseFenceDto) {

@@ -1,23 +1,13 @@
-import { ClaimedOffer, LeaseRecord, UnavailableError } from '@ql/domain';
+import { ClaimedOffer, UnavailableError } from '@ql/domain';
 import {
   EXECUTION_OFFER_MAX_BYTES,
   EXECUTION_OFFER_SCHEMA,
   ExecutionOffer,
-  OfferedLease,
+  buildOfferedLease,
 } from '@ql/contracts';
 
 /** Everything of an offer but the spec: schema, fixed keys, five UUIDs, integers, one timestamp. */
 const OFFER_ENVELOPE_BYTES = 1024;
-
-export function leaseProjection(lease: LeaseRecord): OfferedLease {
-  return {
-    offerId: lease.offerId,
-    sessionGeneration: lease.sessionGeneration,
-    leaseGeneration: lease.leaseGeneration,
-    version: lease.version,
-    expiresAt: new Date(lease.expiresAt).toISOString(),
-  };
-}
 
 /** The committed claim as `qinglong/remote-execution-offer@v1`; an oversized projection is a 503, never sent. */
 export function projectOffer(offer: ClaimedOffer): ExecutionOffer {
@@ -32,7 +22,7 @@ export function projectOffer(offer: ClaimedOffer): ExecutionOffer {
       attemptNo: offer.attempt.attemptNo,
     },
     execution: { digest: offer.revision.digest, spec: offer.revision.spec },
-    lease: leaseProjection(offer.lease),
+    lease: buildOfferedLease(offer.lease),
   };
   // The stored spec's size plus a bounded envelope (ids, integers, one timestamp) bounds the answer.
   if (offer.revision.specBytes + OFFER_ENVELOPE_BYTES > EXECUTION_OFFER_MAX_BYTES) {

@@ -119,7 +119,8 @@ export class OfferWaiters {
 
   sessionChanged(workerId: string): void {
     this.signalCount++;
-    for (const waiter of [...this.waiting]) if (waiter.workerId === workerId) waiter.wake({ reason: 'session' });
+    for (const waiter of [...this.waiting])
+      if (waiter.workerId === workerId) waiter.wake({ reason: 'session' });
   }
 
   /** Every held pull claims again (notifications may have been lost). */

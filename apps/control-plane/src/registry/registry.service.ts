@@ -4,14 +4,22 @@ import {
   ActivationRepository,
   HeartbeatBatcher,
   WORKER_SESSION_REPOSITORY,
-  WorkerSession,
   WorkerSessionRepository,
-  parseFenceOnly,
-  parseHeartbeat,
-  parseRegistration,
   parseSessionId,
 } from '@ql/domain';
-import { HeartbeatResponse, MAX_HEARTBEAT_CANCELS, RegisterResponse, SessionResponse } from '@ql/contracts';
+import {
+  HeartbeatResponse,
+  MAX_HEARTBEAT_CANCELS,
+  RegisterResponse,
+  SessionResponse,
+  buildHeartbeatResponse,
+  buildRegisterResponse,
+  buildSessionResponse,
+  parseDrainRequest,
+  parseHeartbeat,
+  parseOfflineRequest,
+  parseRegistration,
+} from '@ql/contracts';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { CertificateForks } from '../identity/certificate-forks';
@@ -23,7 +31,7 @@ import { HeartbeatDto, SessionFenceDto } from './dto/session-fence.dto';
 
 /**
  * Register, heartbeat, drain and offline for the calling worker's session (R-REG-3..6). Bodies
- * arrive as validated DTOs; the domain's readers add the semantic rules (and check the shape again).
+ * arrive as validated DTOs; the contracts' readers add the semantic rules (and check the shape again).
  */
 @Injectable()
 export class RegistryService {
@@ -73,7 +81,7 @@ export class RegistryService {
         version,
       });
     }
-    return { outcome: result.outcome, ...toResponse(result.session) };
+    return buildRegisterResponse(result.outcome, result.session);
   }
 
   async heartbeat(
@@ -92,13 +100,11 @@ export class RegistryService {
     this.rateLimit.learnSlots(principal.workerId, session.maxConcurrentRuns);
     // The cancel intents came with the write; a replay (nothing written) reads them on the live-lease
     // index by (worker, session), only after the fence passed.
-    return {
-      ...toResponse(session),
-      cancelAttemptIds: [
-        ...(cancelAttemptIds ??
-          (await this.activation.cancelIntents(session.workerId, session.sessionId, MAX_HEARTBEAT_CANCELS))),
-      ],
-    };
+    return buildHeartbeatResponse(
+      session,
+      cancelAttemptIds ??
+        (await this.activation.cancelIntents(session.workerId, session.sessionId, MAX_HEARTBEAT_CANCELS)),
+    );
   }
 
   async drain(
@@ -106,7 +112,9 @@ export class RegistryService {
     sessionId: string,
     body: SessionFenceDto,
   ): Promise<SessionResponse> {
-    return toResponse(await this.sessions.drain(this.command(principal, sessionId, parseFenceOnly(body))));
+    return buildSessionResponse(
+      await this.sessions.drain(this.command(principal, sessionId, parseDrainRequest(body))),
+    );
   }
 
   async offline(
@@ -114,7 +122,9 @@ export class RegistryService {
     sessionId: string,
     body: SessionFenceDto,
   ): Promise<SessionResponse> {
-    return toResponse(await this.sessions.offline(this.command(principal, sessionId, parseFenceOnly(body))));
+    return buildSessionResponse(
+      await this.sessions.offline(this.command(principal, sessionId, parseOfflineRequest(body))),
+    );
   }
 
   private command(
@@ -129,17 +139,4 @@ export class RegistryService {
       leaseMs: this.config.sessionLeaseMs,
     };
   }
-}
-
-export function toResponse(session: WorkerSession): SessionResponse {
-  return {
-    workerId: session.workerId,
-    sessionId: session.sessionId,
-    generation: session.generation,
-    version: session.version,
-    status: session.status,
-    leaseExpiresAt: new Date(session.leaseExpiresAt).toISOString(),
-    maxConcurrentRuns: session.maxConcurrentRuns,
-    availableSlots: session.availableSlots,
-  };
 }

@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
-import { INGRESS_SESSION_ROUTE } from '@ql/contracts';
+import { INGRESS_SESSION_ROUTE, SecretsRequest, SecretsResponse } from '@ql/contracts';
 import { IngressController, IngressOperation } from '../http/ingress-docs';
 import { MtlsPrincipalGuard, Principal } from '../identity/mtls-principal.guard';
 import { WorkerPrincipal } from '../identity/worker-principal';
@@ -9,9 +9,9 @@ import { UUID_V7_PROP } from '../http/view-props';
 import { SecretDeliveryService } from './secret-delivery.service';
 
 /** `secrets` body: the lease fence alone (as `starting`). */
-export class SecretsRequestDto extends LeaseFenceDto {}
+export class SecretsRequestDto extends LeaseFenceDto implements SecretsRequest {}
 
-export class SecretsResponseDto {
+export class SecretsResponseDto implements SecretsResponse {
   @ApiProperty(UUID_V7_PROP)
   readonly attemptId!: string;
 

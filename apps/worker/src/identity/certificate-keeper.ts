@@ -1,6 +1,12 @@
 import { KeyObject, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { IssuedCertificateResponse } from '@ql/contracts';
+import {
+  ContractError,
+  IssuedCertificateResponse,
+  buildCertificateRequest,
+  buildEnrollRequest,
+  readIssuedCertificate,
+} from '@ql/contracts';
 import type { WorkerConfig } from '../config/worker-config';
 import { IngressCallError, IngressCallOptions } from '../ingress-client/worker-ingress-https.client';
 import { RepeatedFailureLog } from '../logging/repeated-failure';
@@ -200,7 +206,7 @@ export class CertificateKeeper {
    */
   private async renew(signal: AbortSignal, failures: RepeatedFailureLog, replay?: KeyObject): Promise<void> {
     const privateKey = this.keyToSend(replay);
-    const body = { csr: buildCsr(this.config.workerId, privateKey) };
+    const body = buildCertificateRequest({ csr: buildCsr(this.config.workerId, privateKey) });
     for (let pauseMs = RENEW_RETRY_FIRST_MS; ; pauseMs = Math.min(pauseMs * 2, RENEW_RETRY_MAX_MS)) {
       let answer: unknown;
       try {
@@ -255,11 +261,11 @@ export class CertificateKeeper {
     // plane answers a used token with the certificate it issued for that key.
     const privateKey = this.keyToSend(this.files.readPendingKey());
     const caPem = readFileSync(this.config.tlsCaPath);
-    const body = {
+    const body = buildEnrollRequest({
       workerId: this.config.workerId,
       token,
       csr: buildCsr(this.config.workerId, privateKey),
-    };
+    });
     this.log.info('worker enrolling with its token', { why });
     let answer: unknown;
     try {
@@ -282,7 +288,12 @@ export class CertificateKeeper {
 
   /** The answer checked (this worker, the key sent), written, and the client told. */
   private install(answer: unknown, privateKey: KeyObject, what: 'enrolled' | 'renewed'): void {
-    const issued = readIssued(answer, this.config.workerId, privateKey);
+    const issued = readIssued(
+      what === 'enrolled' ? 'enroll' : 'certificate',
+      answer,
+      this.config.workerId,
+      privateKey,
+    );
     this.files.commit(issued.certificatePem + issued.chainPem);
     this.recheck();
     const current = describe(new X509Certificate(issued.certificatePem));
@@ -346,21 +357,20 @@ function superseded(workerId: string, error: IngressCallError): IdentityLostErro
   );
 }
 
-/** The issued certificate must be for this worker and over the key the worker sent. */
-function readIssued(answer: unknown, workerId: string, privateKey: KeyObject): IssuedCertificateResponse {
-  const a = answer as Partial<IssuedCertificateResponse> | null;
-  const bad = (why: string) => new IngressCallError('certificate', 200, 'invalid_response', why);
-  if (!a || typeof a !== 'object' || a.workerId !== workerId)
-    throw bad('the certificate answer is not for this worker');
-  if (typeof a.certificatePem !== 'string' || typeof a.chainPem !== 'string')
-    throw bad('the certificate answer has no PEM');
-  let certificate: X509Certificate;
+/**
+ * The issued certificate, read by the contract's strict reader (ingress/issued-certificate.ts): the
+ * exact fields, for this worker and over the key the worker sent; else `invalid_response`.
+ */
+function readIssued(
+  call: 'enroll' | 'certificate',
+  answer: unknown,
+  workerId: string,
+  privateKey: KeyObject,
+): IssuedCertificateResponse {
   try {
-    certificate = new X509Certificate(a.certificatePem);
-  } catch {
-    throw bad('the certificate answer is not a certificate');
+    return readIssuedCertificate(call, answer, workerId, privateKey);
+  } catch (error) {
+    if (!(error instanceof ContractError)) throw error;
+    throw new IngressCallError(call, 200, 'invalid_response', `the certificate answer: ${error.rule}`);
   }
-  if (!certificate.checkPrivateKey(privateKey))
-    throw bad('the certificate is not over the key the worker sent');
-  return a as IssuedCertificateResponse;
 }

@@ -7,6 +7,7 @@ import { Agent, request as httpsRequest } from 'node:https';
 import { SecureContext, createSecureContext } from 'node:tls';
 import type { Socket } from 'node:net';
 import {
+  BUNDLE_MEDIA_TYPE,
   INGRESS_ACTIONS,
   INGRESS_CERTIFICATE_ACTION,
   INGRESS_ENROLL_PATH,
@@ -385,7 +386,7 @@ export class WorkerIngressHttpsClient {
       req.on('response', (res: IncomingMessage) => {
         const mediaType = (res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
         const declared = Number(res.headers['content-length']);
-        if (res.statusCode === 200 && mediaType === 'application/octet-stream') {
+        if (res.statusCode === 200 && mediaType === BUNDLE_MEDIA_TYPE) {
           if (!Number.isSafeInteger(declared) || declared < 0 || declared > options.maxBytes)
             return fail(
               new IngressCallError(

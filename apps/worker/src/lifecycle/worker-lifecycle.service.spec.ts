@@ -2,8 +2,8 @@
 import { getEventListeners } from 'node:events';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { IngressAction } from '@ql/contracts';
-import { isUuidV7, parseRegistration } from '@ql/domain';
-import { createIdGenerator } from '@ql/contracts';
+import { isUuidV7 } from '@ql/domain';
+import { createIdGenerator, parseRegistration } from '@ql/contracts';
 import { testProbe } from '../../test-support/worker-harness';
 import { HostProbe } from '../config/capabilities';
 import { loadWorkerConfig } from '../config/worker-config';
@@ -421,20 +421,27 @@ describe('WorkerLifecycleService', () => {
     await service.start();
     const stop = (service as unknown as { abort: AbortController }).abort.signal;
     const seen: AbortSignal[] = [];
+    // The fields of a held lease (the lease fence the chain adds the session fence to).
+    const lease = {
+      offerId: createIdGenerator().uuidV7(),
+      leaseToken: 'k'.repeat(43),
+      leaseGeneration: 1,
+      leaseVersion: 0,
+    };
     ingress.reply.starting = () => {
       seen.push(ingress.lastSignal!);
       return {};
     };
     for (let i = 0; i < 5; i++) {
       const call = new AbortController();
-      await service.leaseCall('starting', () => ({}), { signal: call.signal });
+      await service.leaseCall('starting', () => lease, { signal: call.signal });
       expect(getEventListeners(stop, 'abort')).toHaveLength(0);
       expect(getEventListeners(call.signal, 'abort')).toHaveLength(0);
     }
     // While a call runs, either signal aborts it.
     const call = new AbortController();
     ingress.reply.starting = () => new Promise(() => {});
-    const pending = service.leaseCall('starting', () => ({}), { signal: call.signal });
+    const pending = service.leaseCall('starting', () => lease, { signal: call.signal });
     await tick(0);
     expect(getEventListeners(stop, 'abort')).toHaveLength(1);
     call.abort();

@@ -5,13 +5,22 @@ import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { ScheduledLoop } from '@ql/scheduling';
 import {
+  ContractError,
   HeartbeatResponse,
   IngressAction,
-  MAX_HEARTBEAT_CANCELS,
+  LeaseCallFields,
   RegisterResponse,
+  SessionFenceRequest,
   SessionResponse,
+  buildBundleRequest,
+  buildDrainRequest,
+  buildHeartbeatRequest,
+  buildLeaseCallRequest,
+  buildOfflineRequest,
+  buildRegisterRequest,
+  parseAnySessionAnswer,
 } from '@ql/contracts';
-import { ID_GENERATOR, IdGenerator, IllegalStateError, isUuidV7, parseRegistration } from '@ql/domain';
+import { ID_GENERATOR, IdGenerator, IllegalStateError } from '@ql/domain';
 import { HostProbe, detectCapabilities } from '../config/capabilities';
 import type { WorkerConfig } from '../config/worker-config';
 import {
@@ -205,14 +214,14 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     this.transition(['idle'], 'starting');
     try {
       const capabilities = await detectCapabilities(this.config.labels, this.probe);
-      const body = {
+      // Checked by the control plane's own rules as it is built, so a local mistake fails here, clearly.
+      const body = buildRegisterRequest({
         capabilities: capabilities.capabilities,
         maxConcurrentRuns: this.config.maxConcurrentRuns,
         availableSlots: this.config.maxConcurrentRuns,
         softwareVersion: WORKER_SOFTWARE_VERSION,
         protocolVersion: WORKER_PROTOCOL_VERSION,
-      };
-      parseRegistration(body); // the control plane's own rules, so a local mistake fails here, clearly
+      });
       await this.runs?.open(); // single ownership of the journal before any session exists (R-WRK-1)
       // ADR 0045 §4: enroll, or renew (a new key), before every register.
       await this.certificate?.prepare(this.abort.signal);
@@ -310,7 +319,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   /** `LeaseChannel`: one lease call in the session chain, with the session fence of its turn. */
   leaseCall<A extends LeaseAction>(
     action: A,
-    body: () => Record<string, unknown>,
+    body: () => LeaseCallFields<A>,
     options: LeaseCallOptions<A> = {},
   ): Promise<IngressResponse<A>> {
     // Linked per call and unlinked once it settled: the stop signal lives as long as the worker (ADR 0049).
@@ -321,7 +330,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
         const answer = await this.send(
           action,
           s.sessionId,
-          { generation: s.generation, expectedVersion: s.version, ...body() },
+          buildLeaseCallRequest(action, { generation: s.generation, expectedVersion: s.version }, body()),
           {
             signal,
             ...(options.parse ? { parse: options.parse } : {}),
@@ -349,7 +358,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
    * before its first byte, so the download itself holds up no heartbeat or renewal.
    */
   leaseDownload(
-    body: () => Record<string, unknown>,
+    body: () => LeaseCallFields<'bundle'>,
     options: { readonly signal?: AbortSignal; readonly maxBytes: number },
   ): Promise<IncomingMessage> {
     // Linked for as long as the download lasts, then unlinked (ADR 0049: no AbortSignal.any).
@@ -360,7 +369,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       try {
         const res = await this.ingress.download(
           s.sessionId,
-          { generation: s.generation, expectedVersion: s.version, ...body() },
+          buildBundleRequest({ generation: s.generation, expectedVersion: s.version }, body()),
           { maxBytes: options.maxBytes, signal },
         );
         this.rateLimits.answered();
@@ -477,7 +486,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
 
   private async heartbeat(): Promise<void> {
     try {
-      const answer = await this.sessionCall('heartbeat', () => this.heartbeatBody());
+      const answer = await this.sessionCall('heartbeat');
       this.log.debug('heartbeat', this.logIds());
       this.heartbeatFailures.succeeded(this.logIds());
       const cancels = (answer as Partial<HeartbeatResponse>).cancelAttemptIds ?? [];
@@ -495,9 +504,12 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
    * The capacity, and how many journal records wait for an operator when any do (the control plane
    * shows it in the worker view and /metrics, ADR 0029); absent when none, as older planes expect.
    */
-  private heartbeatBody(): Record<string, number> {
-    const recoveryRequired = this.runs?.recoveryRequired ?? 0;
-    return { availableSlots: this.availableSlots(), ...(recoveryRequired > 0 ? { recoveryRequired } : {}) };
+  private heartbeatBody(fence: SessionFenceRequest) {
+    return buildHeartbeatRequest({
+      ...fence,
+      availableSlots: this.availableSlots(),
+      recoveryRequired: this.runs?.recoveryRequired ?? 0,
+    });
   }
 
   /** Capacity 0 from the moment stop() begins (R-REG-6: drain sets capacity 0). */
@@ -509,18 +521,17 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
    * One fenced session call, serialized behind the previous one; its body is built when it runs, so
    * it carries the latest version and capacity.
    */
-  private sessionCall(
-    action: 'heartbeat' | 'drain' | 'offline',
-    extra: () => Record<string, number> = () => ({}),
-  ): Promise<SessionResponse> {
+  private sessionCall(action: 'heartbeat' | 'drain' | 'offline'): Promise<SessionResponse> {
     return this.inChain(action, async (s) => {
       try {
-        const res = await this.send(
-          action,
-          s.sessionId,
-          { generation: s.generation, expectedVersion: s.version, ...extra() },
-          { signal: this.abort.signal },
-        );
+        const fence = { generation: s.generation, expectedVersion: s.version };
+        const body =
+          action === 'heartbeat'
+            ? this.heartbeatBody(fence)
+            : action === 'drain'
+              ? buildDrainRequest(fence)
+              : buildOfflineRequest(fence);
+        const res = await this.send(action, s.sessionId, body, { signal: this.abort.signal });
         const next = readSessionResponse(res, this.config.workerId, s.sessionId);
         s.version = next.version;
         if (action === 'heartbeat' && next.status !== s.status) this.operatorMoved(next.status);
@@ -614,38 +625,20 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   }
 }
 
-const SESSION_STATUSES = ['online', 'draining', 'offline'] as const;
-
-/** The answer must be about this worker and session, with sane numbers: anything else is refused. */
+/**
+ * Every session answer is read with the contract's one strict reader (ADR 0056): about this worker
+ * and session, exact fields, sane numbers; anything else is refused as `invalid_response`.
+ */
 export function readSessionResponse(value: unknown, workerId: string, sessionId: string): SessionResponse {
-  const r = value as Partial<SessionResponse> | null;
-  const ok =
-    r !== null &&
-    typeof r === 'object' &&
-    r.workerId === workerId &&
-    r.sessionId === sessionId &&
-    Number.isSafeInteger(r.generation) &&
-    (r.generation ?? 0) >= 1 &&
-    Number.isSafeInteger(r.version) &&
-    (r.version ?? -1) >= 0 &&
-    (SESSION_STATUSES as readonly unknown[]).includes(r.status) &&
-    cancelIdsOk((r as { cancelAttemptIds?: unknown }).cancelAttemptIds);
-  if (!ok)
+  try {
+    return parseAnySessionAnswer(value, { workerId, sessionId });
+  } catch (error) {
+    if (!(error instanceof ContractError)) throw error;
     throw new IngressCallError(
       'session',
       200,
       'invalid_response',
-      'session answer does not match this worker and session',
+      `session answer does not match this worker and session (${error.rule})`,
     );
-  return r as SessionResponse;
-}
-
-/** A heartbeat answer's cancel intents: absent on other session answers, else ≤ 64 UUIDv7 ids. */
-function cancelIdsOk(ids: unknown): boolean {
-  return (
-    ids === undefined ||
-    (Array.isArray(ids) &&
-      ids.length <= MAX_HEARTBEAT_CANCELS &&
-      ids.every((id) => typeof id === 'string' && isUuidV7(id)))
-  );
+  }
 }

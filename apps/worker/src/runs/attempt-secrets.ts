@@ -1,35 +1,15 @@
-import { ExecutionOffer, parseStrictJson } from '@ql/contracts';
+import { ExecutionOffer, parseSecretsAnswer } from '@ql/contracts';
 import { IngressCallError } from '../ingress-client/worker-ingress-https.client';
 import { HeldLease, LeaseChannel, TermOptions, callInTerm } from './lease-channel';
-import {
-  ENV_KEY_PATTERN,
-  TaskSpec,
-  ValidationError,
-  readObject,
-  readRecord,
-  readString,
-  secretNamesOfMapping,
-} from '@ql/domain';
+import { TaskSpec, secretNamesOfMapping } from '@ql/domain';
 
 /**
- * The `secrets` answer (ADR 0050) from its bytes: strict JSON, this attempt's id, and exactly the env
- * names the revision maps, each a string. A refusal names the field, never a value.
+ * The `secrets` answer (ADR 0050) from its bytes, by the contract's strict reader (ingress/secrets.ts):
+ * strict JSON, this attempt's id, exactly the env names the revision maps. A refusal names the field,
+ * never a value.
  */
 export function readSecretsAnswer(bytes: Buffer, attemptId: string, spec: TaskSpec): Record<string, string> {
-  const top = readObject(parseStrictJson(bytes), '', ['attemptId', 'env']);
-  if (top.attemptId !== attemptId) throw new ValidationError('attemptId', 'other_attempt');
-  const env = readRecord(top.env, 'env');
-  const wanted = Object.keys(spec.secretEnv ?? {}).sort();
-  const got = Object.keys(env).sort();
-  if (wanted.join('\n') !== got.join('\n')) throw new ValidationError('env', 'not_the_mapped_names');
-  const out: Record<string, string> = {};
-  for (const key of got) {
-    readString(key, 'env.<key>', { max: 128, pattern: ENV_KEY_PATTERN });
-    if (typeof env[key] !== 'string' || env[key].length === 0 || env[key].includes('\u0000'))
-      throw new ValidationError(`env.${key}`, 'invalid_value');
-    out[key] = env[key];
-  }
-  return out;
+  return parseSecretsAnswer(bytes, attemptId, spec);
 }
 
 /**

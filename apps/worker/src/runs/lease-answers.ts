@@ -1,11 +1,11 @@
-import { ReleaseResponse, RenewResponse, parseLeaseAnswer, parseStrictJson } from '@ql/contracts';
+import { ReleaseResponse, RenewResponse, parseReleaseAnswer, parseRenewAnswer } from '@ql/contracts';
 
-/** The `renew` answer from its bytes: strict JSON, then the exact shape. */
+/** The `renew` answer from its bytes: the contract's strict reader (ingress/renew.ts). */
 export function readRenew(bytes: Buffer): RenewResponse {
-  return parseLeaseAnswer(parseStrictJson(bytes), 'renew');
+  return parseRenewAnswer(bytes);
 }
 
-/** The `release` answer from its bytes: strict JSON, then the exact shape. */
+/** The `release` answer from its bytes: the contract's strict reader (ingress/release.ts). */
 export function readRelease(bytes: Buffer): ReleaseResponse {
-  return parseLeaseAnswer(parseStrictJson(bytes), 'release');
+  return parseReleaseAnswer(bytes);
 }

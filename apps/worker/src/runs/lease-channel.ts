@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { IngressAction } from '@ql/contracts';
+import type { IngressAction, LeaseCallFields, LeaseFenceFields } from '@ql/contracts';
 import { monotonicNow } from '../host/monotonic';
 import { IngressCallError, IngressResponse } from '../ingress-client/worker-ingress-https.client';
 
@@ -18,7 +18,7 @@ export interface LeaseChannel {
    */
   leaseCall<A extends LeaseAction>(
     action: A,
-    body: () => Record<string, unknown>,
+    body: () => LeaseCallFields<A>,
     options?: LeaseCallOptions<A>,
   ): Promise<IngressResponse<A>>;
   /**
@@ -31,7 +31,7 @@ export interface LeaseChannel {
    * begin (the caller reads them). Absent where no bundle can be fetched (unit-test fakes).
    */
   leaseDownload?(
-    body: () => Record<string, unknown>,
+    body: () => LeaseCallFields<'bundle'>,
     options: { readonly signal?: AbortSignal; readonly maxBytes: number },
   ): Promise<IncomingMessage>;
 }
@@ -62,7 +62,7 @@ export interface HeldLease {
 }
 
 /** The lease part of a lease call's body (the chain adds the session fence). */
-export function leaseFence(lease: HeldLease): Record<string, unknown> {
+export function leaseFence(lease: HeldLease): LeaseFenceFields {
   return {
     offerId: lease.offerId,
     leaseToken: lease.leaseToken,
@@ -140,13 +140,17 @@ export async function callInTerm<A extends LeaseAction>(
   channel: LeaseChannel,
   action: A,
   lease: HeldLease,
-  extra: Record<string, unknown>,
+  extra: Omit<LeaseCallFields<A>, keyof LeaseFenceFields>,
   options: TermOptions & Pick<LeaseCallOptions<A>, 'onAnswer' | 'parse'>,
 ): Promise<IngressResponse<A>> {
   const now = options.now ?? monotonicNow;
   for (;;) {
     try {
-      return await channel.leaseCall(action, () => ({ ...leaseFence(lease), ...extra }), options);
+      return await channel.leaseCall(
+        action,
+        () => ({ ...leaseFence(lease), ...extra }) as unknown as LeaseCallFields<A>,
+        options,
+      );
     } catch (error) {
       const waitMs = retryAfterOf(error) ?? options.retryMs;
       if (!isRetryable(error) || options.signal.aborted || now() + waitMs >= lease.termEndMs) throw error;

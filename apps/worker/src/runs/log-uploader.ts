@@ -1,3 +1,4 @@
+import { parseLogsAnswer } from '@ql/contracts';
 import type { FinalLogChunk } from '@ql/domain';
 import type { OutputChunk } from '../executor/output-limiter';
 import type { WorkerLog } from '../logging/worker-log';
@@ -140,7 +141,14 @@ export class LogUploader {
       }
       const { stream, text } = this.queue[0]!;
       try {
-        await callInTerm(this.channel, 'logs', this.lease, { seq: this.seq, stream, text }, this.options);
+        // The answer is read by the contract's strict reader (ingress/logs.ts), though nothing in it is used.
+        await callInTerm(
+          this.channel,
+          'logs',
+          this.lease,
+          { seq: this.seq, stream, text },
+          { ...this.options, parse: parseLogsAnswer },
+        );
         this.queue.shift();
         this.seq++;
       } catch (error) {

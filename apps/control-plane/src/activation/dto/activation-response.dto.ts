@@ -4,6 +4,8 @@ import {
   ACTIVATION_STATUSES,
   ActivationSnapshot,
   ActivationStatus,
+  LOG_OUTCOMES,
+  LogsResponse,
   RUN_ACTIVATION_SCHEMA,
   RunActivationResponse,
 } from '@ql/contracts';
@@ -73,9 +75,7 @@ export class ActivationResponseDto implements RunActivationResponse {
   readonly snapshot!: ActivationSnapshotDto;
 }
 
-export const LOG_OUTCOMES = ['stored', 'replayed', 'dropped'] as const;
-
-export class LogAppendResponseDto {
+export class LogAppendResponseDto implements LogsResponse {
   @ApiProperty({
     enum: LOG_OUTCOMES,
     description: '`dropped`: accepted past the run’s log cap and not kept',

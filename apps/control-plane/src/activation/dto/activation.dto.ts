@@ -8,22 +8,29 @@ import {
   LogStream,
   RUN_LOG_LIMITS,
 } from '@ql/domain';
+import {
+  CompletionRequest,
+  LogsRequest,
+  RunningRequest,
+  StartFailureRequest,
+  StartingRequest,
+} from '@ql/contracts';
 import { EnumField, IntField, NestedField, TextField } from '../../http/validation/dto-fields';
 import { LeaseFenceDto } from '../../leases/dto/pull.dto';
 
 /** `starting` body (R-ACT-1): the lease fence alone, so it is the renew/release body. */
-export class StartingDto extends LeaseFenceDto {}
+export class StartingDto extends LeaseFenceDto implements StartingRequest {}
 
 const HANDLE = { max: ACTIVATION_LIMITS.executorHandle, pattern: EXECUTOR_HANDLE_PATTERN };
 
 /** `running` body (R-ACT-1): the fence and the handle the worker runs the attempt under. */
-export class RunningDto extends LeaseFenceDto {
+export class RunningDto extends LeaseFenceDto implements RunningRequest {
   @TextField(HANDLE, { description: 'the worker-side handle of the started process (shown to admins)' })
   executorHandle!: string;
 }
 
 /** `start-failure` body (R-ACT-2): the fence and why the attempt could not start. */
-export class StartFailureDto extends LeaseFenceDto {
+export class StartFailureDto extends LeaseFenceDto implements StartFailureRequest {
   @TextField({ max: ACTIVATION_LIMITS.errorCode, pattern: ERROR_CODE_PATTERN })
   errorCode!: string;
 }
@@ -49,7 +56,7 @@ export class FinalLogChunkDto {
 }
 
 /** `logs` body (R-RUN-4): one chunk of output, in sequence per attempt. */
-export class LogChunkDto extends LeaseFenceDto {
+export class LogChunkDto extends LeaseFenceDto implements LogsRequest {
   @IntField(0, RUN_LOG_LIMITS.maxSeq, { description: SEQ_DOC })
   seq!: number;
 
@@ -65,7 +72,7 @@ export class LogChunkDto extends LeaseFenceDto {
 }
 
 /** `completion` body (R-CMP-1): the fence and the attempt's end. */
-export class CompletionDto extends LeaseFenceDto {
+export class CompletionDto extends LeaseFenceDto implements CompletionRequest {
   @EnumField(COMPLETION_OUTCOMES)
   outcome!: CompletionOutcome;
 

@@ -5,6 +5,7 @@ import {
   BUNDLE_WORKDIR_PATTERN,
   TaskBundle,
 } from '@ql/domain';
+import { BundleRequest } from '@ql/contracts';
 import { TextField } from '../../http/validation/dto-fields';
 import { ListOf, TIME_PROP } from '../../http/view-props';
 import { LeaseFenceDto } from '../../leases/dto/pull.dto';
@@ -63,7 +64,7 @@ export class DeletedBundleDto extends BundleDto {
 export class BundlePageDto extends ListOf(BundleDto, { cursor: 'nextAfter' }) {}
 
 /** The worker's fetch (ingress `bundle`): the lease fence and the digest its offer pins. */
-export class BundleFetchDto extends LeaseFenceDto {
+export class BundleFetchDto extends LeaseFenceDto implements BundleRequest {
   @TextField(
     { max: 64, pattern: BUNDLE_DIGEST_PATTERN },
     { description: "the digest the attempt's revision pins" },

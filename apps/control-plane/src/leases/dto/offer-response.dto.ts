@@ -6,6 +6,7 @@ import {
   ExecutionOffer,
   IdleOffer,
   OfferedLease,
+  ReleaseResponse,
   RenewResponse,
 } from '@ql/contracts';
 import { TaskSpecDto } from '../../runs/dto/task-spec.dto';
@@ -120,7 +121,7 @@ export class RenewResponseDto implements RenewResponse {
   readonly cancelRequested!: boolean;
 }
 
-export class ReleaseResponseDto {
+export class ReleaseResponseDto implements ReleaseResponse {
   @ApiProperty({ type: () => OfferedLeaseDto })
   readonly lease!: OfferedLeaseDto;
 }

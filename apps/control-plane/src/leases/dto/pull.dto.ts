@@ -2,19 +2,17 @@ import {
   GENERATION_MAX,
   LEASE_TOKEN_MAX_LENGTH,
   LEASE_TOKEN_PATTERN,
-  LeaseFence,
   OFFER_WAIT_MAX_MS,
-  OfferFields,
-  PullRequest,
   UUID_LENGTH,
   UUID_V7_PATTERN,
   VERSION_MAX,
 } from '@ql/domain';
+import { LeaseFenceRequest, OfferFieldsRequest, PullRequest } from '@ql/contracts';
 import { IntField, TextField } from '../../http/validation/dto-fields';
 import { SessionFenceDto } from '../../registry/dto/session-fence.dto';
 
 /** The session fence, the worker's offer id and its lease token: what every lease call carries. */
-export class OfferFieldsDto extends SessionFenceDto implements OfferFields {
+export class OfferFieldsDto extends SessionFenceDto implements OfferFieldsRequest {
   @TextField(
     { max: UUID_LENGTH, pattern: UUID_V7_PATTERN },
     { description: 'UUIDv7 the worker makes; the same id and token replay the offer' },
@@ -40,7 +38,7 @@ export class PullRequestDto extends OfferFieldsDto implements PullRequest {
 }
 
 /** `renew` and `release` body (R-LSE-4, R-LSE-5): the pull fence and the lease's own fence. */
-export class LeaseFenceDto extends OfferFieldsDto implements LeaseFence {
+export class LeaseFenceDto extends OfferFieldsDto implements LeaseFenceRequest {
   @IntField(1, GENERATION_MAX)
   leaseGeneration!: number;
 

@@ -1,10 +1,13 @@
+import { CAPABILITY_LIMITS, MAX_CONCURRENT_RUNS } from '@ql/domain';
 import {
-  CAPABILITY_LIMITS,
-  MAX_CONCURRENT_RUNS,
+  CapabilitiesRequest,
+  GpuCapabilityRequest,
   PROTOCOL_VERSION_MAX,
+  RegisterRequest,
+  RuntimeCapabilityRequest,
   SOFTWARE_VERSION_MAX_LENGTH,
   SUPPORTED_PROTOCOL_VERSIONS,
-} from '@ql/domain';
+} from '@ql/contracts';
 import {
   IntField,
   NestedField,
@@ -16,12 +19,12 @@ import { TOKEN, labelMap, tokenSet } from '../../http/validation/wire-rules';
 
 /**
  * `register` body (R-REG-2, R-REG-3): its shape. Semver validity, duplicates in sets, the 16 KiB
- * canonical size, `availableSlots ≤ maxConcurrentRuns` and the supported protocol are the domain's
- * (canonicalizeCapabilities, parseRegistration).
+ * canonical size, `availableSlots ≤ maxConcurrentRuns` and the supported protocol are the contract's
+ * (`ingress/register.ts`: parseRegistration, with the domain's canonicalizeCapabilities).
  */
 const MiB = (description: string) => IntField(0, CAPABILITY_LIMITS.mebibytes, { description });
 
-export class RuntimeCapabilityDto {
+export class RuntimeCapabilityDto implements RuntimeCapabilityRequest {
   @TextField(TOKEN)
   name!: string;
 
@@ -29,7 +32,7 @@ export class RuntimeCapabilityDto {
   version!: string;
 }
 
-export class GpuCapabilityDto {
+export class GpuCapabilityDto implements GpuCapabilityRequest {
   @TextField(TOKEN)
   vendor!: string;
 
@@ -43,7 +46,7 @@ export class GpuCapabilityDto {
   features?: string[] | null;
 }
 
-export class CapabilitiesDto {
+export class CapabilitiesDto implements CapabilitiesRequest {
   @TextField(TOKEN, { example: 'x64' })
   architecture!: string;
 
@@ -75,7 +78,7 @@ export class CapabilitiesDto {
   features?: string[] | null;
 }
 
-export class RegisterDto {
+export class RegisterDto implements RegisterRequest {
   @NestedField(() => CapabilitiesDto, {
     description: `canonical JSON (sorted keys and sets) at most ${CAPABILITY_LIMITS.canonicalBytes / 1024} KiB; its SHA-256 is the capability digest`,
   })

@@ -1,15 +1,9 @@
-import {
-  GENERATION_MAX,
-  HeartbeatRequest,
-  MAX_CONCURRENT_RUNS,
-  MAX_RECOVERY_REQUIRED,
-  SessionFence,
-  VERSION_MAX,
-} from '@ql/domain';
+import { GENERATION_MAX, MAX_CONCURRENT_RUNS, VERSION_MAX } from '@ql/domain';
+import { HeartbeatRequest, MAX_RECOVERY_REQUIRED, SessionFenceRequest } from '@ql/contracts';
 import { IntField } from '../../http/validation/dto-fields';
 
 /** `drain` and `offline` body: the session fence every session-scoped call carries (R-REG-5). */
-export class SessionFenceDto implements SessionFence {
+export class SessionFenceDto implements SessionFenceRequest {
   @IntField(1, GENERATION_MAX, { description: 'the session generation `register` answered' })
   generation!: number;
 

@@ -1,6 +1,28 @@
+/**
+ * `offers` (R-LSE-2, R-WRK-2): the worker's pull, answered `qinglong/remote-execution-offer@v1` — a
+ * run with its pinned revision and a lease, or why there is none.
+ *
+ * Field history (`git log -S` on the contracts and the domain readers they came from). Served since
+ * 0a84583 (2026-12-01); first spoken by a worker in bb721f9 (2026-12-02): its v1.
+ *
+ * | field                                                        | appeared           | wire |
+ * | ------------------------------------------------------------ | ------------------ | ---- |
+ * | request `generation`, `expectedVersion`, `offerId`, `leaseToken` | 0a84583 2026-12-01 | v1   |
+ * | request `waitMs` (optional, long poll, ADR 0019)            | ef7eee6 2026-12-02 | v2   |
+ * | answer `schema`, `status`, `run`, `execution`, `lease`, `idle` | 0a84583 2026-12-01 | v1   |
+ * | answer `idle.reason` `preferred_elsewhere` (R-PLC-2)        | 4a991b2 2026-12-01 | v1   |
+ * | answer `execution.spec` fields but the three below          | 0a84583 2026-12-01 | v1   |
+ * | answer `execution.spec.timezone` (only when not UTC)        | c0d04b4 2026-12-04 | v2   |
+ * | answer `execution.spec.secretEnv` (ADR 0050)                | 21941b5 2026-12-05 | v2   |
+ * | answer `execution.spec.bundle` (ADR 0051)                   | 7ad63e2 2026-12-05 | v2   |
+ *
+ * The spec fields are optional and absent when a task does not use them (the digest of a spec
+ * without them is the one it always had): a v1 worker can run a task that uses none of them.
+ */
 import {
   IDLE_REASONS,
   IdleReason,
+  OFFER_WAIT_MAX_MS,
   TaskSpec,
   ValidationError,
   isUuidV7,
@@ -9,17 +31,56 @@ import {
   readObject,
   readString,
 } from '@ql/domain';
+import { ContractError, IngressCall, KiB } from './call';
+import { OfferFieldsRequest, OfferedLease, readOfferFields, readOfferedLease } from './lease-fence';
+import { SessionFenceRequest } from './session';
 
 /** `qinglong/remote-execution-offer@v1` (R-LSE-2): the pull response, shared by control plane and worker. */
 export const EXECUTION_OFFER_SCHEMA = 'qinglong/remote-execution-offer@v1';
-export const EXECUTION_OFFER_MAX_BYTES = 128 * 1024;
+export const EXECUTION_OFFER_MAX_BYTES = 128 * KiB;
 
-export interface OfferedLease {
-  readonly offerId: string;
-  readonly sessionGeneration: number;
-  readonly leaseGeneration: number;
-  readonly version: number;
-  readonly expiresAt: string;
+export const OFFERS: IngressCall<'offers'> = {
+  action: 'offers',
+  bodyLimit: 4 * KiB,
+  answerLimit: EXECUTION_OFFER_MAX_BYTES,
+  schema: EXECUTION_OFFER_SCHEMA,
+  firstReleased: 'bb721f9',
+  since: {
+    'request.waitMs': 2,
+    'answer.execution.spec.timezone': 2,
+    'answer.execution.spec.secretEnv': 2,
+    'answer.execution.spec.bundle': 2,
+  },
+  refusals: [],
+};
+
+/** `offers` body: the offer fields and how long to wait for a run (long poll, ADR 0019). */
+export interface PullRequest extends OfferFieldsRequest {
+  /** Long poll: with nothing claimable, wait up to this long for a run (0 or absent: answer at once). */
+  readonly waitMs?: number;
+}
+
+/** The worker's `offers` body in wire order; `waitMs` only for a long poll. */
+export function buildPullRequest(
+  fence: SessionFenceRequest,
+  fields: Omit<PullRequest, keyof SessionFenceRequest>,
+): PullRequest {
+  const body = {
+    generation: fence.generation,
+    expectedVersion: fence.expectedVersion,
+    offerId: fields.offerId,
+    leaseToken: fields.leaseToken,
+  };
+  return fields.waitMs === undefined || fields.waitMs === 0 ? body : { ...body, waitMs: fields.waitMs };
+}
+
+/** The control plane's reader of an `offers` body (behind the DTO, ADR 0009). */
+export function parsePullRequest(body: unknown): PullRequest {
+  const raw = readObject(body, '', ['generation', 'expectedVersion', 'offerId', 'leaseToken', 'waitMs']);
+  const fields = readOfferFields(raw);
+  return raw.waitMs === undefined
+    ? fields
+    : { ...fields, waitMs: readInt(raw.waitMs, 'waitMs', 0, OFFER_WAIT_MAX_MS) };
 }
 
 export interface ExecutionOffer {
@@ -52,40 +113,18 @@ export interface IdleOffer {
 export type OfferResponse = ExecutionOffer | IdleOffer;
 
 /** A response that breaks the contract; the worker treats it as a failed call. */
-export class OfferContractError extends Error {
-  constructor(
-    readonly rule: string,
-    message?: string,
-  ) {
-    super(message ?? `execution offer: ${rule}`);
-    this.name = 'OfferContractError';
+export class OfferContractError extends ContractError {
+  constructor(rule: string, message?: string) {
+    super('offers', rule, message ?? `execution offer: ${rule}`);
   }
 }
 
 const INT31 = 2 ** 31 - 1;
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const DIGEST = /^[0-9a-f]{64}$/;
 
 function uuid(value: unknown, field: string): string {
   if (typeof value !== 'string' || !isUuidV7(value)) throw new ValidationError(field, 'invalid_uuid');
   return value;
-}
-
-function readLease(value: unknown): OfferedLease {
-  const l = readObject(value, 'lease', [
-    'offerId',
-    'sessionGeneration',
-    'leaseGeneration',
-    'version',
-    'expiresAt',
-  ]);
-  return {
-    offerId: uuid(l.offerId, 'lease.offerId'),
-    sessionGeneration: readInt(l.sessionGeneration, 'lease.sessionGeneration', 1, INT31),
-    leaseGeneration: readInt(l.leaseGeneration, 'lease.leaseGeneration', 1, INT31),
-    version: readInt(l.version, 'lease.version', 0, Number.MAX_SAFE_INTEGER),
-    expiresAt: readString(l.expiresAt, 'lease.expiresAt', { max: 24, pattern: ISO_TIME }),
-  };
 }
 
 /**
@@ -146,39 +185,6 @@ function readOffer(json: unknown): OfferResponse {
       attemptNo: readInt(r.attemptNo, 'run.attemptNo', 1, 1000),
     },
     execution: { digest, spec: parsed.spec },
-    lease: readLease(top.lease),
+    lease: readOfferedLease(top.lease),
   };
-}
-
-/** What renew answers with: the lease projection and whether a cancel was requested (R-RUN-5). */
-export interface RenewResponse {
-  readonly lease: OfferedLease;
-  readonly cancelRequested: boolean;
-}
-
-/** What release answers with: the ended lease's projection. */
-export interface ReleaseResponse {
-  readonly lease: OfferedLease;
-}
-
-/**
- * The worker's strict reader of a `renew` (lease and `cancelRequested`) or `release` (lease only)
- * answer: exact shape, no unknown fields, the lease projection's ranges.
- */
-export function parseLeaseAnswer(json: unknown, action: 'renew'): RenewResponse;
-export function parseLeaseAnswer(json: unknown, action: 'release'): ReleaseResponse;
-export function parseLeaseAnswer(
-  json: unknown,
-  action: 'renew' | 'release',
-): RenewResponse | ReleaseResponse {
-  try {
-    if (action === 'release') return { lease: readLease(readObject(json, '', ['lease']).lease) };
-    const top = readObject(json, '', ['lease', 'cancelRequested']);
-    if (typeof top.cancelRequested !== 'boolean')
-      throw new ValidationError('cancelRequested', 'must_be_boolean');
-    return { lease: readLease(top.lease), cancelRequested: top.cancelRequested };
-  } catch (error) {
-    if (error instanceof ValidationError) throw new OfferContractError(`${error.field}:${error.rule}`);
-    throw error;
-  }
 }

@@ -1,3 +1,17 @@
+/**
+ * `qinglong/remote-run-activation@v1` (R-ACT-3): the answer of `starting`, `running`,
+ * `start-failure` and `completion`, built and read through this one module by both sides.
+ *
+ * Field history (`git log -S` on this contract). Served since ba93662 (2026-12-02); first read by a
+ * worker in bb721f9 (2026-12-02): its v1.
+ *
+ * | field                                                                | appeared           | wire |
+ * | -------------------------------------------------------------------- | ------------------ | ---- |
+ * | `schema`, `status` (applied, already_starting/_running/_terminal)   | 7985e66 2026-12-01 | v1   |
+ * | `snapshot` ids, statuses, lease version and generation, sequence    | 7985e66 2026-12-01 | v1   |
+ * | `snapshot` deadlineAt, startedAt, finishedAt, executorHandle, logId, errorCode | 7985e66 2026-12-01 | v1 |
+ * | `snapshot.deadlineGraceMs` (ADR 0028)                               | f9de650 2026-12-04 | v2   |
+ */
 import {
   ATTEMPT_STATUSES,
   AttemptStatus,
@@ -11,12 +25,10 @@ import {
   readObject,
   readString,
 } from '@ql/domain';
-import { parseStrictJson } from './strict-json';
+import { parseStrictJson } from '../strict-json';
+import { ContractError } from './call';
 
-/**
- * `qinglong/remote-run-activation@v1` (R-ACT-3): the answer to `starting`, `running`,
- * `start-failure` (and completion), built and read through this one module by both sides.
- */
+/** The answer's schema name and version (the body's `schema`). */
 export const RUN_ACTIVATION_SCHEMA = 'qinglong/remote-run-activation@v1';
 export const RUN_ACTIVATION_MAX_BYTES = 16 * 1024;
 
@@ -56,12 +68,14 @@ export interface RunActivationResponse {
 }
 
 /** A response that breaks the contract; the worker treats it as a failed call. */
-export class ActivationContractError extends Error {
-  constructor(readonly rule: string) {
-    super(`run activation: ${rule}`);
-    this.name = 'ActivationContractError';
+export class ActivationContractError extends ContractError {
+  constructor(rule: string) {
+    super('activation', rule, `run activation: ${rule}`);
   }
 }
+
+/** What the activation answer added after v1, for the four calls that answer it. */
+export const ACTIVATION_ANSWER_SINCE = { 'answer.snapshot.deadlineGraceMs': 2 } as const;
 
 const INT31 = 2 ** 31 - 1;
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

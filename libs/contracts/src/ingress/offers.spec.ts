@@ -2,11 +2,15 @@ import { parseTaskSpec } from '@ql/domain';
 import {
   EXECUTION_OFFER_MAX_BYTES,
   EXECUTION_OFFER_SCHEMA,
+  OFFERS,
   OfferContractError,
-  parseLeaseAnswer,
+  buildPullRequest,
   parseOfferResponse,
-} from './execution-offer';
-import { createIdGenerator } from './system-ports';
+  parsePullRequest,
+} from './offers';
+import { fieldsAfter } from './call';
+import { refusalOf } from './golden';
+import { createIdGenerator } from '../system-ports';
 
 const ids = createIdGenerator();
 const spec = parseTaskSpec({ name: 'hello', command: 'echo hello', runtime: 'shell' });
@@ -124,49 +128,57 @@ describe('parseOfferResponse (qinglong/remote-execution-offer@v1)', () => {
   });
 });
 
-describe('parseLeaseAnswer (renew and release answers, read by the worker)', () => {
-  const lease = offer().lease as Record<string, unknown>;
-  const rule = (fn: () => unknown) => {
-    try {
-      fn();
-    } catch (error) {
-      if (error instanceof OfferContractError) return error.rule;
-      throw error;
-    }
-    return 'accepted';
-  };
+describe('offers request (ingress/offers.ts)', () => {
+  const fence = { generation: 2, expectedVersion: 9 };
+  const offerId = '01938e1e-0000-7000-8000-00000000d001';
+  const leaseToken = 'A'.repeat(43);
 
-  it('reads a renew answer with its cancel flag and a release answer', () => {
-    expect(parseLeaseAnswer({ lease, cancelRequested: true }, 'renew')).toEqual({
-      lease,
-      cancelRequested: true,
-    });
-    expect(parseLeaseAnswer({ lease }, 'release')).toEqual({ lease });
+  it('builds the golden bodies: waitMs only for a long poll; the control plane reads them', () => {
+    const now = buildPullRequest(fence, { offerId, leaseToken, waitMs: 0 });
+    expect(JSON.stringify(now)).toBe(
+      `{"generation":2,"expectedVersion":9,"offerId":"${offerId}","leaseToken":"${leaseToken}"}`,
+    );
+    const held = buildPullRequest(fence, { waitMs: 20_000, leaseToken, offerId });
+    expect(JSON.stringify(held)).toBe(
+      `{"generation":2,"expectedVersion":9,"offerId":"${offerId}","leaseToken":"${leaseToken}","waitMs":20000}`,
+    );
+    expect(parsePullRequest(now)).toEqual(now);
+    expect(parsePullRequest(held)).toEqual(held);
   });
 
-  it.each<[string, unknown, 'renew' | 'release', string]>([
-    ['a renew answer without the cancel flag', { lease }, 'renew', 'cancelRequested:must_be_boolean'],
-    [
-      'a cancel flag that is not a boolean',
-      { lease, cancelRequested: 'yes' },
-      'renew',
-      'cancelRequested:must_be_boolean',
-    ],
-    ['an unknown field', { lease, cancelRequested: false, token: 'x' }, 'renew', 'token:unknown_field'],
-    [
-      'a release answer with a cancel flag',
-      { lease, cancelRequested: false },
-      'release',
-      'cancelRequested:unknown_field',
-    ],
-    [
-      'a lease version out of range',
-      { lease: { ...lease, version: -1 } },
-      'release',
-      'lease.version:out_of_range',
-    ],
-    ['no object', null, 'renew', ':must_be_object'],
-  ])('refuses %s', (_name, json, action, expected) => {
-    expect(rule(() => parseLeaseAnswer(json, action as 'renew'))).toBe(expected);
+  it('refuses unknown fields and values over the limits, naming the field', () => {
+    const body = buildPullRequest(fence, { offerId, leaseToken });
+    expect(refusalOf(() => parsePullRequest({ ...body, 标签: 'x' }))).toBe('标签: unknown_field');
+    expect(refusalOf(() => parsePullRequest({ ...body, waitMs: 20_001 }))).toBe('waitMs: out_of_range');
+    expect(refusalOf(() => parsePullRequest({ ...body, leaseToken: 'short' }))).toBe(
+      'leaseToken: invalid_lease_token',
+    );
+    expect(refusalOf(() => parsePullRequest({ ...body, offerId: '签到-1' }))).toBe(
+      'offerId: invalid_offer_id',
+    );
+  });
+
+  it('records what came after v1: the long poll and three optional spec fields', () => {
+    expect(OFFERS.schema).toBe(EXECUTION_OFFER_SCHEMA);
+    expect(fieldsAfter(OFFERS, 1, 'request')).toEqual(['waitMs']);
+    expect(fieldsAfter(OFFERS, 1, 'answer').sort()).toEqual([
+      'execution.spec.bundle',
+      'execution.spec.secretEnv',
+      'execution.spec.timezone',
+    ]);
+  });
+
+  it('reads an offer of a task with a time zone (a v2 field) and a Chinese name', () => {
+    const zoned = parseTaskSpec({
+      name: '京东签到',
+      command: 'node jd_sign.js',
+      runtime: 'node',
+      cron: '0 7 * * *',
+      timezone: 'Asia/Shanghai',
+    });
+    const o = offer() as Loose;
+    o.execution = { digest: zoned.digest, spec: zoned.spec };
+    expect(parseOfferResponse(JSON.stringify(o)).status).toBe('offered');
+    expect((zoned.spec as { timezone?: string }).timezone).toBe('Asia/Shanghai');
   });
 });

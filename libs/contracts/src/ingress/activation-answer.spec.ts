@@ -8,8 +8,8 @@ import {
   RUN_ACTIVATION_SCHEMA,
   buildActivationResponse,
   parseActivationResponse,
-} from './run-activation';
-import { createIdGenerator } from './system-ports';
+} from './activation-answer';
+import { createIdGenerator } from '../system-ports';
 
 const ids = createIdGenerator();
 
