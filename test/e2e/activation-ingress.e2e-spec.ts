@@ -530,7 +530,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])(
       expect(await counted()).toBe(before + 1);
 
       const detail = await t.admin('GET', `/api/v1/runs/${h.offer.run.runId}`);
-      expect(detail.body).toMatchObject({ status: 'timed_out', attempts: [{ status: 'timed_out' }] });
+      // The admin view says why (issue 29 item 4): the sweeper's code; no summary came from a worker.
+      expect(detail.body).toMatchObject({
+        status: 'timed_out',
+        attempts: [{ status: 'timed_out', errorCode: 'deadline_exceeded', errorSummary: null }],
+      });
       const unchanged = await snapshot();
       expect(await timedOut()).toBe(0);
       const completion = {

@@ -17,6 +17,7 @@ import {
   portIsFree,
   postIngress,
   processAlive,
+  runCli,
   tempDir,
 } from '../support/entry-points';
 import { newSessionId, registerBody } from '../support/fixtures';
@@ -60,6 +61,8 @@ describe('the quickstart (npm start) with its control plane and worker processes
       QL_WORKER_HEARTBEAT_MS: '200',
       // Not the small flags a worker started without the launcher would get (ADR 0046).
       QL_WORKER_MACHINE_CLASS: 'large',
+      // The last test's run is cancelled 3 s into the stop, not 5 s (the default budget's).
+      QL_WORKER_STOP_BUDGET_MS: '6000',
     };
     first = new EntryPoint(QUICKSTART, env);
     await first.until('worker-1 registered', async () => registrations(first)[0], { deadlineMs: 60_000 });
@@ -197,17 +200,62 @@ describe('the quickstart (npm start) with its control plane and worker processes
     expect(first.running).toBe(true);
   });
 
-  it('SIGHUP (the terminal closes) stops the worker and the control plane; their ports are free', async () => {
+  it('SIGHUP (the terminal closes) with a run going: the worker cancels and reports it, then stops with the control plane; their ports are free', async () => {
     const pids = [
       Number(quickstartLine(first, 'control plane ready')[0]?.pid),
       Number(quickstartLine(first, 'worker-1 started').pop()?.pid),
     ];
     expect(pids.every(processAlive)).toBe(true);
+    // A run longer than the worker's stop budget (issue 29 item 4: it was lost, then failed, a minute later).
+    const key = await runCli(env, 'api-key', '--name', 'ops', '--role', 'admin');
+    const token = /"token":\s*"([^"]+)"/.exec(key.stdout)![1]!;
+    const admin = async (path: string, body?: unknown) => {
+      const res = await fetch(`http://127.0.0.1:${ports.admin}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return (await res.json()) as Record<string, unknown>;
+    };
+    const task = await admin('/api/v1/tasks', {
+      name: '夜间同步',
+      runtime: 'shell',
+      command: 'echo 开始; sleep 40',
+    });
+    const runId = ((await admin(`/api/v1/tasks/${String(task.id)}/runs`, {})).run as { id: string }).id;
+    // Its process started (the worker's line); the plane may show it `starting` a little longer.
+    await first.until('the run started', async () =>
+      first.lines.find((l) => l.msg === 'attempt started' && l.runId === runId),
+    );
+    const t0 = Date.now();
 
     first.kill('SIGHUP');
     expect(await first.exited).toEqual({ code: 0, signal: null });
     expect(pids.map(processAlive)).toEqual([false, false]);
     expect(await Promise.all([portIsFree(ports.admin), portIsFree(ports.ingress)])).toEqual([true, true]);
+    process.stdout.write(`quickstart SIGHUP to exit with a run going: ${Date.now() - t0} ms (budget 6000)\n`);
     expect(first.messages()).toContain('worker offline');
+    expect(first.messages()).toContainEqual(
+      expect.stringMatching(/^stopping: cancelled run .* \(夜间同步\)/),
+    );
+    // Read from the database file, as an operator would with the plane stopped: cancelled, with why.
+    const db = new Database(join(dir, 'ql.sqlite'), { readonly: true, fileMustExist: true });
+    try {
+      const ended = db
+        .prepare(
+          `SELECT r.status AS run, a.status AS attempt, a.error_summary AS why
+           FROM runs r JOIN attempts a ON a.run_id = r.id WHERE r.id = ?`,
+        )
+        .all(runId);
+      expect(ended).toEqual([
+        {
+          run: 'cancelled',
+          attempt: 'cancelled',
+          why: 'killed because its worker was stopped before the run ended (worker_shutdown)',
+        },
+      ]);
+    } finally {
+      db.close();
+    }
   });
 });

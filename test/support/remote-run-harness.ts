@@ -1,3 +1,4 @@
+// Size: the one harness every remote-run e2e file shares: plane, worker processes, admin views and waits.
 /**
  * Remote runs end to end: a real control plane (real TLS, a real database per dialect) and real
  * worker processes that pull, execute and report, driven and observed the way a user does — through
@@ -36,6 +37,9 @@ export interface AttemptView {
   status: string;
   workerId: string | null;
   finishedAt: string | null;
+  /** Why it ended, as its worker or the control plane said (issue 29 item 4). */
+  errorCode: string | null;
+  errorSummary: string | null;
 }
 export interface RunEventView {
   seq: number;

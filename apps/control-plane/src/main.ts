@@ -72,6 +72,27 @@ async function run(config: ControlPlaneConfig): Promise<void> {
   const migrated = await plane.core.db.migrationsApplied();
   const log = (msg: string, fields: Record<string, unknown> = {}, level = 'info') =>
     writeOut(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
+  // Stops cleanly from here on: a signal right after the "ready" line below is a clean stop too.
+  let migrationPoll: NodeJS.Timeout | undefined;
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    clearTimeout(migrationPoll);
+    log('shutting down', { signal });
+    const timer = setTimeout(() => process.exit(EXIT.failed), config.shutdownGraceMs + 1000);
+    timer.unref();
+    plane.close().then(
+      () => {
+        lock?.release();
+        process.exit(EXIT.ok);
+      },
+      () => process.exit(EXIT.failed),
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGHUP', () => stop('SIGHUP'));
   // On SQLite, the page cache, mmap and WAL pragmas in force (ADR 0053). A type-only import:
   // persistence is loaded with Nest, after the settings are checked.
   const sqlite = plane.core.db.dialect === 'sqlite' ? (plane.core.db as SqliteDatabase).pragmas() : undefined;
@@ -85,7 +106,6 @@ async function run(config: ControlPlaneConfig): Promise<void> {
   // "ready" only when /readyz would answer 200: a replica on an un-migrated database listens (probes
   // and the admin API answer) but is not ready until `npm run migrate` has run (issue 16).
   log(migrated ? 'control plane ready' : 'control plane listening; not ready: migrations pending', where);
-  let migrationPoll: NodeJS.Timeout | undefined;
   if (!migrated) {
     log(
       'migrations pending: run `npm run migrate` with this QL_DATABASE_URL; until then /readyz is 503 and the sweeper and cron wait',
@@ -118,25 +138,6 @@ async function run(config: ControlPlaneConfig): Promise<void> {
       ].join('\n'),
     );
   }
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    clearTimeout(migrationPoll);
-    log('shutting down', { signal });
-    const timer = setTimeout(() => process.exit(EXIT.failed), config.shutdownGraceMs + 1000);
-    timer.unref();
-    plane.close().then(
-      () => {
-        lock?.release();
-        process.exit(EXIT.ok);
-      },
-      () => process.exit(EXIT.failed),
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGHUP', () => stop('SIGHUP'));
   if (process.send) {
     const ready: ReadyMessage = {
       type: 'control-plane-ready',

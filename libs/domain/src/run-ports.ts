@@ -2,7 +2,7 @@ import { LeaseRecord, IdleReason } from './leases';
 import { PlacementCandidate } from './placement';
 import { AuditEntry } from './ports';
 import { SessionFence } from './registration';
-import { AttemptRecord, RunEvent, RunRecord, RunStatus, RunTrigger } from './runs';
+import { AttemptDetail, AttemptRecord, RunEvent, RunRecord, RunStatus, RunTrigger } from './runs';
 import { CanonicalTaskSpec, TaskRecord, TaskRevisionRecord } from './tasks';
 
 export interface PageQuery {
@@ -62,7 +62,7 @@ export interface RunRepository {
   trigger(command: TriggerRunCommand): Promise<{ run: RunRecord; created: boolean } | null>;
   find(id: string): Promise<RunRecord | null>;
   list(query: RunListQuery): Promise<RunRecord[]>;
-  attempts(runId: string): Promise<AttemptRecord[]>;
+  attempts(runId: string): Promise<AttemptDetail[]>;
   events(runId: string, query: { afterSeq: number; limit: number }): Promise<RunEvent[]>;
   /** Persists `cancel_requested` first; a run nobody holds (queued, retry_wait) is cancelled at once. */
   requestCancel(runId: string, audit: AuditEntry): Promise<RunRecord>;

@@ -78,6 +78,16 @@ export interface AttemptRecord {
   readonly finishedAt: number | null;
 }
 
+/**
+ * An attempt as the run detail shows it: how it ended, in the words its lease holder or the control
+ * plane gave — a start failure's or the sweeper's code (`worker_shutdown`, `deadline_exceeded` …), a
+ * completion's summary (issue 29 item 4).
+ */
+export interface AttemptDetail extends AttemptRecord {
+  readonly errorCode: string | null;
+  readonly errorSummary: string | null;
+}
+
 export interface RunEvent {
   readonly runId: string;
   readonly seq: number;

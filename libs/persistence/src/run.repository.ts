@@ -1,5 +1,5 @@
 import {
-  AttemptRecord,
+  AttemptDetail,
   AuditEntry,
   ConflictError,
   IdGenerator,
@@ -140,12 +140,16 @@ export class SqlRunRepository implements RunRepository {
     return rows.map(toRun);
   }
 
-  async attempts(runId: string): Promise<AttemptRecord[]> {
-    const rows = await this.db.many<AttemptRow>(
-      `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE run_id = :runId ORDER BY attempt_no`,
+  async attempts(runId: string): Promise<AttemptDetail[]> {
+    const rows = await this.db.many<AttemptRow & { error_code: string | null; error_summary: string | null }>(
+      `SELECT ${ATTEMPT_COLUMNS}, error_code, error_summary FROM attempts WHERE run_id = :runId ORDER BY attempt_no`,
       { runId },
     );
-    return rows.map(toAttempt);
+    return rows.map((row) => ({
+      ...toAttempt(row),
+      errorCode: row.error_code,
+      errorSummary: row.error_summary,
+    }));
   }
 
   async events(runId: string, query: { afterSeq: number; limit: number }): Promise<RunEvent[]> {

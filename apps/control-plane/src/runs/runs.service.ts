@@ -3,7 +3,7 @@ import {
   ACTIVATION_REPOSITORY,
   ActivationRepository,
   ApiKeyRecord,
-  AttemptRecord,
+  AttemptDetail,
   ID_GENERATOR,
   IdGenerator,
   LogEntry,
@@ -187,7 +187,7 @@ function toRunView(r: RunRecord) {
   };
 }
 
-function toAttemptView(a: AttemptRecord) {
+function toAttemptView(a: AttemptDetail) {
   return {
     id: a.id,
     attemptNo: a.attemptNo,
@@ -196,6 +196,8 @@ function toAttemptView(a: AttemptRecord) {
     workerId: a.workerId,
     sessionId: a.sessionId,
     exitCode: a.exitCode,
+    errorCode: a.errorCode,
+    errorSummary: a.errorSummary,
     leaseGeneration: a.leaseGeneration,
     createdAt: iso(a.createdAt),
     updatedAt: iso(a.updatedAt),

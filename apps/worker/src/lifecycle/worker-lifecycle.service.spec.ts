@@ -16,6 +16,7 @@ import {
   WorkerLifecycleService,
   WorkerStopError,
   readSessionResponse,
+  stopCancelPlan,
 } from './worker-lifecycle.service';
 
 interface Call {
@@ -483,4 +484,22 @@ describe('readSessionResponse', () => {
   ])('refuses cancel intents that are %s', (_case, cancelAttemptIds) => {
     expect(read({ cancelAttemptIds })).toThrow(expect.objectContaining({ code: 'invalid_response' }));
   });
+});
+
+describe('stopCancelPlan (issue 29 item 4)', () => {
+  it.each<[number, number, number, number]>([
+    // budget, kill grace → cancelled at, grace then: the kill and the reports fit in the budget
+    [10_000, 5_000, 5_000, 3_500], // the defaults: half the budget, 1.5 s kept for reports and offline
+    [60_000, 5_000, 53_500, 5_000], // a long budget: the full grace, then 1.5 s
+    [10_000, 1_000, 7_500, 1_000],
+    [1_500, 5_000, 750, 375], // a short budget: half of it, split between the grace and the reports
+    [100, 100, 50, 25],
+  ])(
+    'budget %i ms, kill grace %i ms: cancelled at %i ms, SIGKILL %i ms later',
+    (budget, grace, at, after) => {
+      const plan = stopCancelPlan(budget, grace);
+      expect(plan).toEqual({ cancelAtMs: at, graceMs: after });
+      expect(plan.cancelAtMs + plan.graceMs).toBeLessThan(budget);
+    },
+  );
 });

@@ -35,6 +35,7 @@ import {
 import { RateLimitLog } from '../logging/rate-limit-log';
 import { RepeatedFailureLog } from '../logging/repeated-failure';
 import type { WorkerRuns } from '../runs/run-supervisor';
+import { WORKER_STOP_FAILED } from '../runs/attempt-outcome';
 import { linkedSignal } from './linked-signal';
 import {
   HOST_PROBE,
@@ -114,6 +115,24 @@ export class WorkerStopError extends Error {
 }
 
 class StopBudgetExceeded extends Error {}
+
+/** Kept at the end of the stop budget for the killed runs' completions and offline (ADR 0011). */
+export const STOP_REPORT_ROOM_MS = 1500;
+
+/**
+ * When a stop gives up waiting for the runs still going, and their SIGTERM → SIGKILL grace then, so
+ * that the kill and the completion reports fit in the budget while their leases are live (issue 29
+ * item 4): the last min(grace + 1.5 s, half the budget) of it, of which up to 1.5 s (at most half of
+ * it) stays for the reports and offline; the grace gives way where that is short, never the room.
+ */
+export function stopCancelPlan(
+  budgetMs: number,
+  killGraceMs: number,
+): { cancelAtMs: number; graceMs: number } {
+  const tail = Math.min(killGraceMs + STOP_REPORT_ROOM_MS, Math.floor(budgetMs / 2));
+  const room = Math.min(STOP_REPORT_ROOM_MS, Math.floor(tail / 2));
+  return { cancelAtMs: budgetMs - tail, graceMs: Math.max(0, Math.min(killGraceMs, tail - room)) };
+}
 
 interface SessionState {
   readonly sessionId: string;
@@ -368,13 +387,18 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
 
   /**
    * R-WRK-5: drain (capacity 0, heartbeats go on), wait for local runs, then offline, all within the
-   * stop budget. Rejects with a `WorkerStopError` naming the phase on failure or timeout.
+   * stop budget. Runs still going late in the budget are cancelled (SIGTERM, SIGKILL after a grace)
+   * and reported `cancelled` while their leases are live (`stopCancelPlan`). Rejects with a
+   * `WorkerStopError` naming the phase on failure or timeout.
    */
   async stop(): Promise<void> {
     this.transition(['online'], 'stopping');
     const budgetMs = this.config.stopBudgetMs;
     const budget = setTimeout(() => this.abort.abort(new StopBudgetExceeded()), budgetMs);
     budget.unref();
+    const plan = stopCancelPlan(budgetMs, this.config.killGraceMs);
+    const cancel = setTimeout(() => this.runs?.cancelForStop(plan.graceMs), plan.cancelAtMs);
+    cancel.unref();
     let phase: WorkerStopError['phase'] = 'drain';
     try {
       await this.runs?.stopPulling(); // the pull in flight is aborted; no new offer is taken
@@ -390,7 +414,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     } catch (error) {
       this.stopHeartbeats();
       if (this.state !== 'fenced') this.state = 'failed';
-      const killed = (await this.runs?.abandonAll('worker_stop_failed')) ?? 0;
+      const killed = (await this.runs?.abandonAll(WORKER_STOP_FAILED)) ?? 0;
       const why =
         this.abort.signal.reason instanceof StopBudgetExceeded
           ? `did not finish within the stop budget of ${budgetMs} ms`
@@ -401,6 +425,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       throw new WorkerStopError(phase, `stop ${why} during ${phase}${runs}`);
     } finally {
       clearTimeout(budget);
+      clearTimeout(cancel);
       this.certificate?.stop();
       await this.runs?.close();
       await this.ingress.close();

@@ -8,10 +8,26 @@ const SUMMARY_MAX_CHARS = 512;
 /** The error code a record gets when its lease ended without the worker's own report. */
 export const LEASE_LOST = 'lease_lost';
 
+/**
+ * The reason code of a run its worker's stop cancelled (issue 29 item 4): a start failure's
+ * `errorCode`, and named in a completion's summary. A wire value: never rename it.
+ */
+export const WORKER_SHUTDOWN = 'worker_shutdown';
+
+/** Why a run is killed when the worker gives up on it itself: its stop ran out of budget, or it closes. */
+export const WORKER_STOP_FAILED = 'worker_stop_failed';
+export const WORKER_CLOSING = 'worker_closing';
+
 /** A short, bounded, human summary of how the process ended; null for a success. */
-export function completionSummary(ended: ProcessOutcome, timeoutMs: number): string | null {
+export function completionSummary(
+  ended: ProcessOutcome,
+  timeoutMs: number,
+  cancelledBy: 'request' | 'worker_stop' | null,
+): string | null {
   const parts: string[] = [];
   if (ended.status === 'timed_out') parts.push(`killed after its ${timeoutMs} ms timeout`);
+  else if (ended.status === 'cancelled' && cancelledBy === 'worker_stop')
+    parts.push(`killed because its worker was stopped before the run ended (${WORKER_SHUTDOWN})`);
   else if (ended.status === 'cancelled') parts.push('killed on a cancel request');
   else if (ended.status === 'failed')
     parts.push(

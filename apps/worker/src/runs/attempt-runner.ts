@@ -31,7 +31,13 @@ import {
 } from './lease-channel';
 import type { LeaseRenewer } from './lease-renewer';
 import { LogUploader } from './log-uploader';
-import { completionSummary, finishLostRecord } from './attempt-outcome';
+import {
+  WORKER_CLOSING,
+  WORKER_SHUTDOWN,
+  WORKER_STOP_FAILED,
+  completionSummary,
+  finishLostRecord,
+} from './attempt-outcome';
 import { fetchSecrets, secretValuesToRedact } from './attempt-secrets';
 import { monotonicNow } from '../host/monotonic';
 import { linkedSignal } from '../lifecycle/linked-signal';
@@ -84,6 +90,10 @@ export class AttemptRunner {
   readonly lease: HeldLease;
   private local: LocalRun | undefined;
   private cancelWanted = false;
+  /** Why the run is being cancelled: a cancel request, or its worker stopping (issue 29 item 4). */
+  private cancelledBy: 'request' | 'worker_stop' | null = null;
+  /** Monotonic time a stop that cannot wait for the run has its group SIGKILLed by; none before. */
+  private stopKillAtMs = Infinity;
   private lostReason: string | null = null;
   private readonly uploader: LogUploader;
   private readonly ids: Record<string, string>;
@@ -131,8 +141,41 @@ export class AttemptRunner {
   cancel(): void {
     if (this.cancelWanted) return;
     this.cancelWanted = true;
+    this.cancelledBy = 'request';
     this.deps.log.info('cancel requested; killing the run', this.ids);
-    this.local?.cancel();
+    this.cancelRun();
+  }
+
+  /**
+   * The worker is stopping and cannot wait for this run (issue 29 item 4): SIGTERM now, SIGKILL after
+   * `graceMs`, and the completion says `cancelled` because its worker stopped (`worker_shutdown`);
+   * before the launch, a start failure with that code. A run already being cancelled keeps its reason.
+   */
+  cancelForStop(graceMs: number): void {
+    if (this.lostReason) return; // its lease is gone: nothing is reported any more
+    this.stopKillAtMs = Math.min(this.stopKillAtMs, monotonicNow() + graceMs);
+    if (!this.cancelWanted) {
+      this.cancelWanted = true;
+      this.cancelledBy = 'worker_stop';
+      const task = this.offer.execution.spec.name;
+      this.deps.log.warn(
+        `stopping: cancelled run ${this.offer.run.runId} (${task}): it would outlast the worker's stop budget; SIGTERM now, SIGKILL after ${graceMs} ms, reported cancelled (${WORKER_SHUTDOWN})`,
+        { ...this.ids, task, graceMs },
+      );
+      this.cancelRun();
+    }
+    this.enforce(); // the SIGKILL (and the reaper's switch) at the stop's kill time, if that is sooner
+  }
+
+  /** The process group is killed; before the launch, a bundle download in flight ends (nothing will run). */
+  private cancelRun(): void {
+    if (this.local) this.local.cancel();
+    else this.stopFetch.abort();
+  }
+
+  /** The start failure a cancel before the launch is reported as. */
+  private cancelCode(): string {
+    return this.cancelledBy === 'worker_stop' ? WORKER_SHUTDOWN : 'cancel_requested';
   }
 
   /** The lease is gone or the worker gives up: kill the process group, report nothing more. */
@@ -211,15 +254,17 @@ export class AttemptRunner {
     clearTimeout(this.enforceTimer);
     if (this.lostReason) return;
     const hardStop = Math.min(this.lease.termEndMs, this.sweepAtMs) - KILL_MARGIN_MS;
+    // A stop that cannot wait for the run kills it sooner (cancelForStop); the timer below stays the lease's.
+    const killBy = Math.min(hardStop, this.stopKillAtMs);
     if (this.local) {
       // Said before it is armed: a worker frozen in between has the switch at this time or earlier.
-      const hardStopAt = new Date(Date.now() + hardStop - monotonicNow()).toISOString();
+      const hardStopAt = new Date(Date.now() + killBy - monotonicNow()).toISOString();
       this.deps.log.debug("the attempt's hard stop: the reaper's switch kills it then", {
         ...this.ids,
         hardStopAt,
       });
     }
-    this.local?.stopBy(hardStop);
+    this.local?.stopBy(killBy);
     const byDeadline = this.sweepAtMs < this.lease.termEndMs;
     const killAt = hardStop - this.killGraceMs;
     this.enforceTimer = setTimeout(
@@ -242,7 +287,7 @@ export class AttemptRunner {
     if (starting.status === 'already_terminal') throw new LeaseLost('attempt_ended');
     this.learnDeadline(starting);
     await journal.transition(offerId, 'starting_acknowledged');
-    if (this.cancelWanted) return this.startFailure('cancel_requested');
+    if (this.cancelWanted) return this.startFailure(this.cancelCode());
     this.checkLease();
     const spec = this.offer.execution.spec;
     let bundle: LaunchRequest['bundle'];
@@ -252,6 +297,7 @@ export class AttemptRunner {
       } catch (error) {
         // The lease or the session is gone: nothing more is reported (the fence says why).
         if (this.lostReason || isLeaseFenced(error) || isSessionFenced(error)) throw error;
+        if (this.cancelWanted) return this.startFailure(this.cancelCode()); // the cancel ended the download
         return this.startFailure('bundle_unavailable', error);
       }
       this.checkLease();
@@ -262,6 +308,8 @@ export class AttemptRunner {
     const secretEnv = secrets.env;
     this.uploader.redact(secretValuesToRedact(spec, secretEnv));
     this.checkLease();
+    // Cancelled while its bundle or secrets came: nothing is launched.
+    if (this.cancelWanted) return this.startFailure(this.cancelCode());
     await journal.transition(offerId, 'launching');
     let local: LocalRun;
     try {
@@ -315,7 +363,9 @@ export class AttemptRunner {
   ): Promise<void> {
     const { journal, log } = this.deps;
     const offerId = this.lease.offerId;
-    const outcome = recordedOutcome(ended);
+    // A run its worker's stop cancelled says so in the journal too: a restart reports it with that code.
+    const stopped = ended.status === 'cancelled' && this.cancelledBy === 'worker_stop';
+    const outcome = recordedOutcome(ended, stopped ? WORKER_SHUTDOWN : null);
     await journal.update(offerId, { exit: { code: ended.exitCode, signal: ended.signal }, outcome });
     this.checkLease();
     const finalLogs = await lastOutput();
@@ -323,7 +373,7 @@ export class AttemptRunner {
     await this.activation('completion', {
       outcome: outcome.status,
       exitCode: outcome.exitCode,
-      errorSummary: completionSummary(ended, this.offer.execution.spec.timeoutMs),
+      errorSummary: completionSummary(ended, this.offer.execution.spec.timeoutMs, this.cancelledBy),
       ...(executorHandle === undefined ? {} : { executorHandle }),
       ...(finalLogs.length > 0 ? { finalLogs } : {}),
     });
@@ -407,6 +457,15 @@ export class AttemptRunner {
           : this.lostReason;
     this.abandon(lost ?? 'worker_gave_up');
     const outcome = await this.local?.done;
+    if (lost === WORKER_STOP_FAILED || lost === WORKER_CLOSING) {
+      // The worker gave up on it, not the control plane: its lease may well be live. The journal keeps
+      // the record as it is; the next start on this journal reports it (R-WRK-2, ADR 0011).
+      this.deps.log.warn(
+        "attempt killed before its completion was acknowledged: the worker's stop ran out of time; the next start on this journal reports it",
+        { ...this.ids, reason: lost },
+      );
+      return;
+    }
     if (lost !== null) {
       this.deps.log.warn('attempt ended without a completion: its lease is gone', {
         ...this.ids,
@@ -459,6 +518,6 @@ export class AttemptRunner {
   }
 }
 
-function recordedOutcome(ended: ProcessOutcome): RecordedOutcome {
-  return { status: ended.status, exitCode: ended.exitCode, errorCode: null };
+function recordedOutcome(ended: ProcessOutcome, errorCode: string | null): RecordedOutcome {
+  return { status: ended.status, exitCode: ended.exitCode, errorCode };
 }

@@ -1,5 +1,7 @@
+// Size: the run supervisor against one fake control plane, path by path (pull, activation, output, renewal, cancel, stop, fence, long poll).
 import { RunActivationResponse, buildActivationResponse } from '@ql/contracts';
 import { existsSync } from 'node:fs';
+import { PassThrough } from 'node:stream';
 import { FakeControlPlane, fenced, lostAnswer } from '../../test-support/fake-control-plane';
 import { WorkerHarness } from '../../test-support/worker-harness';
 import { groupAlive } from '../host/process-table';
@@ -27,6 +29,11 @@ const pgidOf = (offerId: string) =>
     String(plane.of('running').find((c) => c.body.offerId === offerId)!.body.executorHandle).split(':')[1],
   );
 const record = (offerId: string) => h.journal.get(offerId);
+/** The record as the journal's log last wrote it (readable once the worker closed its journal). */
+const lastRecord = (offerId: string) =>
+  readJournalLog(h.config.journalDir)
+    .filter((r) => r.offerId === offerId)
+    .at(-1);
 
 describe('RunSupervisor: pull, activation, output, completion (R-WRK-2..3, R-ACT-1, R-CMP-1..2)', () => {
   it('runs a pulled shell task: starting, running, its output as logs from seq 0, completion succeeded; the journal ends finished without the token', async () => {
@@ -332,10 +339,62 @@ describe('RunSupervisor: stop and fence (R-WRK-5, R-WRK-6)', () => {
     expect(h.lifecycle.currentState).toBe('stopped');
   });
 
-  it('stop() past its budget kills the local runs and fails, saying why', async () => {
+  it('stop() cannot wait for a run to end: cancels it late in the budget, SIGKILL after the grace, reports it cancelled by the stop, then offline', async () => {
+    // Budget 1200 ms, kill grace 1000 ms: cancelled at 600 ms, the grace shortened to 300 ms (SIGKILL at
+    // 900 ms), 300 ms left to report and go offline.
+    await start({ QL_WORKER_STOP_BUDGET_MS: '1200', QL_WORKER_KILL_GRACE_MS: '1000' });
+    // It ignores SIGTERM, as its child does: only the SIGKILL after the grace ends it.
+    plane.enqueue({ command: "trap '' TERM; sleep 30 & echo started; wait", name: '备份数据库' });
+    const lease = await h.until('started', () => plane.leaseList.find((l) => l.logs.length > 0));
+    const stopped = Date.now();
+    await h.lifecycle.stop();
+    expect(Date.now() - stopped).toBeLessThan(1200);
+    expect(h.lifecycle.currentState).toBe('stopped');
+    const order = plane.calls
+      .map((c) => c.action)
+      .filter((a) => ['drain', 'completion', 'offline'].includes(a));
+    expect(order).toEqual(['drain', 'completion', 'offline']);
+    expect(plane.of('completion')[0]!.at - stopped).toBeGreaterThanOrEqual(900); // after the grace
+    expect(lease.completion).toEqual({
+      outcome: 'cancelled',
+      exitCode: null,
+      errorSummary: 'killed because its worker was stopped before the run ended (worker_shutdown)',
+    });
+    expect(groupAlive(pgidOf(lease.offerId))).toBe(false);
+    const said = h.lines.find((l) => String(l.msg).startsWith('stopping: cancelled run'));
+    expect(said).toMatchObject({
+      level: 'warn',
+      msg: `stopping: cancelled run ${lease.runId} (备份数据库): it would outlast the worker's stop budget; SIGTERM now, SIGKILL after 300 ms, reported cancelled (worker_shutdown)`,
+      task: '备份数据库',
+      graceMs: 300,
+    });
+    // The journal is closed with the worker: its log says the record ended acknowledged.
+    expect(lastRecord(lease.offerId)).toMatchObject({
+      state: 'completion_acknowledged',
+      outcome: { status: 'cancelled' },
+    });
+  });
+
+  it('stop() cancels a run still fetching its bundle before anything is launched: a start failure worker_shutdown', async () => {
+    await start({ QL_WORKER_STOP_BUDGET_MS: '1200' });
+    let stalled: PassThrough | undefined;
+    plane.serveBundle = () => (stalled = new PassThrough()); // headers came, then nothing
+    plane.enqueue({ command: 'sh a.sh', bundle: { digest: 'a'.repeat(64), workdir: '.' } });
+    await h.until('the bundle fetch going', () => stalled !== undefined);
+    await h.lifecycle.stop();
+    expect(stalled!.destroyed).toBe(true);
+    expect(plane.of('start-failure').map((c) => c.body.errorCode)).toEqual(['worker_shutdown']);
+    expect(plane.of('running')).toHaveLength(0);
+    expect(plane.of('offline')).toHaveLength(1);
+  });
+
+  it("stop() past its budget (the cancelled run's completion gets no answer) kills the local runs and fails, saying why", async () => {
     await start({ QL_WORKER_STOP_BUDGET_MS: '600' });
     plane.enqueue({ command: 'sleep 30 & echo started; wait' });
     const lease = await h.until('started', () => plane.leaseList.find((l) => l.logs.length > 0));
+    plane.reply.completion = () => {
+      throw lostAnswer();
+    };
     const error = await h.lifecycle.stop().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(WorkerStopError);
     expect((error as WorkerStopError).phase).toBe('local-runs');
@@ -343,7 +402,17 @@ describe('RunSupervisor: stop and fence (R-WRK-5, R-WRK-6)', () => {
       'stop did not finish within the stop budget of 600 ms during local-runs; killed 1 local run still going',
     );
     expect(groupAlive(pgidOf(lease.offerId))).toBe(false);
-    expect(plane.of('completion')).toEqual([]);
+    expect(plane.of('completion').length).toBeGreaterThan(0); // tried, never answered
+    expect(lease.completion).toBeUndefined();
+    // Its lease may be live: the record stays for the next start to report (R-WRK-2), its token kept.
+    expect(lastRecord(lease.offerId)).toMatchObject({
+      state: 'running_acknowledged',
+      leaseToken: lease.token,
+      outcome: { status: 'cancelled', errorCode: 'worker_shutdown' },
+    });
+    expect(h.messages()).toContain(
+      "attempt killed before its completion was acknowledged: the worker's stop ran out of time; the next start on this journal reports it",
+    );
   });
 
   it('a fenced session stops pulling and kills its runs; nothing more is sent', async () => {

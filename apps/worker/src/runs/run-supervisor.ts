@@ -21,6 +21,7 @@ import {
 import { LeaseRenewer } from './lease-renewer';
 import { OfferPuller } from './offer-puller';
 import { recoverJournal } from './restart-recovery';
+import { WORKER_CLOSING } from './attempt-outcome';
 
 /** Pause before a lease call that got no answer is sent again (inside its lease term). */
 export const LEASE_CALL_RETRY_MS = 500;
@@ -41,6 +42,11 @@ export interface WorkerRuns {
   whenIdle(): Promise<void>;
   /** R-RUN-5: cancel intents from a heartbeat answer. */
   cancelAttempts(attemptIds: readonly string[]): void;
+  /**
+   * The stop cannot wait for the runs still going (issue 29 item 4): each is killed (SIGTERM, SIGKILL
+   * after `graceMs`) and reported `cancelled` because its worker stopped; resolves with how many.
+   */
+  cancelForStop(graceMs: number): number;
   /** Kills every local run's process group, reports nothing more; resolves with how many. */
   abandonAll(reason: string): Promise<number>;
   /** Loops stopped, runs killed, journal released. */
@@ -163,6 +169,12 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
     }
   }
 
+  cancelForStop(graceMs: number): number {
+    const held = [...this.runs.values()];
+    for (const { runner } of held) runner.cancelForStop(graceMs);
+    return held.length;
+  }
+
   async abandonAll(reason: string): Promise<number> {
     const held = [...this.runs.values()];
     for (const { runner } of held) runner.abandon(reason);
@@ -173,7 +185,7 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
 
   async close(): Promise<void> {
     await this.stopPulling();
-    await this.abandonAll('worker_closing');
+    await this.abandonAll(WORKER_CLOSING);
     if (!this.abort.signal.aborted) this.abort.abort();
     await this.renewer?.stop();
     await this.journal.close();

@@ -161,6 +161,22 @@ export class AttemptDto {
   @ApiProperty({ type: 'integer', nullable: true, description: 'as the worker reported it at completion' })
   readonly exitCode!: number | null;
 
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    description:
+      'why it ended without a completion: the start failure’s code (`worker_shutdown`: its worker was stopped before it launched; `cancel_requested`, `bundle_unavailable` …) or `deadline_exceeded`; null otherwise',
+  })
+  readonly errorCode!: string | null;
+
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    description:
+      'the worker’s summary of how it ended (“killed because its worker was stopped before the run ended (worker_shutdown)”, “exited with code 3” …), redacted as its output is; null for a success',
+  })
+  readonly errorSummary!: string | null;
+
   @ApiProperty(integerProp())
   readonly leaseGeneration!: number;
 
