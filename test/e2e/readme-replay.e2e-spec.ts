@@ -318,12 +318,8 @@ describe('the docs replayed as a new user types them', () => {
   });
   afterAll(async () => {
     await pgStep?.catch(() => undefined);
-    for (const t of [...(main?.terminals ?? []), ...(pg?.terminals ?? [])].filter((t) => t.running)) {
-      t.interrupt();
-      await t.exited;
-    }
-    main?.session.close();
-    pg?.session.close();
+    await Promise.all([...(main?.terminals ?? []), ...(pg?.terminals ?? [])].map((t) => t.stop()));
+    await Promise.all([main?.session.close(), pg?.session.close()]);
     await withAdminClient(pgAdmin.href, (client) =>
       client.query(`DROP DATABASE IF EXISTS ${quoteIdent(pgDatabase)} WITH (FORCE)`),
     ).catch(() => undefined);

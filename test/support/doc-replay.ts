@@ -153,7 +153,13 @@ export class ShellSession {
     readonly cwd: string,
     env: Record<string, string>,
   ) {
-    this.bash = spawn('bash', ['--noprofile', '--norc'], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    // Its own process group: what a command left running is ended with it (`close`).
+    this.bash = spawn('bash', ['--noprofile', '--norc'], {
+      cwd,
+      env,
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     this.bash.stdout!.on('data', (chunk: Buffer) => {
       this.out += chunk.toString('utf8');
       this.events.emit('data');
@@ -202,8 +208,16 @@ export class ShellSession {
     );
   }
 
-  close(): void {
-    this.bash.stdin!.end('exit\n');
+  /** Ends the shell and anything a command of it still runs (a command that hung: the test failed). */
+  async close(): Promise<void> {
+    if (this.bash.exitCode !== null || this.bash.signalCode !== null) return;
+    const exited = once(this.bash, 'exit');
+    try {
+      process.kill(-this.bash.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    await exited;
   }
 }
 
@@ -259,6 +273,33 @@ export class Terminal {
 
   get running(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /**
+   * Ctrl-C, and the end of everything it started: after `graceMs` (a stop that hangs, the test
+   * failed) SIGKILL to its group and to the children the quickstart put in groups of their own.
+   */
+  async stop(graceMs = 20_000): Promise<void> {
+    if (!this.running) return;
+    this.interrupt();
+    const timer = setTimeout(() => {
+      for (const pid of [this.child.pid!, ...this.detachedChildren()])
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+    }, graceMs);
+    await this.closed.finally(() => clearTimeout(timer));
+  }
+
+  /** The control plane and worker a quickstart started, each in a process group of its own. */
+  private detachedChildren(): number[] {
+    return this.lines
+      .filter(
+        (l) => typeof l.msg === 'string' && l.msg.startsWith('quickstart: ') && typeof l.pid === 'number',
+      )
+      .map((l) => l.pid as number);
   }
 
   /** Ctrl-C: SIGINT to the terminal's foreground process group. */
