@@ -2,6 +2,7 @@
 // hooks, the worker process's active resources (sockets, timers, child processes) are compared with
 // what it had before the file, and what is still there after a short settle is written to stderr
 // with the file's name. "A worker process has failed to exit gracefully" names no file; this does.
+const { setTimeout } = require('node:timers');
 const { TestEnvironment } = require('jest-environment-node');
 
 /** Resources that come and go with jest itself or with Node's own machinery. */
