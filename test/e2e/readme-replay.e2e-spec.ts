@@ -11,6 +11,7 @@
  * One terminal (a bash session) in the copy's folder; `npm start` and `bin/ql-worker` run in terminals
  * of their own and are stopped with Ctrl-C (SIGINT to their process group) where the docs say so.
  * The PostgreSQL steps run beside the rest, in a second terminal with other ports, in the same folder.
+ * ADR 0058.
  */
 import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
