@@ -1,6 +1,7 @@
 // Issue 19 item 1 (ADR 0051): `npm run bundle -- push | list | delete`, the real CLI process on a
 // real SQLite file: a folder is packed by the CLI itself (the same folder, the same digest), a link
 // in it is refused, and a pinned bundle is not deleted.
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createIdGenerator, systemClock } from '@ql/contracts';
@@ -78,5 +79,18 @@ describe('npm run bundle (the CLI)', () => {
     expect(json(deleted.stdout)).toMatchObject({ digest: pushed.digest, deleted: true });
     expect((await cli('bundle', 'delete', pushed.digest as string)).code).toBe(1);
     expect((await cli('bundle', 'frobnicate')).code).toBe(2);
+  });
+
+  it('a bundle over QL_BUNDLE_MAX_BYTES is refused (exit 2) naming the limit in bytes and MiB and the setting; nothing stored', async () => {
+    const before = (await cli('bundle', 'list')).stdout;
+    mkdirSync(join(dir, 'big'));
+    // 京东签到日志: random bytes do not shrink when packed.
+    writeFileSync(join(dir, 'big/京东签到.log'), randomBytes(4096));
+    const refused = await runCli({ ...env, QL_BUNDLE_MAX_BYTES: '2048' }, 'bundle', 'push', join(dir, 'big'));
+    expect(refused).toMatchObject({ code: 2, stdout: '' });
+    expect(refused.stderr).toMatch(
+      /bundle: body: too_large \(the bundle is \d+ bytes packed; the limit is 2048 bytes = 0\.00195 MiB, set by QL_BUNDLE_MAX_BYTES\)/,
+    );
+    expect((await cli('bundle', 'list')).stdout).toBe(before);
   });
 });

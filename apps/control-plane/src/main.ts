@@ -1,8 +1,10 @@
 import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
 import { checkEntryArgs, guardStdio, withDeferredDateTimeFormats, writeErr, writeOut } from '@ql/contracts';
 import type { SqliteDatabase, SqlitePragmas } from '@ql/persistence';
 import { ConfigError, ControlPlaneConfig, loadConfig } from './config/config';
 import { PlaneLock, sqlitePathOf } from './core/plane-lock';
+import { planeIdentity } from './quickstart-worker-state';
 import { EXIT, describeStartFailure } from './start-failure';
 
 /** What the control plane tells a parent that started it with an IPC channel (the quickstart). */
@@ -12,6 +14,8 @@ export interface ReadyMessage {
   readonly ingressUrl: string;
   readonly tlsCaPath: string;
   readonly devPkiDir: string;
+  /** Its database and CA, digested (quickstart-worker-state.ts): whose worker state the quickstart uses. */
+  readonly planeIdentity: string;
   /** Listening, but /readyz is 503 until `npm run migrate` (cluster-control); a `control-plane-migrated` message follows. */
   readonly migrationsPending: boolean;
   /** On SQLite: the page cache, mmap and WAL pragmas in force on the plane's connection. */
@@ -141,6 +145,7 @@ async function run(config: ControlPlaneConfig): Promise<void> {
       ingressUrl: plane.ingressUrl,
       tlsCaPath: config.tlsCaPath,
       devPkiDir: config.devPkiDir,
+      planeIdentity: planeIdentity(config.databaseUrl, readFileSync(config.tlsCaPath)),
       migrationsPending: !migrated,
       ...(sqlite ? { sqlite } : {}),
     };

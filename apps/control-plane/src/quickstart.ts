@@ -5,6 +5,7 @@ import { checkEntryArgs, guardStdio, WORKER_EXIT, writeErr, writeOut } from '@ql
 import { dirname, extname, join } from 'node:path';
 import { CONTROL_PLANE_ENV, CONTROL_PLANE_NODE_FLAGS } from './node-flags';
 import type { MigratedMessage, ReadyMessage } from './main';
+import { quickstartWorkerState } from './quickstart-worker-state';
 import { RestartBackoff } from './restart-backoff';
 import { EXIT } from './start-failure';
 
@@ -61,6 +62,8 @@ let restartTimer: NodeJS.Timeout | undefined;
 let stopping = false;
 /** The worker's exit on stop was not 0 (it crashed or did not go offline): the quickstart says so. */
 let workerStopFailed = false;
+/** The worker's state is not in its usual folder (another control plane's): said once. */
+let announcedState = false;
 
 function log(level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void {
   writeOut(
@@ -122,9 +125,24 @@ function enrollmentToken(certPath: string): Promise<string | undefined> {
 
 function startWorker(from: ReadyMessage): void {
   if (stopping) return;
-  // Its journal, run folders and TLS files sit beside the dev PKI (`./var/worker/<id>/…` by default): a
-  // quickstart pointed at another folder keeps all of its state there, and two never share a journal.
-  const state = join(dirname(from.devPkiDir), 'worker', workerId);
+  // Its journal, run folders, bundles and TLS files sit beside the dev PKI (`./var/worker/<id>/…` by
+  // default): a quickstart pointed at another folder keeps all of its state there, and two never share
+  // a journal. They belong to one control plane (its database and CA): started on another, the worker
+  // gets a folder of its own and enrolls there, instead of presenting a certificate that plane never
+  // issued and cannot renew (issue 29 item 8).
+  const { folder: state, moved } = quickstartWorkerState(
+    join(dirname(from.devPkiDir), 'worker'),
+    workerId,
+    from.planeIdentity,
+  );
+  if (moved && !announcedState) {
+    announcedState = true;
+    log(
+      'info',
+      `${workerId} keeps its state in ${state}: ${join(dirname(from.devPkiDir), 'worker', workerId)} belongs to another control plane (database or CA)`,
+      { state },
+    );
+  }
   const files = workerFiles(state);
   enrollmentToken(files.cert).then(
     (token) => spawnWorker(from, state, files, token),
@@ -158,6 +176,7 @@ function spawnWorker(
       ...(token ? { QL_WORKER_ENROLL_TOKEN: token } : {}),
       QL_WORKER_JOURNAL_DIR: process.env.QL_WORKER_JOURNAL_DIR ?? join(state, 'journal'),
       QL_WORKER_WORK_DIR: process.env.QL_WORKER_WORK_DIR ?? join(state, 'runs'),
+      QL_WORKER_BUNDLE_CACHE_DIR: process.env.QL_WORKER_BUNDLE_CACHE_DIR ?? join(state, 'bundles'),
     },
   });
   worker = child;

@@ -5,7 +5,7 @@ import { ADMIN_EDGE } from '../http/edge';
 import type { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { AdminRequest, authorizeAdminRequest } from '../identity/api-key.guard';
 import { BUNDLES_ROUTE, BUNDLE_UPLOAD_ROLE } from './bundles.controllers';
-import { BUNDLE_MEDIA_TYPES } from './bundles.service';
+import { BUNDLE_MEDIA_TYPES, bundleLimitText } from './bundles.service';
 
 const UPLOAD_PATH = `/${BUNDLES_ROUTE}`;
 /** A busy upload slot frees within seconds at the admin listener's pace: ask again after this. */
@@ -74,19 +74,54 @@ export function configureBundleUploads(fastify: FastifyInstance, options: Bundle
       (error: unknown) => refuseUnread(request, reply, error),
     );
   });
-  fastify.addContentTypeParser(
-    [...BUNDLE_MEDIA_TYPES],
-    { parseAs: 'buffer', bodyLimit: options.maxBytes },
-    (request, body, done) => {
-      if (request.method !== 'POST' || request.url.split('?')[0] !== UPLOAD_PATH) {
-        done(
-          new AdminRefusal(415, 'unsupported_media_type', 'a raw body is taken by the bundle upload only'),
-          undefined,
-        );
+  // Read here rather than with `parseAs` so a body over the limit (chunked: no length to refuse up
+  // front) is answered with the limit and the setting that sets it, not fastify's bare "too large".
+  fastify.addContentTypeParser([...BUNDLE_MEDIA_TYPES], (request, payload, done) => {
+    if (request.method !== 'POST' || request.url.split('?')[0] !== UPLOAD_PATH) {
+      done(
+        new AdminRefusal(415, 'unsupported_media_type', 'a raw body is taken by the bundle upload only'),
+        undefined,
+      );
+      return;
+    }
+    if (Number(request.headers['content-length']) > options.maxBytes) {
+      done(bundleTooLarge(options.maxBytes, Number(request.headers['content-length'])), undefined);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > options.maxBytes) {
+        stop();
+        done(bundleTooLarge(options.maxBytes), undefined);
         return;
       }
-      done(null, body);
-    },
+      chunks.push(chunk);
+    };
+    const onEnd = (error?: Error) => {
+      stop();
+      if (error) done(error, undefined);
+      else done(null, Buffer.concat(chunks, received));
+    };
+    const stop = () => {
+      payload.removeListener('data', onData);
+      payload.removeListener('end', onEnd);
+      payload.removeListener('error', onEnd);
+    };
+    payload.on('data', onData);
+    payload.on('end', onEnd);
+    payload.on('error', onEnd);
+    payload.resume();
+  });
+}
+
+/** 413 for an upload over QL_BUNDLE_MAX_BYTES, saying the limit and the setting that raises it. */
+function bundleTooLarge(maxBytes: number, length?: number): AdminRefusal {
+  return new AdminRefusal(
+    413,
+    'request_too_large',
+    `the bundle${length === undefined ? '' : ` (${length} bytes)`} is over the limit: ${bundleLimitText(maxBytes)}`,
   );
 }
 

@@ -28,6 +28,11 @@ export const BUNDLE_MEDIA_TYPES = ['application/gzip', 'application/octet-stream
  * the same reader the worker unpacks with, so a bundle the worker would refuse is refused here first;
  * one file is packed into a one-entry `.tar.gz`, so every stored bundle has one form.
  */
+/** The bundle limit as a person reads it: bytes, MiB, and the setting (issue 29 item 8). */
+export function bundleLimitText(maxBytes: number): string {
+  return `${maxBytes} bytes = ${Number((maxBytes / 1024 ** 2).toPrecision(3))} MiB, set by QL_BUNDLE_MAX_BYTES`;
+}
+
 @Injectable()
 export class BundlesService {
   constructor(
@@ -55,7 +60,7 @@ export class BundlesService {
       throw new ValidationError(
         'body',
         'too_large',
-        `body: too_large (the bundle limit is ${this.config.bundleMaxBytes} bytes)`,
+        `body: too_large (the bundle is ${archive.length} bytes packed; the limit is ${bundleLimitText(this.config.bundleMaxBytes)})`,
       );
     let summary;
     try {
