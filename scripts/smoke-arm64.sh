@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm run smoke:arm64`: the worker on arm64 under emulation (issue 30 item 6, ADR 0060). Installs
+# `npm run smoke:arm64`: the worker on arm64 under emulation (issue 30 item 6, ADR 0059). Installs
 # Debian's qemu-user-static and the arm64 C libraries (root; already there: nothing), registers qemu
 # for arm64 binaries with the kernel (binfmt_misc, so the node tasks the worker spawns run emulated
 # too), installs the registry's arm64 Node 24 (scripts/install-node.sh), builds the worker's bundle

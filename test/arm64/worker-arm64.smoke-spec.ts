@@ -1,5 +1,5 @@
 /**
- * The worker on arm64 (issue 30 item 6, ADR 0060): the worker's bundle on the registry's arm64 Node 24,
+ * The worker on arm64 (issue 30 item 6, ADR 0059): the worker's bundle on the registry's arm64 Node 24,
  * run under qemu-user-static (binfmt, so the node tasks it spawns are arm64 too), against a control
  * plane on the host. It enrolls with a token, registers as arm64, runs a shell and a node task, loses
  * its connection during a run and recovers, and fetches and runs a bundle. Its better-sqlite3 is an

@@ -1,4 +1,4 @@
-// The kernel lock (ADR 0029, ADR 0060) through either SQLite: better-sqlite3, and Node's own
+// The kernel lock (ADR 0029, ADR 0059) through either SQLite: better-sqlite3, and Node's own
 // node:sqlite where the native module cannot load (arm64, another Node's ABI). Real processes: an
 // fcntl lock excludes other processes, never this one, so every holder here is a child.
 import { ChildProcess, spawn } from 'node:child_process';

@@ -10,7 +10,7 @@ export interface KernelLock {
 /**
  * The SQLite that takes the lock: better-sqlite3 (a native module built at `npm ci`), or Node's own
  * `node:sqlite` (built into Node ≥ 22.13) where that module cannot load — a worker on arm64 from a
- * bundle built on x64, or installed without native modules (ADR 0060). Both lock the same way (an fcntl
+ * bundle built on x64, or installed without native modules (ADR 0059). Both lock the same way (an fcntl
  * write lock on the file), so they exclude each other across processes.
  */
 export type KernelLockDriver = 'better-sqlite3' | 'node:sqlite';
