@@ -1,9 +1,10 @@
 /**
  * Issue 29 item 5: the README's key rotation steps ("Secrets"), run as written against a live
  * `npm start` (control plane and worker): a secret run before, after each step and at the end
- * succeeds; `rotate` before step 1 is refused while the running plane lacks the new key. On SQLite
- * (`standalone`) and on PostgreSQL (`QL_PROFILE=cluster-control QL_DEV_PKI=true npm start`, as the
- * README starts a replica).
+ * succeeds; `rotate` before step 1 is refused while the running plane lacks the new key. On
+ * PostgreSQL (`QL_PROFILE=cluster-control QL_DEV_PKI=true npm start`, as the README starts a replica):
+ * the SQLite quickstart's rotation, command for command as the README has it, is replayed by
+ * readme-replay.e2e-spec.ts (ADR 0058).
  */
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -21,7 +22,7 @@ jest.setTimeout(300_000);
 
 const VALUE = 'pt_key=ROTATE-0123;pt_pin=r;';
 
-describe.each<Dialect>(['sqlite', 'postgres'])(
+describe.each<Dialect>(['postgres'])(
   'the README key rotation steps, against npm start with its worker (%s)',
   (dialect) => {
     let dir: string;

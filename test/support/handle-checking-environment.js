@@ -1,7 +1,9 @@
 // A jest environment that names the spec file which left handles open: after a file's tests and
-// hooks, the worker process's active resources (sockets, timers, child processes) are compared with
-// what it had before the file, and what is still there after a short settle is written to stderr
-// with the file's name. "A worker process has failed to exit gracefully" names no file; this does.
+// hooks, the worker process's active resources (sockets, servers, timers, child processes) are
+// compared with what it had before the file, and what is still there after a short settle is written
+// to stderr with the file's name. What a file's leftovers open later (a reconnect timer, a retry) is
+// caught when the next file starts in the same jest worker, and named after the file before it.
+// "A worker process has failed to exit gracefully" names no file; this does.
 const { setTimeout } = require('node:timers');
 const { TestEnvironment } = require('jest-environment-node');
 
@@ -9,11 +11,22 @@ const { TestEnvironment } = require('jest-environment-node');
 const IGNORED = new Set(['TTYWrap', 'PipeWrap', 'FSReqPromise', 'FSReqCallback', 'Immediate', 'FSEventWrap']);
 const SETTLE_MS = 200;
 
+/** The last file this jest worker finished, and what was open then. */
+let previous;
+
 function counts() {
   const byType = new Map();
   for (const type of process.getActiveResourcesInfo())
     if (!IGNORED.has(type)) byType.set(type, (byType.get(type) ?? 0) + 1);
   return byType;
+}
+
+/** What `now` holds beyond `base`, as "Type +n", or '' when nothing grew. */
+function growth(base, now) {
+  return [...now]
+    .filter(([type, n]) => n > (base.get(type) ?? 0))
+    .map(([type, n]) => `${type} +${n - (base.get(type) ?? 0)}`)
+    .join(', ');
 }
 
 class HandleCheckingEnvironment extends TestEnvironment {
@@ -25,19 +38,19 @@ class HandleCheckingEnvironment extends TestEnvironment {
   async setup() {
     await super.setup();
     this.before = counts();
+    if (previous) {
+      const late = growth(previous.after, this.before);
+      if (late) process.stderr.write(`handles opened after ${previous.testPath} ended: ${late}\n`);
+    }
   }
 
   async teardown() {
     await super.teardown();
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
     const after = counts();
-    const grown = [...after].filter(([type, n]) => n > (this.before.get(type) ?? 0));
-    if (grown.length > 0)
-      process.stderr.write(
-        `handles left open by ${this.testPath}: ${grown
-          .map(([type, n]) => `${type} +${n - (this.before.get(type) ?? 0)}`)
-          .join(', ')}\n`,
-      );
+    const left = growth(this.before, after);
+    if (left) process.stderr.write(`handles left open by ${this.testPath}: ${left}\n`);
+    previous = { testPath: this.testPath, after };
   }
 }
 
