@@ -4,6 +4,10 @@
  * rotations without losing its session or a run, cannot rotate once revoked or disabled, exits 6 with
  * an expired certificate, and a copy of its files on a second "machine" ends in `certificate_superseded`
  * (exit 7) for whichever of the two comes second.
+ *
+ * SQLite only: what is under test is the worker processes (their files, exit codes, restarts); the
+ * enrollment and renewal rules in the database are proven on both dialects by the contract suite and
+ * by enrollment-tokens.e2e-spec.ts (the admin and ingress API on SQLite and PostgreSQL).
  */
 import { createPublicKey, X509Certificate } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -27,7 +31,7 @@ import { WorkerIssuer } from '../../apps/control-plane/src/enrollment/worker-iss
 
 jest.setTimeout(240_000);
 
-describe.each<Dialect>(['sqlite', 'postgres'])(
+describe.each<Dialect>(['sqlite'])(
   'worker enrollment and rotation, processes (%s)',
   (dialect) => {
     let h: RemoteRunHarness;
