@@ -1,7 +1,16 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  rmdirSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   AUTO_RUNS_FOLDER,
   CgroupChoice,
@@ -23,6 +32,8 @@ const cgroup2 = parseMountinfo(host.mountinfo).find((m) => m.fsType === 'cgroup2
 if (!cgroup2) throw new Error('these tests need a cgroup v2 mount (see /proc/self/mountinfo)');
 const v1 = parseMountinfo(host.mountinfo).find((m) => m.fsType === 'cgroup');
 const ownDir = join(cgroup2.point, ownCgroupPath(host.selfCgroup) ?? '/');
+
+const REGISTER = resolve(__dirname, '../../test-support/swc-register.js');
 
 /** This file's worker folder (a real worker's is `workerCgroupFolder(id, journal)`). */
 const FOLDER = `cgroup-spec-${process.pid}`;
@@ -67,6 +78,41 @@ describe('cgroup detection (QL_WORKER_CGROUP)', () => {
     // No memory controller in cgroup v2 on this host: memory.peak is left out, not invented.
     const memory = readFileSync(join(ownDir, 'cgroup.controllers'), 'utf8').includes('memory');
     expect(choice.kind === 'cgroup' && choice.cgroups.memory).toBe(memory);
+  });
+
+  it('auto where ql-runs exists (a worker beside made it) but its own cgroup is not writable for it: process group only, else the next worker to empty ql-runs takes it away for good', () => {
+    // A cgroup of its own, 0555 like a container's root cgroup, with ql-runs made by a worker with more rights.
+    const own = join(ownDir, `ql-spec-ro-${process.pid}`);
+    const runs = join(own, AUTO_RUNS_FOLDER);
+    mkdirSync(runs, { recursive: true });
+    made.push(own, runs);
+    chmodSync(own, 0o555);
+    const script = `
+      const { chooseRunCgroups } = require(${JSON.stringify(join(__dirname, 'cgroup.ts'))});
+      const choice = chooseRunCgroups('auto', ${JSON.stringify(FOLDER)}, {
+        mountinfo: require('fs').readFileSync('/proc/self/mountinfo', 'utf8'),
+        selfCgroup: ${JSON.stringify(`0::${join(ownCgroupPath(host.selfCgroup) ?? '/', `ql-spec-ro-${process.pid}`)}\n`)},
+        pid: process.pid,
+      });
+      console.log(choice.kind === 'process_group' ? choice.reason : 'cgroup ' + choice.cgroups.base);`;
+    // Root without CAP_DAC_OVERRIDE, as the deployed worker runs (ADR 0031).
+    const said = execFileSync(
+      'setpriv',
+      [
+        '--bounding-set=-dac_override,-dac_read_search',
+        '--inh-caps=-all',
+        '--',
+        process.execPath,
+        '-r',
+        REGISTER,
+        '-e',
+        script,
+      ],
+      { encoding: 'utf8' },
+    ).trim();
+    expect(said).toBe(
+      `its cgroup ${own} is not writable (EACCES): it could not make ${AUTO_RUNS_FOLDER} again; no delegated cgroup v2 subtree`,
+    );
   });
 
   it('auto with cgroup v1 only (no cgroup2 line in mountinfo): process group only', () => {

@@ -141,6 +141,18 @@ export function chooseRunCgroups(
   } catch (error) {
     return none(`the cgroup ${base} is not writable (${errorCode(error)}): no delegated cgroup v2 subtree`);
   }
+  // `auto`'s ql-runs is shared with the workers beside in the same cgroup and removed by whichever
+  // empties it last: a worker that could not make it again (its own cgroup not writable for it, e.g.
+  // without CAP_DAC_OVERRIDE on a root-owned 0555 cgroup) would lose its cgroups for good then.
+  if (own !== null) {
+    try {
+      accessSync(own, constants.W_OK);
+    } catch (error) {
+      return none(
+        `its cgroup ${own} is not writable (${errorCode(error)}): it could not make ${AUTO_RUNS_FOLDER} again; no delegated cgroup v2 subtree`,
+      );
+    }
+  }
   if (!existsSync(join(base, 'cgroup.kill')))
     return none('this kernel has no cgroup.kill (Linux 5.14 or later needed)');
   const mine = join(base, folder);
