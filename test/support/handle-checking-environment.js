@@ -14,6 +14,17 @@ const SETTLE_MS = 200;
 /** The last file this jest worker finished, and what was open then. */
 let previous;
 
+// jest ends a worker process that does not exit by itself within 500 ms of the end with SIGTERM ("a
+// worker process has failed to exit gracefully"): say what still held it, and after which file.
+process.once('SIGTERM', () => {
+  process.stderr.write(
+    `jest worker ${process.pid} held open at its end, after ${previous?.testPath ?? 'no file'}: ${
+      [...counts()].map(([type, n]) => `${type} ×${n}`).join(', ') || 'nothing listed'
+    }\n`,
+  );
+  process.exit(143);
+});
+
 function counts() {
   const byType = new Map();
   for (const type of process.getActiveResourcesInfo())
