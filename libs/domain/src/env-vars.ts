@@ -2,7 +2,7 @@ import { utf8Length } from './canonical-json';
 import { ValidationError } from './errors';
 import { AuditEntry } from './ports';
 import { parseSecretValue } from './secrets';
-import { readObject, readString } from './strict';
+import { readArray, readObject, readString } from './strict';
 import { ENV_KEY_PATTERN, TASK_LIMITS } from './tasks';
 
 /**
@@ -95,7 +95,7 @@ export function parseEnvVarChange(body: unknown): EnvVarChange {
   const raw = readObject(body, '', ['value', 'remark', 'enabled', 'secret']);
   if (raw.secret !== undefined) throw new ValidationError('secret', 'immutable');
   if (raw.value === undefined && raw.remark === undefined && raw.enabled === undefined)
-    throw new ValidationError('', 'empty_change');
+    throw new ValidationError('body', 'empty_change', 'body: empty_change: give value, remark or enabled');
   if (raw.value !== undefined && typeof raw.value !== 'string')
     throw new ValidationError('value', 'must_be_string');
   return {
@@ -136,3 +136,13 @@ export interface EnvVarRepository {
 }
 
 export const ENV_VAR_REPOSITORY = Symbol('EnvVarRepository');
+
+/** `PUT /api/v1/env-vars/order`: every variable's name once, in the new order. */
+export function parseEnvVarOrder(body: unknown): string[] {
+  const raw = readObject(body, '', ['names']);
+  const names = readArray(raw.names, 'names', ENV_VAR_LIMITS.total).map((n, i) =>
+    parseEnvVarName(n, `names[${i}]`),
+  );
+  if (new Set(names).size !== names.length) throw new ValidationError('names', 'duplicate_item');
+  return names;
+}
