@@ -4,7 +4,8 @@ import { DialectTypes, POSTGRES_TYPES, SQLITE_TYPES } from './activation-and-log
 /**
  * Issue 31 item 2 (ADR 0062): global environment variables. A secret one's value is the secret
  * `env.<name>` (ADR 0050), so `value` is null for it; a plain one's value is here. `version` grows
- * when the value changes; `position` orders the page and the delivery (ties by name).
+ * when the value changes; `position` orders the page and the delivery (ties by name). A run records
+ * the variables it was pinned with (`run_env_vars`); a plain one's value is kept per version.
  */
 function envVars(t: DialectTypes): new () => MigrationInterface {
   return class EnvVars1767312000000 implements MigrationInterface {
@@ -25,9 +26,28 @@ function envVars(t: DialectTypes): new () => MigrationInterface {
           CHECK ((secret AND value IS NULL) OR (NOT secret AND value IS NOT NULL))
         )${t.strict}`);
       await q.query('CREATE INDEX env_vars_by_position ON env_vars (position, name)');
+      // A plain variable's value by version: what a run pinned to it is offered, again on a replay.
+      await q.query(`CREATE TABLE env_var_versions (
+          env_var_id ${t.uuid} NOT NULL,
+          version ${t.bigint} NOT NULL,
+          value ${t.text} NOT NULL,
+          PRIMARY KEY (env_var_id, version)
+        )${t.strict}`);
+      // What each run received, in order: names and versions, never values.
+      await q.query(`CREATE TABLE run_env_vars (
+          run_id ${t.uuid} NOT NULL,
+          position ${t.int} NOT NULL,
+          env_var_id ${t.uuid} NOT NULL,
+          name ${t.text} NOT NULL,
+          version ${t.bigint} NOT NULL,
+          secret ${t.flag},
+          PRIMARY KEY (run_id, position)
+        )${t.strict}`);
     }
 
     async down(q: QueryRunner): Promise<void> {
+      await q.query('DROP TABLE run_env_vars');
+      await q.query('DROP TABLE env_var_versions');
       await q.query('DROP TABLE env_vars');
     }
   };

@@ -11,10 +11,16 @@ import {
   UnavailableError,
   ValidationError,
   parseNewEnvVar,
+  parseTaskSpec,
 } from '@ql/domain';
-import { SqlAuditRepository, SqlEnvVarRepository, SqlSecretRepository } from '@ql/persistence';
+import {
+  SqlActivationRepository,
+  SqlAuditRepository,
+  SqlEnvVarRepository,
+  SqlSecretRepository,
+} from '@ql/persistence';
 import { snapshotDatabase } from '../support/db-snapshot';
-import { AUDIT, DispatchFixture, DispatchTarget } from './dispatch.contract';
+import { AUDIT, DispatchFixture, DispatchTarget, offered } from './dispatch.contract';
 
 const KEY = randomBytes(32);
 const COOKIES = 'pt_key=AAAA-env-one;pt_pin=jd_1;&pt_key=BBBB-env-two;pt_pin=jd_2;';
@@ -34,6 +40,7 @@ export function describeEnvVarsContract(dialect: string, makeTarget: () => Dispa
     let vars: SqlEnvVarRepository;
     let secrets: SqlSecretRepository;
     let audit: SqlAuditRepository;
+    let acts: SqlActivationRepository;
     const cipher = new SecretCipher('k1', KEY);
 
     beforeAll(async () => {
@@ -42,11 +49,14 @@ export function describeEnvVarsContract(dialect: string, makeTarget: () => Dispa
       vars = new SqlEnvVarRepository(f.db, f.ids, cipher);
       secrets = new SqlSecretRepository(f.db, f.ids, cipher);
       audit = new SqlAuditRepository(f.db);
+      acts = new SqlActivationRepository(f.db, { redaction: secrets.redaction });
     });
     afterAll(async () => {
       await target.dispose();
     });
     beforeEach(async () => {
+      // Runs of earlier tests would be offered first: each test pulls its own.
+      await f.db.run("UPDATE runs SET status = 'cancelled' WHERE status = 'queued'");
       await f.db.run('DELETE FROM task_secret_uses');
       await f.db.run('DELETE FROM env_vars');
       await f.db.run("DELETE FROM secrets WHERE name LIKE 'env.%'");
@@ -179,6 +189,61 @@ export function describeEnvVarsContract(dialect: string, makeTarget: () => Dispa
       expect(await vars.delete('JD_COOKIE', AUDIT)).toMatchObject({ name: 'JD_COOKIE', secret: true });
       expect(await f.count('secrets', "name = 'env.JD_COOKIE'")).toBe(0);
       expect(await vars.find('JD_COOKIE')).toBeNull();
+    });
+
+    it('a run receives the enabled variables merged into its offered spec, the task’s own winning; it records names and versions; its digest is the merged spec’s', async () => {
+      const before = await f.claimedRun(`w-before-${dialect}`, { name: '京东签到-无变量' });
+      expect(before.offer.revision.digest).toBe(before.run.specDigest);
+      expect(await f.runs.envVars(before.run.id)).toEqual([]);
+
+      await add({ name: 'JD_COOKIE', value: COOKIES, secret: true, remark: '两个账号' });
+      await add({ name: 'JD_UA', value: 'jdapp;iPhone' });
+      await add({ name: 'QL_NOTIFY', value: 'global-bark' });
+      await add({ name: 'OFF_VAR', value: 'never', enabled: false });
+      await vars.update('JD_UA', { value: 'jdapp;Android' }, AUDIT);
+      const c = await f.claimedRun(`w-merge-${dialect}`, {
+        name: '京东签到',
+        command: 'node jd_sign.js',
+        runtime: 'node',
+        env: { QL_NOTIFY: 'task-telegram' },
+      });
+      const spec = c.offer.revision.spec;
+      expect(spec.env).toEqual({ JD_UA: 'jdapp;Android', QL_NOTIFY: 'task-telegram' });
+      expect(spec.secretEnv).toEqual({ JD_COOKIE: 'env.JD_COOKIE' });
+      const reread = parseTaskSpec(JSON.parse(JSON.stringify(spec)));
+      expect(c.offer.revision.digest).toBe(reread.digest);
+      expect(c.run.specDigest).toBe(reread.digest);
+      expect(JSON.stringify(c.offer)).not.toContain('env-one');
+      expect(await f.runs.envVars(c.run.id)).toEqual([
+        { name: 'JD_COOKIE', version: 1, secret: true },
+        { name: 'JD_UA', version: 2, secret: false },
+      ]);
+      await acts.starting(c.fence);
+      expect((await secrets.deliver(c.fence)).env).toEqual({ JD_COOKIE: COOKIES });
+
+      // Changed since: the pinned run is offered what it was pinned with (a replay rebuilds it).
+      await vars.update('JD_UA', { value: 'jdapp;HarmonyOS' }, AUDIT);
+      const replay = offered(await f.pull(c.worker, c.offer.lease.offerId, c.token));
+      expect(replay.revision.spec.env).toEqual({ JD_UA: 'jdapp;Android', QL_NOTIFY: 'task-telegram' });
+      expect(replay.revision.digest).toBe(c.run.specDigest);
+    });
+
+    it('a task whose spec with the enabled variables passes a task limit is not run: 409 env_vars_do_not_fit, nothing written', async () => {
+      for (let i = 0; i < 8; i++) await add({ name: `BIG_${i}`, value: 'x'.repeat(1900) });
+      const task = await f.task({
+        name: '大环境任务',
+        env: {
+          OWN: 'y'.repeat(4000),
+          OWN_2: 'y'.repeat(4000),
+          OWN_3: 'y'.repeat(4000),
+          OWN_4: 'y'.repeat(4000),
+          OWN_5: 'y'.repeat(4000),
+        },
+      });
+      const error = await refusedUnchanged(() => f.queue(task.id, 1));
+      expect(error).toMatchObject({ reason: 'env_vars_do_not_fit' });
+      expect((error as Error).message).toContain('env: too_large');
+      await f.tasks.delete(task.id, AUDIT);
     });
 
     it('without a key a secret variable is refused as secrets_disabled (a plain one is stored); a secret made earlier under env.<NAME> is not taken over', async () => {

@@ -124,6 +124,13 @@ export interface EnvVarRecord {
   readonly updatedAt: number;
 }
 
+/** A global variable as a run received it (ADR 0062): its name and version, never its value. */
+export interface RunEnvVar {
+  readonly name: string;
+  readonly version: number;
+  readonly secret: boolean;
+}
+
 export interface EnvVarRepository {
   create(input: NewEnvVar, audit: AuditEntry): Promise<EnvVarRecord>;
   update(name: string, change: EnvVarChange, audit: AuditEntry): Promise<EnvVarRecord>;

@@ -76,11 +76,13 @@ export class SqlEnvVarRepository implements EnvVarRepository {
       const last = await tx.one<{ position: number | string | null }>(
         'SELECT max(position) AS position FROM env_vars',
       );
+      const id = this.ids.uuidV7();
+      if (!input.secret) await keepVersion(tx, id, 1, input.value);
       await tx.run(
         `INSERT INTO env_vars (${COLUMNS})
          VALUES (:id, :name, :secret, :value, :remark, :enabled, :position, 1, {now}, {now})`,
         {
-          id: this.ids.uuidV7(),
+          id,
           name: input.name,
           secret: input.secret,
           value: input.secret ? null : input.value,
@@ -112,6 +114,8 @@ export class SqlEnvVarRepository implements EnvVarRepository {
         throw new ConflictError('env_var_changed', `env var ${name} was replaced meanwhile; read it again`);
       const valueChanged = value !== undefined && (isTrue(row.secret) || value !== row.value);
       if (sealed) await writeSealed(tx, envVarSecretName(name), sealed, true);
+      if (valueChanged && !isTrue(row.secret))
+        await keepVersion(tx, String(row.id), toInt(row.version) + 1, value!);
       await tx.run(
         `UPDATE env_vars SET value = :value, remark = :remark, enabled = :enabled,
            version = version + :bump, updated_at = {now} WHERE name = :name`,
@@ -236,6 +240,14 @@ async function checkLimits(tx: SqlExecutor): Promise<void> {
       'env_vars_limit',
       `the enabled plain env vars would total ${bytes} bytes; at most ${ENV_VAR_LIMITS.enabledPlainBytes}`,
     );
+}
+
+async function keepVersion(tx: SqlExecutor, id: string, version: number, value: string): Promise<void> {
+  await tx.run('INSERT INTO env_var_versions (env_var_id, version, value) VALUES (:id, :version, :value)', {
+    id,
+    version,
+    value,
+  });
 }
 
 async function readRow(on: SqlExecutor, name: string): Promise<EnvVarRow | undefined> {

@@ -23,3 +23,4 @@ export * from './secret-delivery';
 export * from './env-var.repository';
 export * from './bundle.repository';
 export * from './plane-secret-keys.repository';
+export * from './run-env-vars';
