@@ -241,4 +241,48 @@ describe.each<Dialect>(['sqlite', 'postgres'])('env vars, admin API (%s)', (dial
     expect(everything).not.toMatch(SECRET_TEXT);
     expect(log.lines.some((l) => l.includes('env var created'))).toBe(true);
   });
+
+  it('imports an export file: the report only without apply; with apply once; a second import changes nothing', async () => {
+    const content = [
+      '# 青龙 config.sh',
+      `export JD_COOKIE="${COOKIES}"`,
+      'export JD_UA="jdapp;Android"',
+      "export QL_BARK_KEY='import-e2e-bark'",
+      'echo not an export',
+    ].join('\n');
+    const body = { content, plain: ['QL_BARK_KEY'] };
+    let report: unknown;
+    await unchanged(async () => {
+      const dry = await t.admin('POST', `${PATH}/import`, body);
+      expect(dry.status).toBe(200);
+      report = dry.body;
+    });
+    expect(report).toEqual({
+      applied: false,
+      create: ['JD_COOKIE', 'QL_BARK_KEY'],
+      update: [],
+      unchanged: [],
+      // JD_UA exists as a plain variable: imported as a secret it is refused, not changed.
+      refused: [{ at: 'JD_UA', reason: expect.stringContaining('exists as plain') }],
+      skipped: [{ at: 'line 5', reason: 'not an export line' }],
+    });
+    const applied = await t.admin('POST', `${PATH}/import`, { ...body, apply: true });
+    expect(applied.body).toMatchObject({ applied: true, create: ['JD_COOKIE', 'QL_BARK_KEY'] });
+    expect(applied.raw).not.toMatch(SECRET_TEXT);
+    expect(JSON.stringify(await snapshotDatabase(t.plane.core.db))).not.toMatch(SECRET_TEXT);
+    expect(await t.admin('GET', `${PATH}/QL_BARK_KEY`)).toMatchObject({
+      body: { secret: false, value: 'import-e2e-bark', enabled: true },
+    });
+    await unchanged(async () => {
+      const again = await t.admin('POST', `${PATH}/import`, { ...body, apply: true });
+      expect(again.body).toMatchObject({
+        applied: true,
+        create: [],
+        update: [],
+        unchanged: ['JD_COOKIE', 'QL_BARK_KEY'],
+      });
+    });
+    const viewer = await t.admin('POST', `${PATH}/import`, { ...body, apply: true }, t.viewerToken);
+    expect(viewer.status).toBe(403);
+  });
 });

@@ -131,6 +131,15 @@ export interface RunEnvVar {
   readonly secret: boolean;
 }
 
+/** What an import does (or, without `apply`, would do), by variable name. */
+export interface EnvImportPlan {
+  readonly applied: boolean;
+  readonly create: string[];
+  readonly update: string[];
+  readonly unchanged: string[];
+  readonly refused: { readonly at: string; readonly reason: string }[];
+}
+
 export interface EnvVarRepository {
   create(input: NewEnvVar, audit: AuditEntry): Promise<EnvVarRecord>;
   update(name: string, change: EnvVarChange, audit: AuditEntry): Promise<EnvVarRecord>;
@@ -138,6 +147,11 @@ export interface EnvVarRepository {
   /** `names` is every variable's name once, in the new order. */
   reorder(names: readonly string[], audit: AuditEntry): Promise<EnvVarRecord[]>;
   find(name: string): Promise<EnvVarRecord | null>;
+  /**
+   * Plans the import of `entries` and, with `apply`, makes it in one transaction with one audit row
+   * (none when nothing changes). A name held by a variable of the other kind is refused, not changed.
+   */
+  import(entries: readonly NewEnvVar[], apply: boolean, audit: AuditEntry): Promise<EnvImportPlan>;
   /** By position then name; `after` is the name of the last one of the previous page. */
   list(query: { after?: string; limit: number }): Promise<EnvVarRecord[]>;
 }

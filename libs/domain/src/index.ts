@@ -27,3 +27,4 @@ export * from './secret-cipher';
 export * from './console-sessions';
 export * from './bundles';
 export * from './env-vars';
+export * from './env-var-import';

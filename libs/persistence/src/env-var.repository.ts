@@ -2,12 +2,14 @@ import {
   AuditEntry,
   ConflictError,
   ENV_VAR_LIMITS,
+  EnvImportPlan,
   EnvVarChange,
   EnvVarRecord,
   EnvVarRepository,
   IdGenerator,
   NewEnvVar,
   NotFoundError,
+  SealedSecret,
   SecretCipher,
   UnavailableError,
   ValidationError,
@@ -16,6 +18,7 @@ import {
   utf8Length,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
+import { openSecrets } from './secret-delivery';
 import { deleteUnmapped, writeSealed } from './secret.repository';
 import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, toInt, toMs } from './sql-executor';
 
@@ -59,38 +62,7 @@ export class SqlEnvVarRepository implements EnvVarRepository {
   async create(input: NewEnvVar, audit: AuditEntry): Promise<EnvVarRecord> {
     const sealed = input.secret ? this.seal(input.name, input.value) : null;
     return this.write(async (tx) => {
-      if (await readRow(tx, input.name))
-        throw new ConflictError(
-          'env_var_exists',
-          `an env var named ${input.name} exists; change it with PATCH`,
-        );
-      if (sealed) {
-        const secretName = envVarSecretName(input.name);
-        if (await tx.one('SELECT name FROM secrets WHERE name = :secretName', { secretName }))
-          throw new ConflictError(
-            'secret_exists',
-            `a secret named ${secretName} exists (made before env vars reserved the name); delete it first`,
-          );
-        await writeSealed(tx, secretName, sealed, false);
-      }
-      const last = await tx.one<{ position: number | string | null }>(
-        'SELECT max(position) AS position FROM env_vars',
-      );
-      const id = this.ids.uuidV7();
-      if (!input.secret) await keepVersion(tx, id, 1, input.value);
-      await tx.run(
-        `INSERT INTO env_vars (${COLUMNS})
-         VALUES (:id, :name, :secret, :value, :remark, :enabled, :position, 1, {now}, {now})`,
-        {
-          id,
-          name: input.name,
-          secret: input.secret,
-          value: input.secret ? null : input.value,
-          remark: input.remark,
-          enabled: input.enabled,
-          position: last?.position === null || last?.position === undefined ? 1 : toInt(last.position) + 1,
-        },
-      );
+      await this.insert(tx, input, sealed);
       await appendAudit(tx, this.ids, {
         ...audit,
         action: 'env_var.create',
@@ -99,6 +71,42 @@ export class SqlEnvVarRepository implements EnvVarRepository {
       });
       return input.name;
     });
+  }
+
+  /** A new row (and its secret or first version) at the end of the order; no audit. */
+  private async insert(tx: SqlTransaction, input: NewEnvVar, sealed: SealedSecret | null): Promise<void> {
+    if (await readRow(tx, input.name))
+      throw new ConflictError(
+        'env_var_exists',
+        `an env var named ${input.name} exists; change it with PATCH`,
+      );
+    if (sealed) {
+      const secretName = envVarSecretName(input.name);
+      if (await tx.one('SELECT name FROM secrets WHERE name = :secretName', { secretName }))
+        throw new ConflictError(
+          'secret_exists',
+          `a secret named ${secretName} exists (made before env vars reserved the name); delete it first`,
+        );
+      await writeSealed(tx, secretName, sealed, false);
+    }
+    const last = await tx.one<{ position: number | string | null }>(
+      'SELECT max(position) AS position FROM env_vars',
+    );
+    const id = this.ids.uuidV7();
+    if (!input.secret) await keepVersion(tx, id, 1, input.value);
+    await tx.run(
+      `INSERT INTO env_vars (${COLUMNS})
+       VALUES (:id, :name, :secret, :value, :remark, :enabled, :position, 1, {now}, {now})`,
+      {
+        id,
+        name: input.name,
+        secret: input.secret,
+        value: input.secret ? null : input.value,
+        remark: input.remark,
+        enabled: input.enabled,
+        position: last?.position === null || last?.position === undefined ? 1 : toInt(last.position) + 1,
+      },
+    );
   }
 
   async update(name: string, change: EnvVarChange, audit: AuditEntry): Promise<EnvVarRecord> {
@@ -112,21 +120,7 @@ export class SqlEnvVarRepository implements EnvVarRepository {
       if (!row) throw new NotFoundError('env_var');
       if (isTrue(row.secret) !== current.secret)
         throw new ConflictError('env_var_changed', `env var ${name} was replaced meanwhile; read it again`);
-      const valueChanged = value !== undefined && (isTrue(row.secret) || value !== row.value);
-      if (sealed) await writeSealed(tx, envVarSecretName(name), sealed, true);
-      if (valueChanged && !isTrue(row.secret))
-        await keepVersion(tx, String(row.id), toInt(row.version) + 1, value!);
-      await tx.run(
-        `UPDATE env_vars SET value = :value, remark = :remark, enabled = :enabled,
-           version = version + :bump, updated_at = {now} WHERE name = :name`,
-        {
-          name,
-          value: isTrue(row.secret) ? null : (value ?? row.value),
-          remark: change.remark ?? row.remark,
-          enabled: change.enabled ?? isTrue(row.enabled),
-          bump: valueChanged ? 1 : 0,
-        },
-      );
+      await this.change(tx, row, value, sealed, change);
       await appendAudit(tx, this.ids, {
         ...audit,
         action: 'env_var.update',
@@ -134,6 +128,86 @@ export class SqlEnvVarRepository implements EnvVarRepository {
         detail: { fields: Object.keys(change).sort() },
       });
       return name;
+    });
+  }
+
+  /** A row's new value (sealed when secret), remark and enabled; the version grows with the value. */
+  private async change(
+    tx: SqlTransaction,
+    row: EnvVarRow,
+    value: string | undefined,
+    sealed: SealedSecret | null,
+    change: { readonly remark?: string; readonly enabled?: boolean },
+  ): Promise<void> {
+    const name = row.name;
+    const valueChanged = value !== undefined && (isTrue(row.secret) || value !== row.value);
+    if (sealed) await writeSealed(tx, envVarSecretName(name), sealed, true);
+    if (valueChanged && !isTrue(row.secret))
+      await keepVersion(tx, String(row.id), toInt(row.version) + 1, value!);
+    await tx.run(
+      `UPDATE env_vars SET value = :value, remark = :remark, enabled = :enabled,
+         version = version + :bump, updated_at = {now} WHERE name = :name`,
+      {
+        name,
+        value: isTrue(row.secret) ? null : (value ?? row.value),
+        remark: change.remark ?? row.remark,
+        enabled: change.enabled ?? isTrue(row.enabled),
+        bump: valueChanged ? 1 : 0,
+      },
+    );
+  }
+
+  async import(entries: readonly NewEnvVar[], apply: boolean, audit: AuditEntry): Promise<EnvImportPlan> {
+    if (entries.some((e) => e.secret)) this.seal('check', 'check');
+    return this.db.transaction(async (tx) => {
+      await tx.lock('env_vars');
+      const plan: EnvImportPlan = { applied: false, create: [], update: [], unchanged: [], refused: [] };
+      const writes: (() => Promise<void>)[] = [];
+      for (const entry of entries) {
+        const row = await readRow(tx, entry.name);
+        const sealed = () => (entry.secret ? this.seal(entry.name, entry.value) : null);
+        if (!row) {
+          plan.create.push(entry.name);
+          writes.push(() => this.insert(tx, entry, sealed()));
+          continue;
+        }
+        if (isTrue(row.secret) !== entry.secret) {
+          plan.refused.push({
+            at: entry.name,
+            reason: `env var ${entry.name} exists as ${isTrue(row.secret) ? 'secret' : 'plain'}: delete it first to import it otherwise`,
+          });
+          continue;
+        }
+        const current = entry.secret
+          ? (await openSecrets(tx, this.cipher, [envVarSecretName(entry.name)])).get(
+              envVarSecretName(entry.name),
+            )
+          : row.value;
+        const same = current === entry.value;
+        if (same && row.remark === entry.remark && isTrue(row.enabled) === entry.enabled) {
+          plan.unchanged.push(entry.name);
+          continue;
+        }
+        plan.update.push(entry.name);
+        const value = same ? undefined : entry.value;
+        writes.push(() =>
+          this.change(tx, row, value, value === undefined ? null : sealed(), {
+            remark: entry.remark,
+            enabled: entry.enabled,
+          }),
+        );
+      }
+      if (!apply) return plan;
+      if (writes.length === 0) return { ...plan, applied: true };
+      for (const write of writes) await write();
+      await checkLimits(tx);
+      await appendAudit(tx, this.ids, {
+        ...audit,
+        action: 'env_var.import',
+        target: 'env_vars',
+        detail: { create: plan.create, update: plan.update },
+      });
+      return { ...plan, applied: true };
     });
   }
 

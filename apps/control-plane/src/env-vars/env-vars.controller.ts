@@ -7,7 +7,9 @@ import { AdminRequest, RequireRole } from '../identity/api-key.guard';
 import {
   ChangeEnvVarDto,
   CreateEnvVarDto,
+  EnvImportReportDto,
   EnvVarDeletedDto,
+  ImportEnvVarsDto,
   EnvVarDto,
   EnvVarListDto,
   EnvVarOrderDto,
@@ -62,6 +64,22 @@ export class EnvVarsController {
   })
   update(@Req() req: AdminRequest, @Param('name') key: string, @Body() body: ChangeEnvVarDto) {
     return this.vars.update(req.apiKey!, key, body);
+  }
+
+  @Post('import')
+  @HttpCode(200)
+  @RequireRole('admin')
+  @ApiOperation({
+    summary:
+      'Import env vars from an `export A="…"` file or QingLong’s env JSON export: the report only, unless `apply: true`; importing twice changes nothing (admin)',
+  })
+  @ApiOkResponse({ type: EnvImportReportDto })
+  @AdminErrorResponses({
+    400: 'the body breaks a rule, or the file is not readable JSON; nothing was written',
+    409: `it would pass a limit (env_vars_limit: ${LIMITS}); nothing was written`,
+  })
+  import(@Req() req: AdminRequest, @Body() body: ImportEnvVarsDto) {
+    return this.vars.import(req.apiKey!, body);
   }
 
   @Put('order')

@@ -10,6 +10,11 @@ import {
   parseEnvVarName,
   parseEnvVarOrder,
   parseNewEnvVar,
+  parseEnvImport,
+  readObject,
+  readString,
+  ValidationError,
+  ENV_IMPORT_MAX_BYTES,
 } from '@ql/domain';
 import { namePage } from '../admin/query-params';
 
@@ -53,6 +58,23 @@ export class EnvVarsService {
       target: 'env_vars',
     });
     return { items: records.map(toView) };
+  }
+
+  async import(actor: Actor, body: unknown) {
+    const raw = readObject(body, '', ['content', 'apply', 'plain']);
+    const content = readString(raw.content, 'content', { max: ENV_IMPORT_MAX_BYTES, output: true });
+    const plain = raw.plain === undefined ? [] : parseEnvVarOrder({ names: raw.plain }).slice();
+    if (raw.apply !== undefined && typeof raw.apply !== 'boolean')
+      throw new ValidationError('apply', 'must_be_boolean');
+    const source = parseEnvImport(content, plain);
+    const plan = await this.vars.import(source.entries, raw.apply === true, {
+      actor: actor.id,
+      action: 'env_var.import',
+      target: 'env_vars',
+    });
+    if (plan.applied)
+      this.logger.log({ msg: 'env vars imported', created: plan.create.length, updated: plan.update.length });
+    return { ...plan, skipped: source.skipped };
   }
 
   async get(name: string) {

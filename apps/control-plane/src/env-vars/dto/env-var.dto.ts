@@ -1,5 +1,11 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { ENV_VAR_LIMITS, ENV_VAR_NAME_PATTERN, ENV_VAR_REMARK_RULES, SECRET_LIMITS } from '@ql/domain';
+import {
+  ENV_IMPORT_MAX_BYTES,
+  ENV_VAR_LIMITS,
+  ENV_VAR_NAME_PATTERN,
+  ENV_VAR_REMARK_RULES,
+  SECRET_LIMITS,
+} from '@ql/domain';
 import { BoolField, TextField, TextListField } from '../../http/validation/dto-fields';
 import { ListOf, TIME_PROP, integerProp } from '../../http/view-props';
 
@@ -108,3 +114,56 @@ export class EnvVarPageDto extends ListOf(EnvVarDto, {
 }) {}
 
 export class EnvVarListDto extends ListOf(EnvVarDto, { description: 'every variable, by position' }) {}
+
+/** `POST /api/v1/env-vars/import`: a shell `export` file or QingLong's env JSON export, as text. */
+export class ImportEnvVarsDto {
+  @TextField(
+    { max: ENV_IMPORT_MAX_BYTES, output: true },
+    {
+      description:
+        'the file: `export NAME="value"` lines, or QingLong\'s env JSON export (`[{name, value, remarks, status}]`); rows of one name are joined by `&`',
+    },
+  )
+  content!: string;
+
+  @BoolField({
+    presence: 'optional',
+    default: false,
+    description: 'make the changes; without it, only the report',
+  })
+  apply?: boolean;
+
+  @TextListField(
+    { ...NAME_RULES, maxItems: ENV_VAR_LIMITS.total, unique: true },
+    { presence: 'optional', description: 'names imported as plain variables; every other one is a secret' },
+  )
+  plain?: string[];
+}
+
+class ImportSkipDto {
+  @ApiProperty({ description: 'a name, `line N` or `item N`' })
+  readonly at!: string;
+
+  @ApiProperty()
+  readonly reason!: string;
+}
+
+export class EnvImportReportDto {
+  @ApiProperty({ description: 'true when the changes were made (`apply: true`)' })
+  readonly applied!: boolean;
+
+  @ApiProperty({ type: [String] })
+  readonly create!: string[];
+
+  @ApiProperty({ type: [String], description: 'a value, remark or enabled differs' })
+  readonly update!: string[];
+
+  @ApiProperty({ type: [String] })
+  readonly unchanged!: string[];
+
+  @ApiProperty({ type: () => [ImportSkipDto], description: 'names held by a variable of the other kind' })
+  readonly refused!: ImportSkipDto[];
+
+  @ApiProperty({ type: () => [ImportSkipDto], description: 'what could not be read, never imported' })
+  readonly skipped!: ImportSkipDto[];
+}
