@@ -29,6 +29,11 @@ export const ENV_VAR_LIMITS = {
 export const ENV_VAR_NAME_PATTERN = ENV_KEY_PATTERN;
 /** Secrets named so belong to a variable (ADR 0062); the secrets API refuses to write them. */
 export const ENV_VAR_SECRET_PREFIX = 'env.';
+/**
+ * A secret variable's parts (its value split at `&` and line feeds, QingLong's multi-value form) are
+ * redacted from stored output from this length on; a shorter part would hide common text.
+ */
+export const ENV_VAR_PART_MIN_REDACTED = 8;
 
 export const ENV_VAR_REMARK_RULES = {
   max: ENV_VAR_LIMITS.remarkLength,

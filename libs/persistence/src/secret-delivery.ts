@@ -1,4 +1,6 @@
 import {
+  ENV_VAR_PART_MIN_REDACTED,
+  ENV_VAR_SECRET_PREFIX,
   FencedError,
   IdGenerator,
   IllegalStateError,
@@ -108,7 +110,13 @@ export async function redactionValuesFor(
     for (const [k, v] of one) values.set(k, v);
   }
   const joined = values.size === names.length ? Object.values(joinSecretEnv(secretEnv!, values)) : [];
-  return redactionValues([...values.values(), ...joined]);
+  // A secret env var may hold QingLong's multi-value form: each account's part is a secret too
+  // (ADR 0062). The worker splits only per mapped secret, so the parts are hidden here.
+  const parts = [...values]
+    .filter(([name]) => name.startsWith(ENV_VAR_SECRET_PREFIX))
+    .flatMap(([, value]) => value.split(/&|\n/))
+    .filter((part) => part.length >= ENV_VAR_PART_MIN_REDACTED);
+  return redactionValues([...values.values(), ...joined, ...parts]);
 }
 
 /** `:n0, :n1, …` and their parameters, for an `IN (…)` of names. */
