@@ -37,6 +37,10 @@ import {
 import { Bundles1766030400000 as PostgresBundles } from './postgres/1766030400000-bundles';
 import { Bundles1766030400000 as SqliteBundles } from './sqlite/1766030400000-bundles';
 import {
+  PostgresEnvVars1767312000000 as PostgresEnvVars,
+  SqliteEnvVars1767312000000 as SqliteEnvVars,
+} from './env-vars';
+import {
   PostgresEnrollmentMayReplace1766880000000 as PostgresMayReplace,
   SqliteEnrollmentMayReplace1766880000000 as SqliteMayReplace,
 } from './enrollment-may-replace';
@@ -61,6 +65,7 @@ export const SQLITE_MIGRATIONS = [
   LogRedaction,
   SqliteMayReplace,
   SqlitePlaneSecretKeys,
+  SqliteEnvVars,
 ];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
@@ -86,4 +91,5 @@ export const POSTGRES_MIGRATIONS = [
   LogRedaction,
   PostgresMayReplace,
   PostgresPlaneSecretKeys,
+  PostgresEnvVars,
 ];

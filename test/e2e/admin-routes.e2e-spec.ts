@@ -37,6 +37,8 @@ const VIEWER_ROUTES = [
   'DELETE /api/v1/session',
   'GET /api/v1/secrets',
   'GET /api/v1/secrets/:name',
+  'GET /api/v1/env-vars',
+  'GET /api/v1/env-vars/:name',
   'GET /metrics',
 ];
 
@@ -91,6 +93,9 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
       'POST /api/v1/tasks/:taskId/runs': {},
       'POST /api/v1/secrets': { name: 'made-by-a-viewer', value: 'v' },
       'PUT /api/v1/secrets/:name': { value: 'replaced-by-a-viewer' },
+      'POST /api/v1/env-vars': { name: 'MADE_BY_A_VIEWER', value: 'v' },
+      'PATCH /api/v1/env-vars/:name': { enabled: false },
+      'PUT /api/v1/env-vars/order': { names: ['roles'] },
     };
     return { path, body: bodies[routeKey(route)] };
   };
@@ -100,6 +105,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
     pki = await createTestPki(['worker-a']);
     t = await startTestPlane(db, pki, { QL_SECRETS_KEY: randomBytes(32).toString('base64') });
     expect((await t.admin('POST', '/api/v1/secrets', { name: 'roles', value: 'v' })).status).toBe(201);
+    expect((await t.admin('POST', '/api/v1/env-vars', { name: 'roles', value: 'v' })).status).toBe(201);
     const reg = await t.ingress(
       readPair(pki.workers['worker-a']!),
       ingressPath('worker-a', newSessionId(), 'register'),
@@ -219,6 +225,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('admin routes, table-driven (%s)'
         'GET /api/v1/certificates/revoked limit',
         'GET /api/v1/console-sessions limit',
         'GET /api/v1/enrollment-tokens limit',
+        'GET /api/v1/env-vars limit',
         'GET /api/v1/runs limit',
         'GET /api/v1/runs/:runId/logs after',
         'GET /api/v1/runs/:runId/logs limit',

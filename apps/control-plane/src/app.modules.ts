@@ -8,6 +8,7 @@ import { BundlesAdminModule, BundlesIngressModule } from './bundles/bundles.modu
 import { ControlPlaneCore } from './core/core';
 import { CoreModule } from './core/core.module';
 import { EnrollmentAdminModule, EnrollmentIngressModule } from './enrollment/enrollment.module';
+import { EnvVarsAdminModule } from './env-vars/env-vars.module';
 import { HealthModule } from './health/health.module';
 import { AdminExceptionFilter } from './http/admin-errors';
 import { IngressExceptionFilter } from './http/ingress-exception.filter';
@@ -45,6 +46,7 @@ export class AdminAppModule {
         ConsoleModule,
         RunsModule,
         SecretsAdminModule,
+        EnvVarsAdminModule,
         BundlesAdminModule,
         MetricsModule.forListener('admin'),
       ],

@@ -70,6 +70,18 @@ export const COMMANDS: Record<string, Command> = {
       ['rotate', 'every value under QL_SECRETS_PREVIOUS_KEYS re-encrypted under QL_SECRETS_KEY / _KEY_ID'],
     ],
   },
+  env: {
+    usage: 'env import <file> [--yes] [--plain <NAME> ...]',
+    summary:
+      'import global env vars into QL_DATABASE_URL (named on stderr) from an `export A="…"` file or QingLong\'s env JSON export; prints the report, and writes only with --yes; a second import changes nothing (ADR 0062)',
+    options: [
+      ['--yes', 'make the changes (without it: the report only, nothing written)'],
+      [
+        '--plain <NAME>',
+        'import this variable as plain (repeatable); every other one is a secret (QL_SECRETS_KEY)',
+      ],
+    ],
+  },
   bundle: {
     usage: 'bundle push <folder|file.tar.gz|file>; list [--after <digest>] [--limit <n>]; delete <digest>',
     summary:

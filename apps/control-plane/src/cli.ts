@@ -148,6 +148,37 @@ async function run(command: string, args: string[]): Promise<number> {
         );
       });
     }
+    case 'env': {
+      const { parseEnvCommand, runEnvCommand } =
+        require('./env-vars/env-command') as typeof import('./env-vars/env-command');
+      const { ValidationError } = require('@ql/domain') as typeof import('@ql/domain');
+      let parsed;
+      try {
+        parsed = parseEnvCommand(args);
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        process.stderr.write(`${error.message}\n${commandHelp(command)}\n`);
+        return EXIT.config;
+      }
+      const envCommand = parsed;
+      return withDatabase(command, config, false, async ({ repos }, db) => {
+        const { Logger } = require('@nestjs/common') as typeof import('@nestjs/common');
+        Logger.overrideLogger(false); // stdout is the command's answer
+        const { EnvVarsService } =
+          require('./env-vars/env-vars.service') as typeof import('./env-vars/env-vars.service');
+        const { planeKeysRefusal } =
+          require('./secrets/plane-keys-check') as typeof import('./secrets/plane-keys-check');
+        const { SqlPlaneSecretKeyRepository } = require('@ql/persistence') as Persistence;
+        return runEnvCommand(
+          envCommand,
+          new EnvVarsService(repos.envVars),
+          (text) => process.stdout.write(text),
+          (text) => process.stderr.write(text),
+          // Secret variables are secrets: nothing a running control plane could not open (ADR 0050).
+          () => planeKeysRefusal(new SqlPlaneSecretKeyRepository(db), secretCipherOf(config), 'set'),
+        );
+      });
+    }
     case 'bundle': {
       const { parseBundleCommand, runBundleCommand } =
         require('./bundles/bundle-command') as typeof import('./bundles/bundle-command');
@@ -227,7 +258,9 @@ async function withDatabase(
           ? 'a secret'
           : command === 'bundle'
             ? 'a bundle'
-            : 'a token';
+            : command === 'env'
+              ? 'an env var'
+              : 'a token';
     process.stderr.write(
       `${command}: no database at ${resolve(sqlitePath)}: ${what} there would not open a control plane that uses ` +
         "another database. Set QL_DATABASE_URL to the control plane's database (the same as `npm start` " +

@@ -26,3 +26,5 @@ export * from './redaction';
 export * from './secret-cipher';
 export * from './console-sessions';
 export * from './bundles';
+export * from './env-vars';
+export * from './env-var-import';

@@ -1,3 +1,4 @@
+import { RunEnvVar } from './env-vars';
 import { LeaseRecord, IdleReason } from './leases';
 import { PlacementCandidate } from './placement';
 import { AuditEntry } from './ports';
@@ -64,6 +65,8 @@ export interface RunRepository {
   list(query: RunListQuery): Promise<RunRecord[]>;
   attempts(runId: string): Promise<AttemptDetail[]>;
   events(runId: string, query: { afterSeq: number; limit: number }): Promise<RunEvent[]>;
+  /** The global env vars the run received, in order (ADR 0062). */
+  envVars(runId: string): Promise<RunEnvVar[]>;
   /** Persists `cancel_requested` first; a run nobody holds (queued, retry_wait) is cancelled at once. */
   requestCancel(runId: string, audit: AuditEntry): Promise<RunRecord>;
   /** Live workers as placement candidates, for the "why pending" explanation (bounded). */

@@ -13,7 +13,7 @@ import { ClaimBatchOptions, ClaimCallParams, ClaimCoalescer, DEFAULT_CLAIM_BATCH
 import { heldRuns } from './claim-preference';
 import { cachedCapabilities, rememberCapabilities, storedPlacements } from './run-sql';
 import { SqlDatabase, toInt, toMs } from './sql-executor';
-import { readRevision } from './task.repository';
+import { readPinnedRevision } from './run-env-vars';
 
 /**
  * ADR 0016: the PostgreSQL claim as one call of `ql_claim` (installed by migration), one round trip
@@ -219,7 +219,7 @@ export class OneStatementClaim {
       revision: toInt(row.revision),
       specDigest: row.spec_digest!,
     };
-    const revision = await readRevision(this.db, run.taskId, run.revision);
+    const revision = await readPinnedRevision(this.db, run);
     if (!revision) throw new IllegalStateError(`run ${run.id} pins a missing revision`);
     const attempt = {
       id: row.attempt_id!,

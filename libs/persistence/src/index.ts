@@ -20,5 +20,7 @@ export * from './queue-signals';
 export * from './postgres/postgres-signals';
 export * from './secret.repository';
 export * from './secret-delivery';
+export * from './env-var.repository';
 export * from './bundle.repository';
 export * from './plane-secret-keys.repository';
+export * from './run-env-vars';

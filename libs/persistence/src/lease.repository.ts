@@ -55,7 +55,7 @@ import {
   toLease,
 } from './lease-fence';
 import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, readNow, toInt, toMs } from './sql-executor';
-import { readRevision } from './task.repository';
+import { readPinnedRevision } from './run-env-vars';
 import { SESSION_FENCE_SQL, SessionRow, fenceParams } from './worker-session.repository';
 
 /** How many candidate pages one pull may read before it answers idle (fixed work per pull). */
@@ -669,9 +669,15 @@ export class SqlLeaseRepository implements LeaseRepository {
 
   private async revision(
     tx: SqlExecutor,
-    run: { readonly id: string; readonly taskId: string; readonly revision: number },
+    run: {
+      readonly id: string;
+      readonly taskId: string;
+      readonly revision: number;
+      readonly specDigest: string;
+    },
   ): Promise<TaskRevisionRecord> {
-    const revision = await readRevision(tx, run.taskId, run.revision);
+    // With the global env vars the run was pinned with (ADR 0062).
+    const revision = await readPinnedRevision(tx, run);
     if (!revision) throw new IllegalStateError(`run ${run.id} pins a missing revision`);
     return revision;
   }

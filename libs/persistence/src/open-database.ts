@@ -17,6 +17,7 @@ import { SqlLeaseRepository } from './lease.repository';
 import { DEFAULT_CLAIM_BATCH } from './claim-batch';
 import { SqlActivationRepository } from './activation.repository';
 import { SqlSecretRepository } from './secret.repository';
+import { SqlEnvVarRepository } from './env-var.repository';
 import { SecretCipher } from '@ql/domain';
 
 export type DatabaseTarget =
@@ -57,7 +58,11 @@ export async function openDatabase(
 /** The database's queue signals (ADR 0019): the SQLite connection's own, or a PostgreSQL listener. */
 export function openQueueSignals(db: SqlDatabase): QueueSignals {
   if (db instanceof SqliteDatabase || db instanceof PostgresDatabase) return db.signals();
-  return { subscribe: () => () => undefined, whenListening: async () => undefined, close: async () => undefined };
+  return {
+    subscribe: () => () => undefined,
+    whenListening: async () => undefined,
+    close: async () => undefined,
+  };
 }
 
 export interface Repositories {
@@ -74,6 +79,7 @@ export interface Repositories {
   readonly stats: SqlOperationalStatsRepository;
   readonly activation: SqlActivationRepository;
   readonly secrets: SqlSecretRepository;
+  readonly envVars: SqlEnvVarRepository;
 }
 
 /**
@@ -107,5 +113,6 @@ export function createRepositories(
       redaction: secrets.redaction,
     }),
     secrets,
+    envVars: new SqlEnvVarRepository(db, ids, options.secretCipher),
   };
 }

@@ -7,6 +7,7 @@ import {
   PlacementCandidate,
   RunEvent,
   RunListQuery,
+  RunEnvVar,
   RunRecord,
   RunRepository,
   TaskSpec,
@@ -30,6 +31,7 @@ import {
   transitionRun,
 } from './run-sql';
 import { CANDIDATE_COLUMNS, CandidateRow, toCandidates } from './placement-candidates';
+import { pinEnvVars, readRunEnvVars, recordEnvVars } from './run-env-vars';
 import { SqlDatabase, toInt, toMs } from './sql-executor';
 
 /** Runs, attempts and events on either dialect (R-RUN-2..5). */
@@ -54,6 +56,8 @@ export class SqlRunRepository implements RunRepository {
       if (command.revision !== undefined && command.revision !== revision) return null;
       const spec = JSON.parse(task.spec_json) as TaskSpec;
       const placement = withTaskRequirements(spec.placement, spec.executor, spec.runtime);
+      // The global env vars this run receives (ADR 0062): recorded with it, merged into its spec.
+      const pinned = await pinEnvVars(tx, spec);
       // One run per (task, scheduled time) whatever the revision: an edit never fires a time a second time.
       const cronKey = command.scheduledAt === undefined ? null : `${command.taskId}:${command.scheduledAt}`;
       const row = await tx.one<RunRow>(
@@ -69,7 +73,7 @@ export class SqlRunRepository implements RunRepository {
           id: command.runId,
           taskId: command.taskId,
           revision,
-          digest: task.digest,
+          digest: pinned.digest ?? task.digest,
           placement: canonicalJson(placement),
           priority: command.priority ?? spec.priority,
           trigger: command.trigger,
@@ -81,6 +85,7 @@ export class SqlRunRepository implements RunRepository {
         },
       );
       if (!row) return null;
+      await recordEnvVars(tx, row.id, pinned.vars);
       await appendEvents(tx, row.id, 1, [
         {
           type: 'run.created',
@@ -150,6 +155,10 @@ export class SqlRunRepository implements RunRepository {
       errorCode: row.error_code,
       errorSummary: row.error_summary,
     }));
+  }
+
+  envVars(runId: string): Promise<RunEnvVar[]> {
+    return readRunEnvVars(this.db, runId);
   }
 
   async events(runId: string, query: { afterSeq: number; limit: number }): Promise<RunEvent[]> {

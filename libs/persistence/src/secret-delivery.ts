@@ -1,4 +1,6 @@
 import {
+  ENV_VAR_PART_MIN_REDACTED,
+  ENV_VAR_SECRET_PREFIX,
   FencedError,
   IdGenerator,
   IllegalStateError,
@@ -14,7 +16,7 @@ import { appendAudit } from './audit.repository';
 import { leaseViolation, readFencedLease } from './lease-fence';
 import { SealedSecret, SecretCipher } from '@ql/domain';
 import { SqlDatabase, SqlExecutor, isTrue, toInt } from './sql-executor';
-import { readRevision } from './task.repository';
+import { readPinnedRevision } from './run-env-vars';
 
 /** What a lease holder gets for its attempt: the env names its revision maps, with their values. */
 export interface SecretDelivery {
@@ -44,8 +46,9 @@ export async function deliverSecrets(
       task_id: string;
       revision: number | string;
       cancel_requested: number | boolean;
+      spec_digest: string;
     }>(
-      `SELECT a.status, a.lease_generation, r.task_id, r.revision, r.cancel_requested
+      `SELECT a.status, a.lease_generation, r.task_id, r.revision, r.cancel_requested, r.spec_digest
        FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = :id`,
       { id: lease!.attemptId },
     );
@@ -60,7 +63,12 @@ export async function deliverSecrets(
         'cancel_requested',
         'the run is being cancelled: its secrets are not delivered',
       );
-    const revision = await readRevision(tx, attempt.task_id, toInt(attempt.revision));
+    const revision = await readPinnedRevision(tx, {
+      id: lease!.runId,
+      taskId: attempt.task_id,
+      revision: toInt(attempt.revision),
+      specDigest: attempt.spec_digest,
+    });
     if (!revision) throw new IllegalStateError(`attempt ${lease!.attemptId} pins a missing revision`);
     const secretEnv = revision.spec.secretEnv ?? {};
     const names = secretNamesOf(secretEnv);
@@ -90,9 +98,9 @@ export async function deliverSecrets(
 export async function redactionValuesFor(
   tx: SqlExecutor,
   cipher: SecretCipher | undefined,
-  run: { taskId: string; revision: number },
+  run: { id: string; taskId: string; revision: number; specDigest: string },
 ): Promise<string[]> {
-  const revision = await readRevision(tx, run.taskId, run.revision);
+  const revision = await readPinnedRevision(tx, run);
   const secretEnv = revision?.spec.secretEnv;
   const names = secretNamesOf(secretEnv);
   if (names.length === 0 || !cipher) return [];
@@ -102,7 +110,13 @@ export async function redactionValuesFor(
     for (const [k, v] of one) values.set(k, v);
   }
   const joined = values.size === names.length ? Object.values(joinSecretEnv(secretEnv!, values)) : [];
-  return redactionValues([...values.values(), ...joined]);
+  // A secret env var may hold QingLong's multi-value form: each account's part is a secret too
+  // (ADR 0062). The worker splits only per mapped secret, so the parts are hidden here.
+  const parts = [...values]
+    .filter(([name]) => name.startsWith(ENV_VAR_SECRET_PREFIX))
+    .flatMap(([, value]) => value.split(/&|\n/))
+    .filter((part) => part.length >= ENV_VAR_PART_MIN_REDACTED);
+  return redactionValues([...values.values(), ...joined, ...parts]);
 }
 
 /** `:n0, :n1, …` and their parameters, for an `IN (…)` of names. */

@@ -14,7 +14,7 @@ import {
   secretNamesOf,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
-import { SecretCipher } from '@ql/domain';
+import { ENV_VAR_SECRET_PREFIX, SealedSecret, SecretCipher } from '@ql/domain';
 import {
   SecretDelivery,
   SecretRow,
@@ -62,19 +62,7 @@ export class SqlSecretRepository implements SecretRepository {
       if (existing && mode === 'create')
         throw new ConflictError('secret_exists', `a secret named ${name} exists; replace it with PUT`);
       if (!existing && mode === 'replace') throw new NotFoundError('secret');
-      const params = { name, keyId: sealed.keyId, nonce: sealed.nonce, ciphertext: sealed.ciphertext };
-      if (existing)
-        await tx.run(
-          `UPDATE secrets SET key_id = :keyId, nonce = :nonce, ciphertext = :ciphertext, updated_at = {now}
-           WHERE name = :name`,
-          params,
-        );
-      else
-        await tx.run(
-          `INSERT INTO secrets (name, key_id, nonce, ciphertext, created_at, updated_at)
-           VALUES (:name, :keyId, :nonce, :ciphertext, {now}, {now})`,
-          params,
-        );
+      await writeSealed(tx, name, sealed, !!existing);
       await appendAudit(tx, this.ids, {
         ...audit,
         action: existing ? 'secret.replace' : 'secret.create',
@@ -88,15 +76,16 @@ export class SqlSecretRepository implements SecretRepository {
     return this.db.transaction(async (tx) => {
       const record = await readRecord(tx, name);
       if (!record) throw new NotFoundError('secret');
-      // The row lock a task write takes on the names it maps (lockMapped) is waited for here; after
-      // it, that task's use is visible to the read below (READ COMMITTED reads each statement afresh).
-      await tx.run('DELETE FROM secrets WHERE name = :name', { name });
-      const users = await usersOf(tx, name);
-      if (users.length > 0)
-        throw new ConflictError(
-          'secret_in_use',
-          `secret ${name} is mapped by the current revision of task(s) ${users.join(', ')}`,
-        );
+      if (name.startsWith(ENV_VAR_SECRET_PREFIX)) {
+        const owner = name.slice(ENV_VAR_SECRET_PREFIX.length);
+        const owned = await tx.one('SELECT id FROM env_vars WHERE name = :owner AND secret', { owner });
+        if (owned)
+          throw new ConflictError(
+            'env_var_secret',
+            `secret ${name} holds the value of env var ${owner}: delete it with DELETE /api/v1/env-vars/${owner}`,
+          );
+      }
+      await deleteUnmapped(tx, name);
       await appendAudit(tx, this.ids, { ...audit, action: 'secret.delete', target: `secret:${name}` });
       return record;
     });
@@ -206,6 +195,41 @@ export async function syncTaskSecretUses(
       taskId,
       name,
     });
+}
+
+/** Writes a sealed value under `name`: an UPDATE when the row `exists`, else an INSERT. */
+export async function writeSealed(
+  tx: SqlExecutor,
+  name: string,
+  sealed: SealedSecret,
+  exists: boolean,
+): Promise<void> {
+  const params = { name, keyId: sealed.keyId, nonce: sealed.nonce, ciphertext: sealed.ciphertext };
+  if (exists)
+    await tx.run(
+      `UPDATE secrets SET key_id = :keyId, nonce = :nonce, ciphertext = :ciphertext, updated_at = {now}
+       WHERE name = :name`,
+      params,
+    );
+  else
+    await tx.run(
+      `INSERT INTO secrets (name, key_id, nonce, ciphertext, created_at, updated_at)
+       VALUES (:name, :keyId, :nonce, :ciphertext, {now}, {now})`,
+      params,
+    );
+}
+
+/** Deletes secret `name`; refused (conflict `secret_in_use`) while a live task's current revision maps it. */
+export async function deleteUnmapped(tx: SqlExecutor, name: string): Promise<void> {
+  // The row lock a task write takes on the names it maps (lockMapped) is waited for here; after
+  // it, that task's use is visible to the read below (READ COMMITTED reads each statement afresh).
+  await tx.run('DELETE FROM secrets WHERE name = :name', { name });
+  const users = await usersOf(tx, name);
+  if (users.length > 0)
+    throw new ConflictError(
+      'secret_in_use',
+      `secret ${name} is mapped by the current revision of task(s) ${users.join(', ')}`,
+    );
 }
 
 async function usersOf(on: SqlExecutor, name: string): Promise<string[]> {

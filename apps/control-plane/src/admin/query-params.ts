@@ -1,4 +1,4 @@
-import { ValidationError, outOfRange, readInt } from '@ql/domain';
+import { ValidationError, outOfRange, readInt, readObject, readString } from '@ql/domain';
 
 /** The most items one admin list page holds. */
 export const MAX_PAGE = 200;
@@ -23,4 +23,24 @@ export function readQueryInt(value: unknown, field: string, min: number, max: nu
 /** `?limit=` of every admin list: 1..MAX_PAGE, default 50. */
 export function readLimit(value: unknown): number {
   return value === undefined ? DEFAULT_PAGE : readQueryInt(value, 'limit', 1, MAX_PAGE);
+}
+
+/**
+ * A list keyed by name (`?after=<name>&limit=`): the query read strictly, one page fetched, each item
+ * viewed, and `nextAfter` the last item's name when the page is full.
+ */
+export async function namePage<T extends { readonly name: string }, V>(
+  query: unknown,
+  name: { readonly max: number; readonly pattern: RegExp },
+  fetch: (page: { after?: string; limit: number }) => Promise<T[]>,
+  view: (item: T) => V,
+): Promise<{ items: V[]; nextAfter: string | null }> {
+  const q = readObject(query ?? {}, 'query', ['after', 'limit']);
+  const after = q.after === undefined ? undefined : readString(q.after, 'after', name);
+  const limit = readLimit(q.limit);
+  const items = await fetch({ after, limit });
+  return {
+    items: items.map(view),
+    nextAfter: items.length === limit ? items[items.length - 1]!.name : null,
+  };
 }

@@ -14,6 +14,7 @@ import {
   ACTIVATION_REPOSITORY,
   WORKER_CERTIFICATE_REPOSITORY,
   SECRET_REPOSITORY,
+  ENV_VAR_REPOSITORY,
 } from '@ql/domain';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { RunLogWaiters } from '../runs/run-log-waiters';
@@ -42,6 +43,7 @@ export class CoreModule {
       { provide: LEASE_REPOSITORY, useValue: core.repositories.leases },
       { provide: ACTIVATION_REPOSITORY, useValue: core.repositories.activation },
       { provide: SECRET_REPOSITORY, useValue: core.repositories.secrets },
+      { provide: ENV_VAR_REPOSITORY, useValue: core.repositories.envVars },
       { provide: ControlPlaneMetrics, useValue: core.metrics },
       { provide: RunLogWaiters, useValue: core.logWaiters },
       { provide: OfferWaiters, useValue: core.offerWaiters },

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import {
+  ConflictError,
   CLOCK,
   Clock,
   CronSchedule,
@@ -104,13 +105,25 @@ export class CronTriggerService implements OnApplicationBootstrap, OnApplication
     if (scheduledAt === null || scheduledAt < task.updatedAt) return false;
     const key = `${task.id}:${task.revision}`;
     if (this.fired.get(key) === scheduledAt) return false;
-    const result = await this.runs.trigger({
-      runId: this.ids.uuidV7(),
-      taskId: task.id,
-      trigger: 'cron',
-      scheduledAt,
-      revision: task.revision,
-    });
+    const result = await this.runs
+      .trigger({
+        runId: this.ids.uuidV7(),
+        taskId: task.id,
+        trigger: 'cron',
+        scheduledAt,
+        revision: task.revision,
+      })
+      .catch((error: unknown) => {
+        // This task with the global env vars breaks a task limit (ADR 0062): said, and the others fire.
+        if (!(error instanceof ConflictError && error.reason === 'env_vars_do_not_fit')) throw error;
+        this.logger.warn({
+          msg: 'cron run not created',
+          taskId: task.id,
+          scheduledAt,
+          reason: error.message,
+        });
+        return null;
+      });
     this.fired.set(key, scheduledAt);
     if (result?.created) {
       this.logger.log({ msg: 'cron run created', taskId: task.id, runId: result.run.id, scheduledAt });

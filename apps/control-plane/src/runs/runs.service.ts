@@ -101,9 +101,10 @@ export class RunsService {
     const runId = parseResourceId(id, 'runId');
     const run = await this.runs.find(runId);
     if (!run) throw new NotFoundError('run');
-    const [attempts, events] = await Promise.all([
+    const [attempts, events, envVars] = await Promise.all([
       this.runs.attempts(runId),
       this.runs.events(runId, { afterSeq: 0, limit: DETAIL_EVENTS }),
+      this.runs.envVars(runId),
     ]);
     return {
       ...toRunView(run),
@@ -112,6 +113,7 @@ export class RunsService {
       pending: run.status === 'queued' ? await this.placement.explain(run.placement) : null,
       attempts: attempts.map(toAttemptView),
       events: events.map(toEventView),
+      envVars,
     };
   }
 

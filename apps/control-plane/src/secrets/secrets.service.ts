@@ -1,6 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
+  ENV_VAR_SECRET_PREFIX,
   NotFoundError,
+  ValidationError,
   SECRET_LIMITS,
   SECRET_NAME_PATTERN,
   SECRET_REPOSITORY,
@@ -9,10 +11,8 @@ import {
   SecretRepository,
   parseSecretName,
   parseSecretValue,
-  readObject,
-  readString,
 } from '@ql/domain';
-import { readLimit } from '../admin/query-params';
+import { namePage } from '../admin/query-params';
 
 /** Who asks: an API key on the admin API, `{id: 'cli'}` from the CLI. */
 type Actor = { readonly id: string };
@@ -29,6 +29,12 @@ export class SecretsService {
 
   async put(actor: Actor, name: unknown, value: unknown, mode: SecretPutMode) {
     const secret = parseSecretName(name);
+    if (secret.startsWith(ENV_VAR_SECRET_PREFIX))
+      throw new ValidationError(
+        'name',
+        'reserved_prefix',
+        `name: reserved_prefix: secrets named ${ENV_VAR_SECRET_PREFIX}* hold env vars' values; use /api/v1/env-vars`,
+      );
     const sealedValue = parseSecretValue(value);
     const { record, created } = await this.secrets.put(
       secret,
@@ -50,18 +56,13 @@ export class SecretsService {
     return toView(record);
   }
 
-  async list(query: unknown) {
-    const q = readObject(query ?? {}, 'query', ['after', 'limit']);
-    const after =
-      q.after === undefined
-        ? undefined
-        : readString(q.after, 'after', { max: SECRET_LIMITS.nameLength, pattern: SECRET_NAME_PATTERN });
-    const limit = readLimit(q.limit);
-    const items = await this.secrets.list({ after, limit });
-    return {
-      items: items.map(toView),
-      nextAfter: items.length === limit ? items[items.length - 1]!.name : null,
-    };
+  list(query: unknown) {
+    return namePage(
+      query,
+      { max: SECRET_LIMITS.nameLength, pattern: SECRET_NAME_PATTERN },
+      (page) => this.secrets.list(page),
+      toView,
+    );
   }
 
   async delete(actor: Actor, name: string) {

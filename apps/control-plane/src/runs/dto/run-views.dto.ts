@@ -266,6 +266,24 @@ export class RunDetailDto extends RunDto {
 
   @ApiProperty({ type: () => [RunEventDto], description: 'the first 200, by seq' })
   readonly events!: RunEventDto[];
+
+  @ApiProperty({
+    type: () => [RunEnvVarDto],
+    description:
+      'the global env vars the run received, in order (ADR 0062): names and versions, never values; the task’s own env and secretEnv are in its revision',
+  })
+  readonly envVars!: RunEnvVarDto[];
+}
+
+export class RunEnvVarDto {
+  @ApiProperty()
+  readonly name!: string;
+
+  @ApiProperty(integerProp('the version of its value the run received'))
+  readonly version!: number;
+
+  @ApiProperty({ description: 'a secret one: its value was delivered per lease and redacted from the log' })
+  readonly secret!: boolean;
 }
 
 export class LogEntryDto {

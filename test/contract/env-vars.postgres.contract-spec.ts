@@ -1,0 +1,4 @@
+import { postgresDispatchTarget } from '../support/dispatch-targets';
+import { describeEnvVarsContract } from './env-vars.contract';
+
+describeEnvVarsContract('postgres', postgresDispatchTarget);
