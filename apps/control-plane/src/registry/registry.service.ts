@@ -19,6 +19,7 @@ import {
   parseHeartbeat,
   parseOfflineRequest,
   parseRegistration,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from '@ql/contracts';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
@@ -37,6 +38,8 @@ import { HeartbeatDto, SessionFenceDto } from './dto/session-fence.dto';
 export class RegistryService {
   private readonly logger = new Logger('registry');
   private readonly heartbeats: HeartbeatBatcher;
+  /** ADR 0061: the protocol versions a worker may register with here (`QL_PROTOCOL_MIN` and up). */
+  private readonly served: readonly number[];
 
   constructor(
     @Inject(WORKER_SESSION_REPOSITORY) private readonly sessions: WorkerSessionRepository,
@@ -46,6 +49,7 @@ export class RegistryService {
     private readonly rateLimit: IngressRateLimit,
     private readonly forks: CertificateForks,
   ) {
+    this.served = SUPPORTED_PROTOCOL_VERSIONS.filter((v) => v >= config.protocolMin);
     this.heartbeats = new HeartbeatBatcher(sessions, {
       windowMs: config.heartbeatBatchWindowMs,
       maxSize: config.heartbeatBatchMax,
@@ -58,7 +62,7 @@ export class RegistryService {
     sessionId: string,
     body: RegisterDto,
   ): Promise<RegisterResponse> {
-    const snapshot = parseRegistration(body);
+    const snapshot = parseRegistration(body, this.served);
     // A superseded certificate starts no session (ADR 0045 §4); the one it serves goes on.
     await this.forks.checkRegister(principal.workerId, principal.fingerprint256);
     const result = await this.sessions.register({
