@@ -7,7 +7,14 @@
  */
 import { WORKER_EXIT, ingressPath } from '@ql/contracts';
 import { newSessionId, registerBody } from '../support/fixtures';
-import { FAST_PLANE_ENV, RemoteRunHarness, within } from '../support/remote-run-harness';
+import {
+  FAST_PLANE_ENV,
+  RemoteRunHarness,
+  TERMINAL_RUN_STATUSES,
+  attemptProcesses,
+  eventually,
+  within,
+} from '../support/remote-run-harness';
 import { TestPlane, readPair, startTestPlane } from '../support/test-plane';
 
 jest.setTimeout(120_000);
@@ -36,6 +43,13 @@ describe('protocol negotiation, real worker processes (sqlite)', () => {
     await v2Only?.close();
     await h?.close();
   });
+
+  /** Lines where the worker refused an answer (a v1 worker refuses any field newer than v1). */
+  const refusedAnswers = (w: { transcript(): string }) =>
+    w
+      .transcript()
+      .split('\n')
+      .filter((l) => /invalid_response|unknown_field/.test(l));
 
   const view = async (workerId: string) =>
     (await h.t.admin('GET', `/api/v1/workers/${workerId}`)).body as ProtocolView;
@@ -112,4 +126,61 @@ describe('protocol negotiation, real worker processes (sqlite)', () => {
       expect((await h.t.admin('GET', '/api/v1/workers/router-suzhou')).status).toBe(404);
     },
   );
+
+  it('a worker held to v1 runs a zoned cron task, is cancelled, uploads its output and recovers after kill -9, reading every answer as v1', async () => {
+    const journalDir = h.folder('v1-journal');
+    const workDir = h.folder('v1-runs');
+    const held = h.startWorker('router-hangzhou', {
+      env: { QL_WORKER_PROTOCOL_MAX: '3' },
+      journalDir,
+      workDir,
+    });
+    await h.untilOnline(held);
+    // A time zone is v2: a v1 worker is offered the spec without it, under that spec's own digest.
+    const zoned = await h.trigger(
+      await h.createTask({
+        runtime: 'shell',
+        command: 'echo "京东签到 $QL_RUN_ID"; echo 完成 >&2',
+        cron: '0 7 * * *',
+        timezone: 'Asia/Shanghai',
+      }),
+    );
+    expect((await h.untilRunEnds(zoned)).status).toBe('succeeded');
+    expect(await h.output(zoned)).toContain('京东签到');
+    expect(await h.output(zoned)).toContain('完成');
+
+    // A cancel reaches a v1 worker through renew's cancelRequested (its heartbeat answers have no cancel list).
+    const long = await h.trigger(await h.createTask({ runtime: 'shell', command: 'echo 开始; sleep 60' }));
+    const attemptId = await eventually('the long run started', async () => {
+      const id = (await h.run(long)).attempts[0]?.id;
+      return id && (await h.output(long)).includes('开始') && attemptProcesses(id).length > 0
+        ? id
+        : undefined;
+    });
+    expect((await h.t.admin('POST', `/api/v1/runs/${long}/cancel`)).status).toBe(200);
+    expect((await h.untilRunEnds(long)).status).toBe('cancelled');
+    expect(attemptProcesses(attemptId)).toEqual([]);
+
+    // kill -9 during a run; the next process on the same journal registers v1 again, recovers, runs.
+    const crashed = await h.trigger(await h.createTask({ runtime: 'shell', command: 'echo 运行; sleep 60' }));
+    await eventually('the run to crash started', async () =>
+      (await h.output(crashed)).includes('运行') ? true : undefined,
+    );
+    held.kill('SIGKILL');
+    await held.exited;
+    const again = h.startWorker('router-hangzhou', {
+      env: { QL_WORKER_PROTOCOL_MAX: '3' },
+      journalDir,
+      workDir,
+    });
+    await h.untilOnline(again);
+    expect(await view('router-hangzhou')).toMatchObject({ protocolVersion: 3, wireVersion: 1 });
+    expect(TERMINAL_RUN_STATUSES).toContain((await h.untilRunEnds(crashed)).status);
+    const after = await h.trigger(await h.createTask({ runtime: 'shell', command: 'echo 恢复' }));
+    expect((await h.untilRunEnds(after)).status).toBe('succeeded');
+    again.kill('SIGTERM');
+    expect((await again.exited).code).toBe(WORKER_EXIT.ok);
+    // Every answer both processes got passed the v1 check (a newer field is invalid_response).
+    expect([...refusedAnswers(held), ...refusedAnswers(again)]).toEqual([]);
+  });
 });

@@ -19,6 +19,8 @@ import {
   buildOfflineRequest,
   buildRegisterRequest,
   parseAnySessionAnswer,
+  WireVersion,
+  wireVersionOf,
 } from '@ql/contracts';
 import { ID_GENERATOR, IdGenerator, IllegalStateError } from '@ql/domain';
 import { HostProbe, detectCapabilities } from '../config/capabilities';
@@ -117,6 +119,8 @@ export interface WorkerIngress {
   close(): Promise<void>;
   /** A control-plane (database) time, such as a lease expiry, on this machine's clock. */
   toLocalTime(serverMs: number): number;
+  /** ADR 0061: the wire version of the session it registered; a v1 session's answers are read as v1. */
+  speak?(version: WireVersion): void;
   /** ADR 0051: the streamed `bundle` answer (absent in fakes that serve no bundles). */
   download?(
     sessionId: string,
@@ -315,6 +319,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       try {
         const res = await this.register(sessionId, bodyFor(version));
         this.negotiated = version;
+        this.ingress.speak?.(wireVersionOf(version) ?? 1);
         return { sessionId, res };
       } catch (error) {
         if (!isProtocolRefusal(error)) throw error;
