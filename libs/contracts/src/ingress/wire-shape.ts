@@ -65,5 +65,6 @@ export function offerSpecFor(
   if (spec.timezone === undefined) return { spec, digest };
   const { timezone: _zone, ...v1 } = spec;
   const canonical = parseTaskSpec(v1);
-  return { spec: canonical.spec, digest: canonical.digest };
+  // In its canonical form, as a stored spec is sent (sorted keys, every default present).
+  return { spec: JSON.parse(canonical.canonical) as TaskSpec, digest: canonical.digest };
 }
