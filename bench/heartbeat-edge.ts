@@ -16,6 +16,7 @@ import {
 import { createIdGenerator, parseHeartbeat, parseRegistration } from '@ql/contracts';
 import { ControlPlaneConfig, loadConfig } from '../apps/control-plane/src/config/config';
 import { CertificateForks } from '../apps/control-plane/src/identity/certificate-forks';
+import { SessionWireVersions } from '../apps/control-plane/src/identity/session-wire-versions';
 import { IngressRateLimit } from '../apps/control-plane/src/identity/ingress-rate-limit';
 import { EdgeValidationPipe } from '../apps/control-plane/src/http/validation/edge-validation.pipe';
 import { WorkerPrincipal } from '../apps/control-plane/src/identity/worker-principal';
@@ -54,6 +55,7 @@ export function registryOp(
     metrics,
     new IngressRateLimit(loadConfig({})),
     new CertificateForks(new SqlWorkerCertificateRepository(db, createIdGenerator()), metrics),
+    new SessionWireVersions(repo),
   );
   return (w: Fenced) => {
     const principal = { workerId: w.workerId } as WorkerPrincipal;

@@ -2,7 +2,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { DialectTypes, POSTGRES_TYPES, SQLITE_TYPES } from './activation-and-logs';
 
 /**
- * Issue 31 item 2 (ADR 0062): global environment variables. A secret one's value is the secret
+ * Issue 31 item 2 (ADR 0061): global environment variables. A secret one's value is the secret
  * `env.<name>` (ADR 0050), so `value` is null for it; a plain one's value is here. `version` grows
  * when the value changes; `position` orders the page and the delivery (ties by name). A run records
  * the variables it was pinned with (`run_env_vars`); a plain one's value is kept per version.

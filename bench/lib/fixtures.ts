@@ -23,7 +23,7 @@ export function benchRegistration() {
     maxConcurrentRuns: 4,
     availableSlots: 4,
     softwareVersion: '0.1.0',
-    protocolVersion: 3,
+    protocolVersion: 4,
   };
 }
 

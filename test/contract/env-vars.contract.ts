@@ -1,4 +1,4 @@
-// Global env vars (issue 31 item 2, ADR 0062) on both dialects: plain and secret rows, a secret one's
+// Global env vars (issue 31 item 2, ADR 0061) on both dialects: plain and secret rows, a secret one's
 // value sealed as the secret `env.<NAME>`, versions, the order, the limits that keep every run's spec
 // within its own, deletes, the reserved secret names, and every refusal writing nothing.
 import { randomBytes } from 'node:crypto';

@@ -14,6 +14,7 @@ import {
 import { createIdGenerator } from '@ql/contracts';
 import { ControlPlaneConfig, loadConfig } from '../../apps/control-plane/src/config/config';
 import { CertificateForks } from '../../apps/control-plane/src/identity/certificate-forks';
+import { SessionWireVersions } from '../../apps/control-plane/src/identity/session-wire-versions';
 import { IngressRateLimit } from '../../apps/control-plane/src/identity/ingress-rate-limit';
 import { WorkerPrincipal } from '../../apps/control-plane/src/identity/worker-principal';
 import { ControlPlaneMetrics } from '../../apps/control-plane/src/metrics/control-plane-metrics';
@@ -230,6 +231,7 @@ export function describeHeartbeatBatchContract(dialect: string, makeTarget: () =
         metrics,
         new IngressRateLimit(loadConfig({})),
         new CertificateForks(new SqlWorkerCertificateRepository(f.db, createIdGenerator()), metrics),
+        new SessionWireVersions(f.sessions),
       );
       const principal = { workerId: w.workerId } as WorkerPrincipal;
       const body = { generation: 1, expectedVersion: 0, availableSlots: 1 };

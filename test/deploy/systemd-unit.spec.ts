@@ -26,7 +26,7 @@ const one = (key: string) => {
 const seconds = (span: string) => Number.parseInt(span, 10) * (span.endsWith('min') ? 60 : 1);
 
 describe('systemd unit for a worker (deploy/systemd)', () => {
-  it('restarts a fenced or failed worker with a growing delay, never gives up, and leaves stopped what a restart cannot fix: a configuration error, a disabled worker, an expired, superseded or revoked certificate, a refused token', () => {
+  it('restarts a fenced or failed worker with a growing delay, never gives up, and leaves stopped what a restart cannot fix: a configuration error, a disabled worker, an expired, superseded or revoked certificate, a refused token, a protocol not served', () => {
     expect(one('Restart')).toBe('on-failure');
     expect(one('RestartPreventExitStatus').split(/\s+/)).toEqual(
       [
@@ -36,6 +36,7 @@ describe('systemd unit for a worker (deploy/systemd)', () => {
         WORKER_EXIT.certificateSuperseded,
         WORKER_EXIT.enrollmentRefused,
         WORKER_EXIT.certificateRevoked,
+        WORKER_EXIT.protocolUnsupported,
       ].map(String),
     );
     expect(seconds(one('RestartSec'))).toBeGreaterThan(0);

@@ -1,4 +1,4 @@
-// `npm run env -- import <file>` (issue 31 item 2, ADR 0062): QingLong's env JSON export, the report
+// `npm run env -- import <file>` (issue 31 item 2, ADR 0061): QingLong's env JSON export, the report
 // only without --yes, applied with it, a second import changing nothing; the SQLite file never holds
 // a secret variable's value.
 import { randomBytes } from 'node:crypto';

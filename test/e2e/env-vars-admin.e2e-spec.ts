@@ -1,4 +1,4 @@
-// Global env vars on the admin API (issue 31 item 2, ADR 0062) on both dialects: create, change,
+// Global env vars on the admin API (issue 31 item 2, ADR 0061) on both dialects: create, change,
 // reorder, page, delete; roles; refused bodies answered with the field and rule, changing nothing; a
 // secret variable's value in no answer, audit row, log line or database byte; the secrets API keeps
 // its hands off the secrets that hold variables' values.

@@ -1,4 +1,4 @@
-// Issue 31 item 2 end to end (ADR 0062): a real worker process over real TLS runs `京东签到`, a node
+// Issue 31 item 2 end to end (ADR 0061): a real worker process over real TLS runs `京东签到`, a node
 // script that prints the global secret variable JD_COOKIE (QingLong's multi-value form) and a global
 // plain one; the run log shows the cookie as `***` and the plain value as it is, the run's detail names
 // what it received, and no stored row or log line of the plane holds the cookie.

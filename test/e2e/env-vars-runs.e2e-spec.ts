@@ -1,4 +1,4 @@
-// Runs receive the global env vars (issue 31 item 2, ADR 0062) on both dialects: the run's detail
+// Runs receive the global env vars (issue 31 item 2, ADR 0061) on both dialects: the run's detail
 // names what it received (never a value), the task's own env wins, and a task that would break a task
 // limit with them is refused on a trigger and skipped with a warning by the cron while the others fire.
 import { randomBytes } from 'node:crypto';

@@ -26,7 +26,8 @@ export function registerBody(overrides: Record<string, unknown> = {}) {
     maxConcurrentRuns: 4,
     availableSlots: 4,
     softwareVersion: '0.1.0',
-    protocolVersion: 3,
+    // A current worker (wire v2, ADR 0060); a test of a v1 session says 3.
+    protocolVersion: 4,
     ...overrides,
   };
 }

@@ -8,6 +8,8 @@ export interface Worker {
   maxConcurrentRuns: number | null;
   availableSlots: number | null;
   softwareVersion: string | null;
+  protocolVersion?: number | null;
+  wireVersion?: number | null;
   capabilities: {
     labels?: Record<string, string> | null;
     runtimes?: { name: string; version?: string }[];

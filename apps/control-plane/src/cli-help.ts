@@ -73,7 +73,7 @@ export const COMMANDS: Record<string, Command> = {
   env: {
     usage: 'env import <file> [--yes] [--plain <NAME> ...]',
     summary:
-      'import global env vars into QL_DATABASE_URL (named on stderr) from an `export A="…"` file or QingLong\'s env JSON export; prints the report, and writes only with --yes; a second import changes nothing (ADR 0062)',
+      'import global env vars into QL_DATABASE_URL (named on stderr) from an `export A="…"` file or QingLong\'s env JSON export; prints the report, and writes only with --yes; a second import changes nothing (ADR 0061)',
     options: [
       ['--yes', 'make the changes (without it: the report only, nothing written)'],
       [

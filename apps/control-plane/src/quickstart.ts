@@ -15,7 +15,8 @@ import { EXIT } from './start-failure';
  * control plane already running on the same ports is never mistaken for it), one local worker
  * (`worker-1`), supervised: restarted with a backoff after a non-zero exit (a fenced or expired
  * session exits 3 by design), except after a configuration error (2), a disabled worker (5), a
- * superseded certificate (7), a refused enrollment (8) or a revoked certificate (11). The worker joins through enrollment (ADR
+ * superseded certificate (7), a refused enrollment (8), a revoked certificate (11) or a protocol the
+ * control plane does not serve (15). The worker joins through enrollment (ADR
  * 0045): its key and certificate live beside its journal (`./var/worker/<id>/tls/`), and whenever it
  * holds no usable certificate the quickstart makes it a token (`enroll-token create`) first. SIGINT/SIGTERM/SIGHUP stops the worker first (drain, offline), then the
  * control plane.
@@ -197,6 +198,7 @@ function spawnWorker(
       WORKER_EXIT.certificateSuperseded,
       WORKER_EXIT.enrollmentRefused,
       WORKER_EXIT.certificateRevoked,
+      WORKER_EXIT.protocolUnsupported,
     ];
     if (final.includes(code)) {
       const why =
@@ -210,7 +212,9 @@ function spawnWorker(
                 ? ' (its enrollment token was refused)'
                 : code === WORKER_EXIT.certificateRevoked
                   ? ' (its certificate was revoked and put aside: stop and run npm start again, which enrolls it with a new token)'
-                  : '';
+                  : code === WORKER_EXIT.protocolUnsupported
+                    ? ' (the control plane serves no protocol version it speaks: check QL_WORKER_PROTOCOL_MAX, or upgrade)'
+                    : '';
       log('error', `${workerId} exited with ${how}${why}; not restarting it`, { code, signal });
       return;
     }

@@ -23,7 +23,7 @@ import {
 import { IngressCallError } from './ingress-client/worker-ingress-https.client';
 import { JOURNAL_USAGE, journalCommand } from './journal/journal-command';
 import { JournalLockedError } from './journal/journal-lock';
-import { WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
+import { ProtocolUnsupported, WorkerLifecycleService } from './lifecycle/worker-lifecycle.service';
 import { JsonLineLog, NestJsonLogger, WorkerLog } from './logging/worker-log';
 import { WorkerModule } from './worker.module';
 import { WORKER_CERTIFICATE } from './worker.tokens';
@@ -129,6 +129,13 @@ async function main(): Promise<number> {
       }
       const loss = identityLossOf(config.workerId, error, certificate.revokedPath);
       if (loss) return endFor(loss);
+      if (error instanceof ProtocolUnsupported) {
+        log.error(
+          `worker exiting: ${error.message}; restarting will not help: upgrade the worker or the control plane (exit code ${WORKER_EXIT.protocolUnsupported})`,
+          { speaks: error.speaks },
+        );
+        return WORKER_EXIT.protocolUnsupported;
+      }
       if (error instanceof IngressCallError && error.reason === WORKER_DISABLED_REASON) {
         log.error(disabledMessage(config.workerId, 'its registration was refused'), describe(error));
         return WORKER_EXIT.disabled;

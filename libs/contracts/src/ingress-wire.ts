@@ -79,6 +79,8 @@ export const INGRESS_ERROR_CODES = [
   'worker_disabled',
   // A mapped secret is gone or cannot be decrypted (ADR 0050); `reason` says which.
   'secrets_unavailable',
+  // A `protocolVersion` the control plane does not serve (ADR 0060): the message names both sides.
+  'protocol_unsupported',
 ] as const;
 export type IngressErrorCode = (typeof INGRESS_ERROR_CODES)[number];
 

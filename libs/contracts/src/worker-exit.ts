@@ -44,6 +44,14 @@ export const WORKER_EXIT = {
    * Not 9: node itself exits 9 on a bad option (Node 24 refused a flag so), which must not read as revoked.
    */
   certificateRevoked: 11,
+  /**
+   * `protocol_unsupported` (ADR 0060): the control plane serves no protocol version this worker
+   * speaks (every one from `QL_WORKER_PROTOCOL_MAX` down was refused). Restarting cannot help until
+   * the worker or the control plane is upgraded (or the pin raised); the quickstart, the systemd unit
+   * and the deployment notes do not restart it. Not 12–14: node's own exits (debug argument, top-level
+   * await, snapshot).
+   */
+  protocolUnsupported: 15,
 } as const;
 
 /** The refusal that makes a worker exit `disabled` rather than `fenced` or `failed`. */

@@ -1,6 +1,6 @@
 import { parseEnvImport } from './env-var-import';
 
-describe('env var import files (issue 31 item 2, ADR 0062)', () => {
+describe('env var import files (issue 31 item 2, ADR 0061)', () => {
   it('reads export lines: double quotes with escapes and line breaks, single quotes literal, bare values; reports the rest', () => {
     const file = [
       '#!/usr/bin/env bash',

@@ -2,7 +2,7 @@ import { ValidationError } from './errors';
 import { ENV_VAR_LIMITS, NewEnvVar, parseEnvVarName, parseEnvVarRemark, parseEnvVarValue } from './env-vars';
 
 /**
- * Bulk import of env vars (issue 31 item 2, ADR 0062) from an `export A="…"` shell file or QingLong's
+ * Bulk import of env vars (issue 31 item 2, ADR 0061) from an `export A="…"` shell file or QingLong's
  * env JSON export (`[{name, value, remarks, status}]`, status 0 enabled, 1 disabled). Rows of one name
  * are joined by `&` in file order, as QingLong hands them to a script; disabled rows join only when
  * no row of the name is enabled (the variable is then imported disabled). Every variable is imported

@@ -6,7 +6,7 @@ import { readArray, readObject, readString } from './strict';
 import { ENV_KEY_PATTERN, TASK_LIMITS } from './tasks';
 
 /**
- * Global environment variables, QingLong's way (issue 31 item 2, ADR 0062): a name, a value, a
+ * Global environment variables, QingLong's way (issue 31 item 2, ADR 0061): a name, a value, a
  * remark, enabled, an order. A secret one's value is a secret named `env.<NAME>` (ADR 0050); a plain
  * one's follows the task `env` rule, so both can join any run's spec without a new wire field.
  */
@@ -27,7 +27,7 @@ export const ENV_VAR_LIMITS = {
 } as const;
 
 export const ENV_VAR_NAME_PATTERN = ENV_KEY_PATTERN;
-/** Secrets named so belong to a variable (ADR 0062); the secrets API refuses to write them. */
+/** Secrets named so belong to a variable (ADR 0061); the secrets API refuses to write them. */
 export const ENV_VAR_SECRET_PREFIX = 'env.';
 /**
  * A secret variable's parts (its value split at `&` and line feeds, QingLong's multi-value form) are
@@ -129,7 +129,7 @@ export interface EnvVarRecord {
   readonly updatedAt: number;
 }
 
-/** A global variable as a run received it (ADR 0062): its name and version, never its value. */
+/** A global variable as a run received it (ADR 0061): its name and version, never its value. */
 export interface RunEnvVar {
   readonly name: string;
   readonly version: number;

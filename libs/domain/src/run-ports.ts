@@ -65,7 +65,7 @@ export interface RunRepository {
   list(query: RunListQuery): Promise<RunRecord[]>;
   attempts(runId: string): Promise<AttemptDetail[]>;
   events(runId: string, query: { afterSeq: number; limit: number }): Promise<RunEvent[]>;
-  /** The global env vars the run received, in order (ADR 0062). */
+  /** The global env vars the run received, in order (ADR 0061). */
   envVars(runId: string): Promise<RunEnvVar[]>;
   /** Persists `cancel_requested` first; a run nobody holds (queued, retry_wait) is cancelled at once. */
   requestCancel(runId: string, audit: AuditEntry): Promise<RunRecord>;

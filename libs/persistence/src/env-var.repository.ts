@@ -38,7 +38,7 @@ interface EnvVarRow {
 }
 
 /**
- * Global environment variables on either dialect (issue 31 item 2, ADR 0062). Every write holds one
+ * Global environment variables on either dialect (issue 31 item 2, ADR 0061). Every write holds one
  * lock (`env_vars`), so positions and the enabled limits are judged on a stable set; a secret
  * variable's value is written as the secret `env.<name>` in the same transaction, sealed before any
  * statement. Each write commits with one audit row naming the variable, never a value.
@@ -288,7 +288,7 @@ export class SqlEnvVarRepository implements EnvVarRepository {
   }
 }
 
-/** What every run's spec will hold must fit in it (ADR 0062): refused with the limit it passes. */
+/** What every run's spec will hold must fit in it (ADR 0061): refused with the limit it passes. */
 async function checkLimits(tx: SqlExecutor): Promise<void> {
   const total = await tx.one<{ n: number | string }>('SELECT count(*) AS n FROM env_vars');
   if (toInt(total!.n) > ENV_VAR_LIMITS.total)

@@ -676,7 +676,7 @@ export class SqlLeaseRepository implements LeaseRepository {
       readonly specDigest: string;
     },
   ): Promise<TaskRevisionRecord> {
-    // With the global env vars the run was pinned with (ADR 0062).
+    // With the global env vars the run was pinned with (ADR 0061).
     const revision = await readPinnedRevision(tx, run);
     if (!revision) throw new IllegalStateError(`run ${run.id} pins a missing revision`);
     return revision;

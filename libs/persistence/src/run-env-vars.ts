@@ -19,7 +19,7 @@ interface Pinned extends RunEnvVar {
 }
 
 /**
- * The revision's spec with the global variables (ADR 0062): plain ones join `env`, secret ones
+ * The revision's spec with the global variables (ADR 0061): plain ones join `env`, secret ones
  * `secretEnv` as `NAME → env.NAME`; the task's own entries are never overridden (they were left out
  * when the run was pinned). Judged by the task rules, so what a worker reads is a valid spec.
  */

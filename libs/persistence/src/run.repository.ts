@@ -56,7 +56,7 @@ export class SqlRunRepository implements RunRepository {
       if (command.revision !== undefined && command.revision !== revision) return null;
       const spec = JSON.parse(task.spec_json) as TaskSpec;
       const placement = withTaskRequirements(spec.placement, spec.executor, spec.runtime);
-      // The global env vars this run receives (ADR 0062): recorded with it, merged into its spec.
+      // The global env vars this run receives (ADR 0061): recorded with it, merged into its spec.
       const pinned = await pinEnvVars(tx, spec);
       // One run per (task, scheduled time) whatever the revision: an edit never fires a time a second time.
       const cronKey = command.scheduledAt === undefined ? null : `${command.taskId}:${command.scheduledAt}`;

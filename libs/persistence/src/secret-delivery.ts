@@ -111,7 +111,7 @@ export async function redactionValuesFor(
   }
   const joined = values.size === names.length ? Object.values(joinSecretEnv(secretEnv!, values)) : [];
   // A secret env var may hold QingLong's multi-value form: each account's part is a secret too
-  // (ADR 0062). The worker splits only per mapped secret, so the parts are hidden here.
+  // (ADR 0061). The worker splits only per mapped secret, so the parts are hidden here.
   const parts = [...values]
     .filter(([name]) => name.startsWith(ENV_VAR_SECRET_PREFIX))
     .flatMap(([, value]) => value.split(/&|\n/))

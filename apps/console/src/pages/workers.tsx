@@ -161,6 +161,8 @@ export function WorkerPage({ workerId, admin }: { workerId: string; admin: boole
             <dd>{slots(w)}</dd>
             <dt>Version</dt>
             <dd>{w.softwareVersion ?? '—'}</dd>
+            <dt>Protocol</dt>
+            <dd>{w.wireVersion ? `v${w.wireVersion} (protocol ${w.protocolVersion})` : '—'}</dd>
             <dt>Registered</dt>
             <dd>{when(w.registeredAt)}</dd>
             <dt>Last heartbeat</dt>

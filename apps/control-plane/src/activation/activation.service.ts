@@ -1,12 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ACTIVATION_REPOSITORY, ActivationRepository, ActivationResult, LogAppendResult } from '@ql/domain';
 import {
+  COMPLETION,
   RunActivationResponse,
+  shapeAnswer,
   parseCompletionRequest,
   parseLogsRequest,
   parseRunningRequest,
   parseStartFailureRequest,
 } from '@ql/contracts';
+import { SessionWireVersions } from '../identity/session-wire-versions';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { leaseFenceCommand } from '../leases/lease-fence-command';
 import { LeaseFenceDto } from '../leases/dto/pull.dto';
@@ -27,20 +30,28 @@ export class ActivationService {
     @Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository,
     private readonly logWaiters: RunLogWaiters,
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
+    private readonly wire: SessionWireVersions,
   ) {}
 
-  private project(result: ActivationResult): RunActivationResponse {
-    return projectActivation(result, this.config.runDeadlineGraceMs);
+  /** The answer for the calling session's wire version (ADR 0060): v1 has no `deadlineGraceMs`. */
+  private async project(
+    p: WorkerPrincipal,
+    sessionId: string,
+    result: ActivationResult,
+  ): Promise<RunActivationResponse> {
+    const version = await this.wire.of(p.workerId, sessionId);
+    // The four activation calls answer alike: COMPLETION's descriptor holds the answer's versions.
+    return shapeAnswer(COMPLETION, version, projectActivation(result, this.config.runDeadlineGraceMs));
   }
 
   async starting(p: WorkerPrincipal, sessionId: string, body: LeaseFenceDto): Promise<RunActivationResponse> {
-    return this.project(await this.activation.starting(leaseFenceCommand(p, sessionId, body)));
+    return this.project(p, sessionId, await this.activation.starting(leaseFenceCommand(p, sessionId, body)));
   }
 
   async running(p: WorkerPrincipal, sessionId: string, body: RunningDto): Promise<RunActivationResponse> {
     const { executorHandle, ...fence } = parseRunningRequest(body);
     const command = { ...leaseFenceCommand(p, sessionId, fence), executorHandle };
-    return this.project(await this.activation.running(command));
+    return this.project(p, sessionId, await this.activation.running(command));
   }
 
   async startFailure(
@@ -50,7 +61,7 @@ export class ActivationService {
   ): Promise<RunActivationResponse> {
     const { errorCode, ...fence } = parseStartFailureRequest(body);
     const command = { ...leaseFenceCommand(p, sessionId, fence), errorCode };
-    return this.project(await this.activation.startFailure(command));
+    return this.project(p, sessionId, await this.activation.startFailure(command));
   }
 
   async completion(
@@ -69,7 +80,7 @@ export class ActivationService {
       ...(executorHandle === undefined ? {} : { executorHandle }),
       finalLogs,
     });
-    const response = this.project(result);
+    const response = await this.project(p, sessionId, result);
     this.logWaiters.notify(response.snapshot.runId);
     return response;
   }

@@ -28,6 +28,7 @@ import {
   readObject,
   readString,
 } from '@ql/domain';
+import { wireVersionOf } from '@ql/contracts';
 import { apiKeyDigest, newApiKeyToken } from '../identity/api-keys';
 import {
   API_KEY_NAME_MAX_LENGTH,
@@ -251,6 +252,8 @@ export function toWorkerView(w: WorkerRecord) {
     availableSlots: s.availableSlots,
     softwareVersion: w.softwareVersion,
     protocolVersion: w.protocolVersion,
+    // Every session registered with a served version; one from before (none exists) reads as v1.
+    wireVersion: wireVersionOf(w.protocolVersion) ?? 1,
     capabilities: w.capabilities,
     capabilitiesDigest: w.capabilitiesDigest,
     registeredAt: new Date(w.registeredAt).toISOString(),

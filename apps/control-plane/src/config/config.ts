@@ -53,6 +53,8 @@ export interface ControlPlaneConfig {
   readonly secretsKeyId: string;
   readonly secretsPreviousKeys: string;
   readonly sessionLeaseMs: number;
+  /** ADR 0060: the lowest protocol version a worker may register with (3: wire v1, 4: wire v2). */
+  readonly protocolMin: number;
   readonly heartbeatBatchWindowMs: number;
   readonly heartbeatBatchMax: number;
   readonly claimBatchMax: number;
@@ -279,6 +281,13 @@ export const SETTINGS = [
     default: '30000',
     doc: 'session lease a registration or heartbeat grants (5 s … 10 min)',
     parse: int(5_000, 600_000),
+  },
+  {
+    key: 'protocolMin',
+    env: 'QL_PROTOCOL_MIN',
+    default: '3',
+    doc: 'the lowest protocol version a worker may register with (3: wire v1, 4: wire v2; this control plane serves 3..4): below it, register is 400 `protocol_unsupported` and the worker exits 15. Raise it to 4 only once every worker speaks v2 (ADR 0060)',
+    parse: int(3, 4),
   },
   {
     key: 'heartbeatBatchWindowMs',

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { DomainError, ENV_IMPORT_MAX_BYTES, ValidationError, parseEnvVarName } from '@ql/domain';
 import type { EnvVarsService } from './env-vars.service';
 
-/** What `npm run env -- …` asks for (ADR 0062), read before the database is opened. */
+/** What `npm run env -- …` asks for (ADR 0061), read before the database is opened. */
 export interface EnvImportCommand {
   readonly action: 'import';
   readonly file: string;

@@ -25,7 +25,7 @@ const name = {
 const LIMITS = `at most ${ENV_VAR_LIMITS.enabledPlain} plain variables (${ENV_VAR_LIMITS.enabledPlainBytes / 1024} KiB) and ${ENV_VAR_LIMITS.enabledSecret} secret ones enabled, ${ENV_VAR_LIMITS.total} in all`;
 
 /**
- * Admin listener: global environment variables (issue 31 item 2, ADR 0062). Viewers read; admins
+ * Admin listener: global environment variables (issue 31 item 2, ADR 0061). Viewers read; admins
  * write. A secret variable's value is never answered.
  */
 @Controller('api/v1/env-vars')

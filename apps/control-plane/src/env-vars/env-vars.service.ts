@@ -21,7 +21,7 @@ import { namePage } from '../admin/query-params';
 type Actor = { readonly id: string };
 
 /**
- * Global env vars on the admin API (issue 31 item 2, ADR 0062). The domain's readers judge every
+ * Global env vars on the admin API (issue 31 item 2, ADR 0061). The domain's readers judge every
  * input again behind the DTOs; a secret variable's value never comes out, nor goes to a log line.
  */
 @Injectable()

@@ -1,6 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { DomainError } from '@ql/domain';
-import { IngressError, IngressErrorCode } from '@ql/contracts';
+import { IngressError, IngressErrorCode, ProtocolUnsupportedError } from '@ql/contracts';
 import { fastifyErrorCode } from './fastify-error-code';
 
 /** An ingress refusal decided at the edge (guard, hook), before any repository call. */
@@ -37,6 +37,9 @@ export function renderIngressError(error: unknown): RenderedError {
       },
     };
   }
+  // ADR 0060: a worker this control plane cannot serve is told so with its own code, naming both sides.
+  if (error instanceof ProtocolUnsupportedError)
+    return { status: 400, body: { code: 'protocol_unsupported', message: error.message } };
   if (error instanceof DomainError) return renderDomainError(error);
   switch (fastifyErrorCode(error)) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

@@ -5,6 +5,7 @@ import { IngressRateLimit } from './ingress-rate-limit';
 import { MtlsPrincipalGuard } from './mtls-principal.guard';
 import { PrincipalStanding } from './principal-standing';
 import { RevocationCache } from './revocation-cache';
+import { SessionWireVersions } from './session-wire-versions';
 
 /**
  * Who is calling: the worker principal from the verified client certificate (mTLS guard, with the
@@ -19,6 +20,7 @@ const IDENTITY = [
   ApiKeyGuard,
   IngressRateLimit,
   CertificateForks,
+  SessionWireVersions,
 ];
 
 @Module({ providers: IDENTITY, exports: IDENTITY })

@@ -18,6 +18,7 @@ import {
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { PrincipalStanding } from '../identity/principal-standing';
+import { SessionWireVersions } from '../identity/session-wire-versions';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { LeaseFenceDto, PullRequestDto } from './dto/pull.dto';
@@ -39,6 +40,7 @@ export class LeasesService {
     private readonly metrics: ControlPlaneMetrics,
     waiters: OfferWaiters,
     @Inject(PrincipalStanding) private readonly standing: Pick<PrincipalStanding, 'check'>,
+    @Inject(SessionWireVersions) private readonly wire: Pick<SessionWireVersions, 'of'>,
   ) {
     this.longPoll = new OfferLongPoll(leases, sessions, waiters, {
       maxWaitMs: config.offerWaitMaxMs,
@@ -88,7 +90,7 @@ export class LeasesService {
         attemptId: attempt.id,
         leaseGeneration: lease.leaseGeneration,
       });
-    return projectOffer(result.offer);
+    return projectOffer(result.offer, await this.wire.of(principal.workerId, sessionId));
   }
 
   async renew(principal: WorkerPrincipal, sessionId: string, body: LeaseFenceDto): Promise<RenewResponse> {

@@ -3,14 +3,25 @@ import {
   EXECUTION_OFFER_MAX_BYTES,
   EXECUTION_OFFER_SCHEMA,
   ExecutionOffer,
+  WireVersion,
   buildOfferedLease,
+  offerSpecFor,
 } from '@ql/contracts';
 
 /** Everything of an offer but the spec: schema, fixed keys, five UUIDs, integers, one timestamp. */
 const OFFER_ENVELOPE_BYTES = 1024;
 
-/** The committed claim as `qinglong/remote-execution-offer@v1`; an oversized projection is a 503, never sent. */
-export function projectOffer(offer: ClaimedOffer): ExecutionOffer {
+/**
+ * The committed claim as `qinglong/remote-execution-offer@v1`; an oversized projection is a 503, never
+ * sent. For a v1 session the spec is its v1 projection (ADR 0060 §7: no time zone, its own digest); a
+ * spec with `secretEnv` or `bundle` has none and goes as it is (placement does not keep it from a v1
+ * session yet: issue 30 item 2, left for the next step).
+ */
+export function projectOffer(offer: ClaimedOffer, version: WireVersion = 2): ExecutionOffer {
+  const execution = offerSpecFor(version, offer.revision.spec, offer.revision.digest) ?? {
+    digest: offer.revision.digest,
+    spec: offer.revision.spec,
+  };
   const projected: ExecutionOffer = {
     schema: EXECUTION_OFFER_SCHEMA,
     status: 'offered',
@@ -21,7 +32,7 @@ export function projectOffer(offer: ClaimedOffer): ExecutionOffer {
       attemptId: offer.attempt.id,
       attemptNo: offer.attempt.attemptNo,
     },
-    execution: { digest: offer.revision.digest, spec: offer.revision.spec },
+    execution: { digest: execution.digest, spec: execution.spec },
     lease: buildOfferedLease(offer.lease),
   };
   // The stored spec's size plus a bounded envelope (ids, integers, one timestamp) bounds the answer.

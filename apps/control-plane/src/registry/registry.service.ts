@@ -18,12 +18,16 @@ import {
   parseDrainRequest,
   parseHeartbeat,
   parseOfflineRequest,
+  HEARTBEAT,
   parseRegistration,
+  shapeAnswer,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from '@ql/contracts';
 import { CONFIG } from '../core/core';
 import { ControlPlaneConfig } from '../config/config';
 import { CertificateForks } from '../identity/certificate-forks';
 import { IngressRateLimit } from '../identity/ingress-rate-limit';
+import { SessionWireVersions } from '../identity/session-wire-versions';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { RegisterDto } from './dto/register.dto';
@@ -37,6 +41,8 @@ import { HeartbeatDto, SessionFenceDto } from './dto/session-fence.dto';
 export class RegistryService {
   private readonly logger = new Logger('registry');
   private readonly heartbeats: HeartbeatBatcher;
+  /** ADR 0060: the protocol versions a worker may register with here (`QL_PROTOCOL_MIN` and up). */
+  private readonly served: readonly number[];
 
   constructor(
     @Inject(WORKER_SESSION_REPOSITORY) private readonly sessions: WorkerSessionRepository,
@@ -45,7 +51,9 @@ export class RegistryService {
     private readonly metrics: ControlPlaneMetrics,
     private readonly rateLimit: IngressRateLimit,
     private readonly forks: CertificateForks,
+    private readonly wire: SessionWireVersions,
   ) {
+    this.served = SUPPORTED_PROTOCOL_VERSIONS.filter((v) => v >= config.protocolMin);
     this.heartbeats = new HeartbeatBatcher(sessions, {
       windowMs: config.heartbeatBatchWindowMs,
       maxSize: config.heartbeatBatchMax,
@@ -58,7 +66,7 @@ export class RegistryService {
     sessionId: string,
     body: RegisterDto,
   ): Promise<RegisterResponse> {
-    const snapshot = parseRegistration(body);
+    const snapshot = parseRegistration(body, this.served);
     // A superseded certificate starts no session (ADR 0045 §4); the one it serves goes on.
     await this.forks.checkRegister(principal.workerId, principal.fingerprint256);
     const result = await this.sessions.register({
@@ -68,6 +76,7 @@ export class RegistryService {
       leaseMs: this.config.sessionLeaseMs,
       certificateFingerprint: principal.fingerprint256,
     });
+    this.wire.remember(result.session.sessionId, snapshot.protocolVersion);
     // The rate limit sizes this worker's bucket from its slots (ADR 0042), from answers, not reads.
     this.rateLimit.learnSlots(principal.workerId, result.session.maxConcurrentRuns);
     if (result.outcome !== 'replayed') {
@@ -100,11 +109,13 @@ export class RegistryService {
     this.rateLimit.learnSlots(principal.workerId, session.maxConcurrentRuns);
     // The cancel intents came with the write; a replay (nothing written) reads them on the live-lease
     // index by (worker, session), only after the fence passed.
-    return buildHeartbeatResponse(
+    const answer = buildHeartbeatResponse(
       session,
       cancelAttemptIds ??
         (await this.activation.cancelIntents(session.workerId, session.sessionId, MAX_HEARTBEAT_CANCELS)),
     );
+    // ADR 0060: a v1 session learns of a cancel from renew's `cancelRequested`, as v1 did.
+    return shapeAnswer(HEARTBEAT, await this.wire.of(session.workerId, session.sessionId), answer);
   }
 
   async drain(

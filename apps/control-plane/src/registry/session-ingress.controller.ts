@@ -1,5 +1,5 @@
 import { Body, Controller, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
-import { INGRESS_SESSION_ROUTE } from '@ql/contracts';
+import { INGRESS_SESSION_ROUTE, SUPPORTED_PROTOCOL_RANGE } from '@ql/contracts';
 import { IngressOperation, IngressController } from '../http/ingress-docs';
 import { MtlsPrincipalGuard, Principal } from '../identity/mtls-principal.guard';
 import { WorkerPrincipal } from '../identity/worker-principal';
@@ -24,6 +24,13 @@ export class SessionIngressController {
     'Register a new session: generation 1, or a new generation that fences the previous session for ever',
     { type: RegisterResponseDto },
     SESSION_FENCE,
+    [
+      [
+        400,
+        ['invalid_worker_request', 'protocol_unsupported'],
+        `the body breaks a rule (strict JSON, shape, limits, semantics); nothing was written. \`protocol_unsupported\`: a \`protocolVersion\` this control plane does not serve (it serves ${SUPPORTED_PROTOCOL_RANGE}); the message names both (ADR 0060)`,
+      ],
+    ],
   )
   register(@Principal() p: WorkerPrincipal, @Param('sessionId') s: string, @Body() body: RegisterDto) {
     return this.registry.register(p, s, body);

@@ -114,7 +114,7 @@ export class CronTriggerService implements OnApplicationBootstrap, OnApplication
         revision: task.revision,
       })
       .catch((error: unknown) => {
-        // This task with the global env vars breaks a task limit (ADR 0062): said, and the others fire.
+        // This task with the global env vars breaks a task limit (ADR 0061): said, and the others fire.
         if (!(error instanceof ConflictError && error.reason === 'env_vars_do_not_fit')) throw error;
         this.logger.warn({
           msg: 'cron run not created',

@@ -17,6 +17,7 @@ describe('loadWorkerConfig', () => {
       enrollTokenFile: '',
       certRenewAtPercent: 67,
       maxConcurrentRuns: 1,
+      protocolMax: 4,
       heartbeatMs: 5000,
       pullIntervalMs: 1000,
       pullWaitMs: 20000,
@@ -185,6 +186,16 @@ describe('loadWorkerConfig', () => {
       'zero runs',
       { QL_WORKER_MAX_CONCURRENT_RUNS: '0' },
       /QL_WORKER_MAX_CONCURRENT_RUNS=0 must be an integer in 1..1024/,
+    ],
+    [
+      'a protocol below v1',
+      { QL_WORKER_PROTOCOL_MAX: '2' },
+      /QL_WORKER_PROTOCOL_MAX=2 must be an integer in 3..4/,
+    ],
+    [
+      'a protocol above v2',
+      { QL_WORKER_PROTOCOL_MAX: '5' },
+      /QL_WORKER_PROTOCOL_MAX=5 must be an integer in 3..4/,
     ],
     [
       'a fractional heartbeat',

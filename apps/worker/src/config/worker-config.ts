@@ -37,6 +37,8 @@ export interface WorkerConfig {
   /** ADR 0045 §3: renew when this share (%) of the certificate's remaining life, as received, has passed. */
   readonly certRenewAtPercent: number;
   readonly maxConcurrentRuns: number;
+  /** ADR 0060: the highest protocol version the worker registers with (3: wire v1, 4: wire v2). */
+  readonly protocolMax: number;
   readonly heartbeatMs: number;
   readonly pullIntervalMs: number;
   readonly pullWaitMs: number;
@@ -313,6 +315,13 @@ export const WORKER_SETTINGS = [
     default: '1',
     doc: 'runs this worker accepts at once (1..1024), declared at registration',
     parse: int(1, MAX_CONCURRENT_RUNS),
+  },
+  {
+    key: 'protocolMax',
+    env: 'QL_WORKER_PROTOCOL_MAX',
+    default: '4',
+    doc: 'the highest protocol version the worker registers with (3: wire v1, 4: wire v2): it offers this one and, refused (an older control plane), the next lower, down to 3; none served is exit 15. 3 holds a worker to v1, for an operator who must hold a fleet back (ADR 0060)',
+    parse: int(3, 4),
   },
   {
     key: 'heartbeatMs',

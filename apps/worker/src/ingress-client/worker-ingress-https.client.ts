@@ -9,15 +9,19 @@ import type { Socket } from 'node:net';
 import {
   BUNDLE_MEDIA_TYPE,
   INGRESS_ACTIONS,
+  INGRESS_CALLS,
   INGRESS_CERTIFICATE_ACTION,
   INGRESS_ENROLL_PATH,
   IngressAction,
+  IngressCall,
   HeartbeatResponse,
   RegisterResponse,
   SessionResponse,
   ingressBodyLimit,
   ingressCertificatePath,
   ingressPath,
+  refuseNewerAnswerFields,
+  WireVersion,
 } from '@ql/contracts';
 import { isUuidV7, isWorkerId } from '@ql/domain';
 import { monotonicNow } from '../host/monotonic';
@@ -189,6 +193,7 @@ export class WorkerIngressHttpsClient {
   /** Index of the origin that answered last (the first origin until one answers): failover lines. */
   private answering = 0;
   private closed = false;
+  private wireVersion: WireVersion = 2;
   /** The control plane's clock, from the `Date` header of every 200 answer (lease expiries are its time). */
   readonly serverClock = new ServerClock();
 
@@ -225,7 +230,16 @@ export class WorkerIngressHttpsClient {
     const cap = Math.min(options.maxResponseBytes ?? INGRESS_RESPONSE_CAP_BYTES, INGRESS_RESPONSE_CAP_BYTES);
     const context = await this.currentContext(action);
     const path = ingressPath(this.options.workerId, sessionId, action);
-    return (await this.sendToOrigins(action, options, context, path, payload, cap)) as IngressResponse<A>;
+    const checked = this.wireVersion === 1 ? { ...options, parse: v1Reader(action, options.parse) } : options;
+    return (await this.sendToOrigins(action, checked, context, path, payload, cap)) as IngressResponse<A>;
+  }
+
+  /**
+   * ADR 0060: the wire version of the session the worker registered (v2 until it registered with 3).
+   * In a v1 session every answer is read as v1 is: a field newer than v1 is `invalid_response`.
+   */
+  speak(version: WireVersion): void {
+    this.wireVersion = version;
   }
 
   /**
@@ -794,6 +808,19 @@ export class WorkerIngressHttpsClient {
       succeed(body);
     });
   }
+}
+
+/**
+ * A 200 answer's reader for a v1 session: the call's own strict reader (or JSON) after the v1 check,
+ * which refuses any answer field its call file records as newer than v1 (ADR 0060).
+ */
+function v1Reader(action: IngressAction, parse: ((bytes: Buffer) => unknown) | undefined) {
+  const call = (INGRESS_CALLS as Readonly<Record<string, IngressCall>>)[action];
+  return (bytes: Buffer): unknown => {
+    const json: unknown = JSON.parse(bytes.toString('utf8'));
+    if (call) refuseNewerAnswerFields(call, 1, json);
+    return parse ? parse(bytes) : json;
+  };
 }
 
 /** The body of `action` as bytes, refused here when over the route's limit. */

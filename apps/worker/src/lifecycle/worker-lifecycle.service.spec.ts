@@ -14,6 +14,7 @@ import {
   REGISTER_RETRY_MAX_MS,
   WorkerIngress,
   WorkerLifecycleService,
+  ProtocolUnsupported,
   WorkerStopError,
   readSessionResponse,
   stopCancelPlan,
@@ -165,6 +166,70 @@ describe('WorkerLifecycleService', () => {
     expect(jest.getTimerCount()).toBe(0);
   });
 
+  describe('protocol negotiation (ADR 0060)', () => {
+    /** The first release's control plane: only 3 served, anything else its plain 400. */
+    const v1Plane = (call: Call) => {
+      if (call.body.protocolVersion !== 3)
+        throw new IngressCallError('register', 400, 'invalid_worker_request', 'protocolVersion: unsupported');
+      return ingress.accept(call);
+    };
+    /** A control plane that serves none of the worker's versions. */
+    const refuseEvery = (message: string) => () => {
+      throw new IngressCallError('register', 400, 'protocol_unsupported', message);
+    };
+    const versions = () =>
+      ingress.calls.filter((c) => c.action === 'register').map((c) => c.body.protocolVersion);
+
+    it('registers with 4 and, refused by a control plane that serves only 3, registers again with 3 under a new session id', async () => {
+      ingress.reply.register = v1Plane;
+      await service.start();
+      expect(versions()).toEqual([4, 3]);
+      const [first, second] = ingress.calls;
+      expect(second!.sessionId).not.toBe(first!.sessionId);
+      expect(service.protocolVersion).toBe(3);
+      expect(service.currentSession!.sessionId).toBe(second!.sessionId);
+      expect(service.currentState).toBe('online');
+    });
+
+    it('QL_WORKER_PROTOCOL_MAX=3 registers with 3 only (a worker held to v1)', async () => {
+      service = build({ QL_WORKER_PROTOCOL_MAX: '3' }); // the one built before never started
+      await service.start();
+      expect(versions()).toEqual([3]);
+      expect(service.protocolVersion).toBe(3);
+    });
+
+    it('QL_WORKER_PROTOCOL_MAX=3 refused too (a control plane serving only 4) is ProtocolUnsupported at once', async () => {
+      service = build({ QL_WORKER_PROTOCOL_MAX: '3' });
+      ingress.reply.register = refuseEvery('this control plane serves 4');
+      await expect(service.start()).rejects.toThrow(/speaks \(3\.\.3\)/);
+      expect(versions()).toEqual([3]);
+    });
+
+    it('ends the start with ProtocolUnsupported, naming both sides, once every version it speaks was refused', async () => {
+      ingress.reply.register = refuseEvery(
+        'protocol_unsupported: the worker offered protocol version 3; this control plane serves 5..6',
+      );
+      const error = await service.start().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ProtocolUnsupported);
+      expect((error as Error).message).toMatch(/speaks \(3\.\.4\).*serves 5\.\.6/);
+      expect(versions()).toEqual([4, 3]);
+      expect(service.currentState).toBe('failed');
+    });
+
+    it('any other 400 ends the start at once: no step down', async () => {
+      ingress.reply.register = () => {
+        throw new IngressCallError(
+          'register',
+          400,
+          'invalid_worker_request',
+          'softwareVersion: invalid_semver',
+        );
+      };
+      await expect(service.start()).rejects.toThrow(/softwareVersion/);
+      expect(versions()).toEqual([4]);
+    });
+  });
+
   it('registers a new UUIDv7 session with a valid snapshot, then heartbeats carry the last returned version', async () => {
     await service.start();
     const [register] = ingress.calls;
@@ -175,7 +240,7 @@ describe('WorkerLifecycleService', () => {
       maxConcurrentRuns: 2,
       availableSlots: 2,
       softwareVersion: '0.1.0',
-      protocolVersion: 3,
+      protocolVersion: 4, // wire v2 (ADR 0060)
     });
     expect(snapshot.capabilities.capabilities).toMatchObject({
       architecture: 'arm64',

@@ -19,6 +19,8 @@ import {
   buildOfflineRequest,
   buildRegisterRequest,
   parseAnySessionAnswer,
+  WireVersion,
+  wireVersionOf,
 } from '@ql/contracts';
 import { ID_GENERATOR, IdGenerator, IllegalStateError } from '@ql/domain';
 import { HostProbe, detectCapabilities } from '../config/capabilities';
@@ -51,6 +53,7 @@ import {
   WORKER_CERTIFICATE,
   WORKER_CONFIG,
   WORKER_INGRESS_CLIENT,
+  WORKER_PROTOCOL_MIN,
   WORKER_PROTOCOL_VERSION,
   WORKER_RUNS,
   WORKER_SOFTWARE_VERSION,
@@ -66,6 +69,36 @@ export class StartCancelled extends Error {
     super('the worker was stopped before it registered');
     this.name = 'StartCancelled';
   }
+}
+
+/**
+ * ADR 0060: the control plane serves none of the protocol versions this worker speaks (every one from
+ * `QL_WORKER_PROTOCOL_MAX` down was refused): the worker exits `protocolUnsupported` (15), which no
+ * shipped supervisor restarts. The message names both sides.
+ */
+export class ProtocolUnsupported extends Error {
+  override readonly name = 'ProtocolUnsupported';
+  constructor(
+    readonly speaks: string,
+    readonly answer: string,
+  ) {
+    super(
+      `the control plane serves none of the protocol versions this worker speaks (${speaks}); its last answer: ${answer}`,
+    );
+  }
+}
+
+/**
+ * A register refused for its `protocolVersion`: 400 `protocol_unsupported` from a control plane that
+ * negotiates, or 400 `invalid_worker_request` `protocolVersion: unsupported` from one that accepts only 3
+ * (the first release): then the worker registers again with the next lower version (ADR 0060 §1).
+ */
+export function isProtocolRefusal(error: unknown): error is IngressCallError {
+  if (!(error instanceof IngressCallError) || error.status !== 400) return false;
+  return (
+    error.code === 'protocol_unsupported' ||
+    (error.code === 'invalid_worker_request' && error.message.endsWith('protocolVersion: unsupported'))
+  );
 }
 
 /** The slice of the certificate keeper the lifecycle drives (ADR 0045). */
@@ -86,6 +119,8 @@ export interface WorkerIngress {
   close(): Promise<void>;
   /** A control-plane (database) time, such as a lease expiry, on this machine's clock. */
   toLocalTime(serverMs: number): number;
+  /** ADR 0060: the wire version of the session it registered; a v1 session's answers are read as v1. */
+  speak?(version: WireVersion): void;
   /** ADR 0051: the streamed `bundle` answer (absent in fakes that serve no bundles). */
   download?(
     sessionId: string,
@@ -162,6 +197,8 @@ interface SessionState {
 export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   private state: WorkerState = 'idle';
   private session: SessionState | undefined;
+  /** ADR 0060: the protocol version the session registered with; 0 until it did. */
+  private negotiated = 0;
   /** The one heartbeat loop, made by `start()` (R-PROF-3: nothing is scheduled before). */
   private heartbeatLoop: ScheduledLoop | undefined;
   private heartbeats = false;
@@ -215,19 +252,21 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
     try {
       const capabilities = await detectCapabilities(this.config.labels, this.probe);
       // Checked by the control plane's own rules as it is built, so a local mistake fails here, clearly.
-      const body = buildRegisterRequest({
-        capabilities: capabilities.capabilities,
-        maxConcurrentRuns: this.config.maxConcurrentRuns,
-        availableSlots: this.config.maxConcurrentRuns,
-        softwareVersion: WORKER_SOFTWARE_VERSION,
-        protocolVersion: WORKER_PROTOCOL_VERSION,
-      });
+      const bodyFor = (protocolVersion: number) =>
+        buildRegisterRequest({
+          capabilities: capabilities.capabilities,
+          maxConcurrentRuns: this.config.maxConcurrentRuns,
+          availableSlots: this.config.maxConcurrentRuns,
+          softwareVersion: WORKER_SOFTWARE_VERSION,
+          protocolVersion,
+        });
+      const highest = this.config.protocolMax ?? WORKER_PROTOCOL_VERSION;
+      bodyFor(highest);
       await this.runs?.open(); // single ownership of the journal before any session exists (R-WRK-1)
       // ADR 0045 §4: enroll, or renew (a new key), before every register.
       await this.certificate?.prepare(this.abort.signal);
       if (this.abort.signal.aborted) throw new StartCancelled();
-      const sessionId = this.ids.uuidV7();
-      const res = await this.register(sessionId, body);
+      const { sessionId, res } = await this.negotiate(highest, bodyFor);
       const session = readSessionResponse(res, this.config.workerId, sessionId);
       this.session = {
         sessionId,
@@ -248,6 +287,7 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
         labelCount: Object.keys(capabilities.capabilities.labels).length,
         capabilitiesDigest: capabilities.digest,
         maxConcurrentRuns: this.config.maxConcurrentRuns,
+        protocolVersion: this.negotiated,
       });
       this.heartbeats = true;
       this.armHeartbeat();
@@ -262,6 +302,43 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
       await this.ingress.close();
       throw error;
     }
+  }
+
+  /**
+   * ADR 0060 §1: register with the highest protocol version this worker may speak; refused for it (a
+   * control plane that does not serve it), register again with the next lower one, each with a new
+   * session id (nothing was written for a refused one), down to WORKER_PROTOCOL_MIN; none served ends
+   * the start with ProtocolUnsupported. The version registered is the session's (`negotiated`).
+   */
+  private async negotiate(
+    highest: number,
+    bodyFor: (protocolVersion: number) => unknown,
+  ): Promise<{ sessionId: string; res: IngressResponse<'register'> }> {
+    for (let version = highest; ; version--) {
+      const sessionId = this.ids.uuidV7();
+      try {
+        const res = await this.register(sessionId, bodyFor(version));
+        this.negotiated = version;
+        this.ingress.speak?.(wireVersionOf(version) ?? 1);
+        return { sessionId, res };
+      } catch (error) {
+        if (!isProtocolRefusal(error)) throw error;
+        const lower = version - 1;
+        if (lower < WORKER_PROTOCOL_MIN)
+          throw new ProtocolUnsupported(`${WORKER_PROTOCOL_MIN}..${highest}`, error.message);
+        this.log.warn('register refused this protocol version; registering again with the next lower one', {
+          workerId: this.config.workerId,
+          protocolVersion: version,
+          next: lower,
+          code: error.code,
+        });
+      }
+    }
+  }
+
+  /** ADR 0060: the protocol version this worker's session registered with (0 before it registered). */
+  get protocolVersion(): number {
+    return this.negotiated;
   }
 
   /**

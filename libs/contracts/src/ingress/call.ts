@@ -119,9 +119,14 @@ export function answerJson(call: string, bytes: string | Buffer, limit: number):
 }
 
 /**
- * The registration's `protocolVersion` each wire version is to be spoken under (ADR 0056). Every
- * worker released so far registers 3 (the only supported value since the first commit), v1 worker
- * and current worker alike: so 3 must mean v1 once the control plane shapes answers per session,
- * and a worker that speaks v2 must say so with 4. Today only 3 is accepted and v2 is spoken under it.
+ * The registration's `protocolVersion` each wire version is spoken under (ADR 0056, ADR 0060). Every
+ * worker released before negotiation registers 3, v1 worker and current worker alike: so 3 means v1,
+ * and a worker that speaks v2 says 4. The session keeps the version it registered with: that is the
+ * negotiated one (ADR 0060 §1).
  */
 export const PROTOCOL_VERSION_OF_WIRE: Readonly<Record<WireVersion, number>> = { 1: 3, 2: 4 };
+
+/** The wire version a registered `protocolVersion` stands for (undefined: none this repository speaks). */
+export function wireVersionOf(protocolVersion: number): WireVersion | undefined {
+  return WIRE_VERSIONS.find((v) => PROTOCOL_VERSION_OF_WIRE[v] === protocolVersion);
+}

@@ -23,3 +23,4 @@ export * from './issued-certificate';
 export * from './enroll';
 export * from './certificate';
 export * from './requests';
+export * from './wire-shape';

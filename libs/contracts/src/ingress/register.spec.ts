@@ -5,8 +5,11 @@ import {
   buildRegisterResponse,
   parseRegisterAnswer,
   parseRegistration,
+  ProtocolUnsupportedError,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from './register';
-import { fieldsAfter } from './call';
+import { ValidationError } from '@ql/domain';
+import { fieldsAfter, wireVersionOf } from './call';
 import { refusalOf, storedSession } from './golden';
 
 const sessionId = '01938e1e-0000-7000-8000-00000000a001';
@@ -54,7 +57,7 @@ describe('register (ingress/register.ts)', () => {
     expect(
       refusalOf(() => buildRegisterRequest({ ...(base as unknown as RegisterRequest), availableSlots: 3 })),
     ).toBe('availableSlots: out_of_range');
-    expect(refusalOf(() => parseRegistration({ ...base, protocolVersion: 4 }))).toBe(
+    expect(refusalOf(() => parseRegistration({ ...base, protocolVersion: 5 }))).toBe(
       'protocolVersion: unsupported',
     );
     expect(refusalOf(() => parseRegistration({ ...base, 任务: 1 }))).toBe('任务: unknown_field');
@@ -99,9 +102,45 @@ describe('register (ingress/register.ts)', () => {
     expect(refusalOf(() => parseRegisterAnswer('{"outcome":"created",', expect_))).toBe('invalid_json');
   });
 
-  it('is v1 as first released, but for the v2 refusal certificate_superseded', () => {
+  it('is v1 as first released, but for the v2 refusals certificate_superseded and protocol_unsupported', () => {
     expect(fieldsAfter(REGISTER, 1, 'request')).toEqual([]);
     expect(fieldsAfter(REGISTER, 1, 'answer')).toEqual([]);
-    expect(REGISTER.refusals).toEqual([{ status: 409, code: 'certificate_superseded', since: 2 }]);
+    expect(REGISTER.refusals).toEqual([
+      { status: 409, code: 'certificate_superseded', since: 2 },
+      { status: 400, code: 'protocol_unsupported', since: 2 },
+    ]);
+  });
+
+  describe('protocol negotiation (ADR 0060)', () => {
+    const base = JSON.parse(GOLDEN_REQUEST) as Record<string, unknown>;
+
+    it('serves 3 (wire v1) and 4 (wire v2); the session keeps the one registered', () => {
+      expect(SUPPORTED_PROTOCOL_VERSIONS).toEqual([3, 4]);
+      expect(wireVersionOf(3)).toBe(1);
+      expect(wireVersionOf(4)).toBe(2);
+      expect(wireVersionOf(5)).toBeUndefined();
+      expect(parseRegistration({ ...base, protocolVersion: 4 }).protocolVersion).toBe(4);
+      // The digest covers the version: a replay with another one is another registration.
+      expect(parseRegistration({ ...base, protocolVersion: 4 }).digest).not.toBe(
+        parseRegistration(base).digest,
+      );
+    });
+
+    it.each([
+      [2, [3, 4], /offered protocol version 2 .*serves 3\.\.4 \(3: wire v1, 4: wire v2\)/],
+      [5, [3, 4], /offered protocol version 5 .*serves 3\.\.4/],
+      [3, [4], /offered protocol version 3 .*serves 4 /],
+    ])('refuses %p where %p are served with protocol_unsupported naming both', (offered, served, message) => {
+      const error = (() => {
+        try {
+          parseRegistration({ ...base, protocolVersion: offered }, served);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(ProtocolUnsupportedError);
+      expect(error).toBeInstanceOf(ValidationError); // nothing is written for it
+      expect((error as Error).message).toMatch(message);
+    });
   });
 });

@@ -11,6 +11,7 @@
  * | request `softwareVersion`, `protocolVersion` (3 only)    | e7d9752 2026-12-01 | v1   |
  * | answer: the session projection and `outcome`            | e7d9752 2026-12-01 | v1   |
  * | refusal 409 `certificate_superseded` (ADR 0045 §4)      | aeb2d42 2026-12-05 | v2   |
+ * | request `protocolVersion` 4 (v2), refusal 400 `protocol_unsupported` (ADR 0060) | issue 30 | v2 |
  */
 import validSemver from 'semver/functions/valid';
 import {
@@ -25,7 +26,7 @@ import {
   readString,
   sha256Hex,
 } from '@ql/domain';
-import { ContractError, IngressCall, KiB, answerJson } from './call';
+import { ContractError, IngressCall, KiB, PROTOCOL_VERSION_OF_WIRE, WIRE_VERSIONS, answerJson } from './call';
 import {
   RegisterResponse,
   SESSION_ANSWER_MAX_BYTES,
@@ -34,8 +35,41 @@ import {
   readSessionAnswer,
 } from './session';
 
-/** The protocol versions this control plane accepts at registration (see PROTOCOL_VERSION_OF_WIRE). */
-export const SUPPORTED_PROTOCOL_VERSIONS = [3] as const;
+/**
+ * The protocol versions this control plane accepts at registration, lowest first: one per wire
+ * version it serves (3 is v1, 4 is v2: PROTOCOL_VERSION_OF_WIRE). A worker registers the highest it
+ * speaks and steps down on a refusal (ADR 0060 §1).
+ */
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = WIRE_VERSIONS.map(
+  (v) => PROTOCOL_VERSION_OF_WIRE[v],
+);
+/** The range as operators read it: `3..4`. */
+export const SUPPORTED_PROTOCOL_RANGE = rangeOf(SUPPORTED_PROTOCOL_VERSIONS);
+
+/**
+ * A `protocolVersion` this control plane does not serve: 400 `protocol_unsupported` (ADR 0060), its
+ * message naming the version offered and the range served. A validation error (nothing was written)
+ * that the ingress renders with its own code, not `invalid_worker_request`.
+ */
+export class ProtocolUnsupportedError extends ValidationError {
+  constructor(
+    readonly offered: number,
+    readonly served: readonly number[],
+  ) {
+    super(
+      'protocolVersion',
+      'unsupported',
+      `protocol_unsupported: the worker offered protocol version ${offered} (a worker offers the highest it speaks, then the next lower); this control plane serves ${rangeOf(served)} (3: wire v1, 4: wire v2)`,
+    );
+  }
+}
+
+/** `3..4`, or `4` for one version. */
+export function rangeOf(versions: readonly number[]): string {
+  const low = versions[0];
+  const high = versions[versions.length - 1];
+  return low === high ? `${low}` : `${low}..${high}`;
+}
 /** The range a protocol version is read in before it is checked against the supported ones. */
 export const PROTOCOL_VERSION_MAX = 1000;
 export const SOFTWARE_VERSION_MAX_LENGTH = 64;
@@ -46,7 +80,10 @@ export const REGISTER: IngressCall<'register'> = {
   answerLimit: SESSION_ANSWER_MAX_BYTES,
   firstReleased: 'e7d9752',
   since: {},
-  refusals: [{ status: 409, code: 'certificate_superseded', since: 2 }],
+  refusals: [
+    { status: 409, code: 'certificate_superseded', since: 2 },
+    { status: 400, code: 'protocol_unsupported', since: 2 },
+  ],
 };
 
 /** A runtime the worker can start (`node`, `python`) and its version. */
@@ -97,8 +134,14 @@ export function buildRegisterRequest(fields: RegisterRequest): RegisterRequest {
   return body;
 }
 
-/** The control plane's reader of a `register` body (behind the DTO, ADR 0009): the semantic rules. */
-export function parseRegistration(body: unknown): RegistrationSnapshot {
+/**
+ * The control plane's reader of a `register` body (behind the DTO, ADR 0009): the semantic rules.
+ * `served`: the protocol versions it accepts (a control plane may serve fewer, `QL_PROTOCOL_MIN`).
+ */
+export function parseRegistration(
+  body: unknown,
+  served: readonly number[] = SUPPORTED_PROTOCOL_VERSIONS,
+): RegistrationSnapshot {
   const raw = readObject(body, '', [
     'capabilities',
     'maxConcurrentRuns',
@@ -115,9 +158,7 @@ export function parseRegistration(body: unknown): RegistrationSnapshot {
   if (validSemver(softwareVersion) !== softwareVersion)
     throw new ValidationError('softwareVersion', 'invalid_semver');
   const protocolVersion = readInt(raw.protocolVersion, 'protocolVersion', 1, PROTOCOL_VERSION_MAX);
-  if (!(SUPPORTED_PROTOCOL_VERSIONS as readonly number[]).includes(protocolVersion)) {
-    throw new ValidationError('protocolVersion', 'unsupported');
-  }
+  if (!served.includes(protocolVersion)) throw new ProtocolUnsupportedError(protocolVersion, served);
   const digest = sha256Hex(
     canonicalJson({
       capabilitiesDigest: capabilities.digest,

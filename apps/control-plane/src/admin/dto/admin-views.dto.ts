@@ -48,8 +48,20 @@ export class WorkerDto {
   @ApiProperty()
   readonly softwareVersion!: string;
 
-  @ApiProperty({ type: 'integer' })
+  @ApiProperty({
+    type: 'integer',
+    description:
+      'the protocol version the session registered with: the one negotiated (3: wire v1, 4: wire v2; ADR 0060)',
+  })
   readonly protocolVersion!: number;
+
+  @ApiProperty({
+    type: 'integer',
+    enum: [1, 2],
+    description:
+      'the wire version the control plane speaks to this session (from protocolVersion): v1 answers carry no field added since (ADR 0056, ADR 0060)',
+  })
+  readonly wireVersion!: number;
 
   @ApiProperty({ type: () => CapabilitiesDto, description: 'canonical: sets sorted, every field present' })
   readonly capabilities!: Capabilities;

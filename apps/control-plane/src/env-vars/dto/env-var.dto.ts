@@ -19,7 +19,7 @@ const remarkField = () =>
     description: `any printable Unicode (NFC), at most ${ENV_VAR_LIMITS.remarkLength} characters and ${ENV_VAR_LIMITS.remarkBytes} bytes; may be empty`,
   });
 
-/** `POST /api/v1/env-vars` (ADR 0062): a new global variable, at the end of the order. */
+/** `POST /api/v1/env-vars` (ADR 0061): a new global variable, at the end of the order. */
 export class CreateEnvVarDto {
   @TextField(NAME_RULES, { description: 'a shell variable name: a letter or `_`, then letters, digits, `_`' })
   name!: string;

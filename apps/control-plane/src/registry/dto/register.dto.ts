@@ -96,8 +96,8 @@ export class RegisterDto implements RegisterRequest {
   softwareVersion!: string;
 
   @IntField(1, PROTOCOL_VERSION_MAX, {
-    description: `supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`,
-    example: SUPPORTED_PROTOCOL_VERSIONS[0],
+    description: `the highest protocol version the worker speaks; served: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')} (3: wire v1, 4: wire v2); another is 400 \`protocol_unsupported\` and the worker registers again with the next lower one it speaks (ADR 0060)`,
+    example: SUPPORTED_PROTOCOL_VERSIONS[SUPPORTED_PROTOCOL_VERSIONS.length - 1],
   })
   protocolVersion!: number;
 }

@@ -270,7 +270,7 @@ export class RunDetailDto extends RunDto {
   @ApiProperty({
     type: () => [RunEnvVarDto],
     description:
-      'the global env vars the run received, in order (ADR 0062): names and versions, never values; the task’s own env and secretEnv are in its revision',
+      'the global env vars the run received, in order (ADR 0061): names and versions, never values; the task’s own env and secretEnv are in its revision',
   })
   readonly envVars!: RunEnvVarDto[];
 }
