@@ -4,6 +4,8 @@
 // to stderr with the file's name. What a file's leftovers open later (a reconnect timer, a retry) is
 // caught when the next file starts in the same jest worker, and named after the file before it.
 // "A worker process has failed to exit gracefully" names no file; this does.
+const { appendFileSync, mkdirSync } = require('node:fs');
+const { join } = require('node:path');
 const { setTimeout } = require('node:timers');
 const { TestEnvironment } = require('jest-environment-node');
 
@@ -14,9 +16,26 @@ const SETTLE_MS = 200;
 /** The last file this jest worker finished, and what was open then. */
 let previous;
 
+/**
+ * test-results/jest-workers.log: each file's start and end and each worker's exit, by pid, written
+ * synchronously. A worker force-killed at the end has no `exit` line: its last `end` names the file
+ * it ran last, even when its event loop was blocked and could say nothing itself.
+ */
+const TRACE = join(__dirname, '..', '..', 'test-results', 'jest-workers.log');
+function trace(what) {
+  try {
+    mkdirSync(join(TRACE, '..'), { recursive: true });
+    appendFileSync(TRACE, `${new Date().toISOString()} ${process.pid} ${what}\n`);
+  } catch {
+    // a trace that cannot be written changes no test
+  }
+}
+process.once('exit', (code) => trace(`exit ${code}`));
+
 // jest ends a worker process that does not exit by itself within 500 ms of the end with SIGTERM ("a
 // worker process has failed to exit gracefully"): say what still held it, and after which file.
 process.once('SIGTERM', () => {
+  trace(`SIGTERM after ${previous?.testPath ?? 'no file'}`);
   process.stderr.write(
     `jest worker ${process.pid} held open at its end, after ${previous?.testPath ?? 'no file'}: ${
       [...counts()].map(([type, n]) => `${type} ×${n}`).join(', ') || 'nothing listed'
@@ -47,6 +66,7 @@ class HandleCheckingEnvironment extends TestEnvironment {
   }
 
   async setup() {
+    trace(`start ${this.testPath}`);
     await super.setup();
     this.before = counts();
     if (previous) {
@@ -62,6 +82,7 @@ class HandleCheckingEnvironment extends TestEnvironment {
     const left = growth(this.before, after);
     if (left) process.stderr.write(`handles left open by ${this.testPath}: ${left}\n`);
     previous = { testPath: this.testPath, after };
+    trace(`end ${this.testPath}`);
   }
 }
 
