@@ -28,5 +28,10 @@ module.exports = {
   // the CPU sat 75–85 % idle. Four workers keep it busy; the suite passed so beside three other
   // suites' load (ADR 0057).
   maxWorkers: 4,
+  // "A worker process has failed to exit gracefully" came with every jest worker's trace saying it
+  // exited (code 0) within 10 ms of the last file: jest itself, busy with 3,000 results on a loaded
+  // machine, read the exits after its 500 ms default. A worker that truly hangs is still reported, and
+  // test-results/jest-workers.log names its last file.
+  workerGracefulExitTimeout: 5000,
   testTimeout: 60000,
 };
