@@ -41,7 +41,8 @@ function sameSqlOp(db: SqliteDatabase, ids: IdGenerator, returning = false): Cla
       AND version = :expectedVersion AND disabled = 0 AND status <> 'offline' AND lease_expires_at > :now
       AND status = 'online' AND active_leases < max_concurrent_runs AND active_leases < available_slots
     RETURNING capabilities_digest, active_leases, max_concurrent_runs, available_slots, :now AS now`);
-  const head = raw.prepare(`SELECT id, version, event_seq, placement_json, priority, queue_order, attempt_count,
+  const head =
+    raw.prepare(`SELECT id, version, event_seq, placement_json, priority, queue_order, attempt_count,
       current_attempt_id, task_id, revision, spec_digest
     FROM runs WHERE status = 'queued' ORDER BY priority DESC, queue_order, id LIMIT :page`);
   const attempt = raw.prepare(`INSERT INTO attempts (id, run_id, attempt_no, status, version, worker_id,
@@ -123,6 +124,7 @@ function repositoryOp(db: SqliteDatabase, ids: IdGenerator): ClaimOp {
       workerId: w.workerId,
       sessionId: w.sessionId,
       fence: { generation: w.generation, expectedVersion: w.version },
+      software: { softwareVersion: '0.1.0', wireVersion: 2 },
       offerId: ids.uuidV7(),
       tokenDigest: digest,
       leaseMs: LEASE_MS,

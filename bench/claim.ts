@@ -142,7 +142,10 @@ export function serviceOp(
     // Its pulls are never held, and only a held pull asks again after the guard (ADR 0033).
     { check: async () => undefined },
     // Its workers are current ones (wire v2); the version is remembered after the first pull.
-    { of: async () => 2 as const },
+    {
+      of: async () => 2 as const,
+      software: async () => ({ softwareVersion: '0.1.0', wireVersion: 2 as const }),
+    },
   );
   // Tokens are the worker's work, not the control plane's: made before the run, outside the figures.
   const tokens = Array.from({ length: 256 }, () => randomBytes(32).toString('base64url'));

@@ -61,9 +61,18 @@ async function sample(
     const tokenDigest = leaseTokenDigest(randomBytes(32).toString('base64url'));
     const fence = { generation: w.generation, expectedVersion: w.version };
     const base = { workerId: w.workerId, sessionId: w.sessionId, fence, offerId: ids.uuidV7(), tokenDigest };
-    const claimed = await leases.claim({ ...base, leaseMs: 600_000, preferenceHoldMs: 0 });
+    const claimed = await leases.claim({
+      ...base,
+      leaseMs: 600_000,
+      preferenceHoldMs: 0,
+      software: { softwareVersion: '0.1.0', wireVersion: 2 },
+    });
     if (claimed.kind !== 'offered') throw new Error(`bench claim: ${claimed.kind}`);
-    loops[i % workers.length]!.push({ ...base, leaseGeneration: claimed.offer.lease.leaseGeneration, leaseVersion: 0 });
+    loops[i % workers.length]!.push({
+      ...base,
+      leaseGeneration: claimed.offer.lease.leaseGeneration,
+      leaseVersion: 0,
+    });
   }
   const [before, rowsBefore] = [db.statements.value, db.statements.rows];
   const cpu = process.cpuUsage();
@@ -108,14 +117,17 @@ async function measure(
     const samples: Record<Variant, Sample[]> = { statement: [], transaction: [] };
     for (let round = 0; round < rounds; round++) {
       const order: Variant[] = round % 2 ? ['transaction', 'statement'] : ['statement', 'transaction'];
-      for (const variant of order) samples[variant].push(await sample(db, acts[variant], all.slice(0, n), runs));
+      for (const variant of order)
+        samples[variant].push(await sample(db, acts[variant], all.slice(0, n), runs));
     }
     rows.push({ dialect, n, samples });
     const [one, tx] = [
       median(samples.statement.map((s) => s.stepsPerSecond)),
       median(samples.transaction.map((s) => s.stepsPerSecond)),
     ];
-    console.log(`steps ${dialect} N=${n}: as shipped ${fmtInt(one)} steps/s, transaction ${fmtInt(tx)} steps/s`);
+    console.log(
+      `steps ${dialect} N=${n}: as shipped ${fmtInt(one)} steps/s, transaction ${fmtInt(tx)} steps/s`,
+    );
   }
   return rows;
 }
@@ -151,12 +163,17 @@ export async function stepsMain(resultsDir: string): Promise<void> {
   }
   if (dialects.includes('postgres')) {
     const database = await createBenchDatabase(pgUrl).catch((error: Error) => {
-      console.log(`steps bench (PostgreSQL) skipped: cannot create a database on ${redactUrl(pgUrl)} (${error.message})`);
+      console.log(
+        `steps bench (PostgreSQL) skipped: cannot create a database on ${redactUrl(pgUrl)} (${error.message})`,
+      );
       return undefined;
     });
     if (database) {
       try {
-        const db = await PostgresDatabase.open({ url: database.url, poolSize: Math.max(...concurrencies) + 1 }, true);
+        const db = await PostgresDatabase.open(
+          { url: database.url, poolSize: Math.max(...concurrencies) + 1 },
+          true,
+        );
         try {
           rows.push(...(await measure('postgres', db, concurrencies, rounds, runs)));
         } finally {

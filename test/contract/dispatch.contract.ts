@@ -22,6 +22,7 @@ import {
 import { DispatchTarget } from '../support/dispatch-targets';
 import { expectFence, newSessionId, registerBody, snapshot, validCapabilities } from '../support/fixtures';
 import { snapshotDatabase } from '../support/db-snapshot';
+import { CURRENT_SOFTWARE } from '../support/placement-fixtures';
 
 export type { DispatchTarget };
 export { expectFence };
@@ -108,6 +109,7 @@ export class DispatchFixture {
       fence: worker.fence,
       offerId,
       tokenDigest: leaseTokenDigest(token),
+      software: CURRENT_SOFTWARE,
       leaseMs: RUN_LEASE,
       preferenceHoldMs,
     });
@@ -124,6 +126,7 @@ export class DispatchFixture {
       fence: worker.fence,
       offerId: offer.lease.offerId,
       tokenDigest: leaseTokenDigest(token),
+      software: CURRENT_SOFTWARE,
       leaseGeneration: offer.lease.leaseGeneration,
       leaseVersion: offer.lease.version,
       leaseMs: RUN_LEASE,

@@ -24,6 +24,7 @@ import {
   newToken,
   offered,
 } from './dispatch.contract';
+import { CURRENT_SOFTWARE } from '../support/placement-fixtures';
 
 /**
  * A fast-check command model of dispatch leases (R-LSE-1..6, R-RUN-4) against the real adapters and
@@ -306,6 +307,7 @@ class Pull extends ModelCommand {
       fence: sender.fence,
       offerId,
       tokenDigest: leaseTokenDigest(token),
+      software: CURRENT_SOFTWARE,
       leaseMs: RUN_LEASE,
       preferenceHoldMs: PREFERENCE_HOLD,
     });
@@ -406,6 +408,7 @@ class Replay extends ModelCommand {
       fence: sender.fence,
       offerId: lease.offerId,
       tokenDigest: leaseTokenDigest(token),
+      software: CURRENT_SOFTWARE,
       leaseMs: RUN_LEASE,
       preferenceHoldMs: PREFERENCE_HOLD,
     });

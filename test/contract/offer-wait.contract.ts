@@ -5,6 +5,7 @@ import { OfferWaiters } from '../../apps/control-plane/src/leases/offer-waiters'
 import { DispatchTarget } from '../support/dispatch-targets';
 import { validCapabilities } from '../support/fixtures';
 import { DispatchFixture, RUN_LEASE, SESSION_LEASE, expectFence, newToken } from './dispatch.contract';
+import { CURRENT_SOFTWARE } from '../support/placement-fixtures';
 
 /** Long enough that a test passing in time proves a signal woke the pull, not the safety net. */
 const NO_SAFETY_NET_MS = 60_000;
@@ -48,6 +49,7 @@ export function describeOfferWaitContract(dialect: string, makeTarget: () => Dis
       fence: w.fence,
       offerId: f.ids.uuidV7(),
       tokenDigest: leaseTokenDigest(newToken()),
+      software: CURRENT_SOFTWARE,
       leaseMs: RUN_LEASE,
       preferenceHoldMs: 0,
     });
@@ -63,7 +65,8 @@ export function describeOfferWaitContract(dialect: string, makeTarget: () => Dis
       await target.dispose();
     });
     beforeEach(async () => {
-      for (const table of ['run_events', 'run_leases', 'attempts', 'runs']) await f.db.run(`DELETE FROM ${table}`);
+      for (const table of ['run_events', 'run_leases', 'attempts', 'runs'])
+        await f.db.run(`DELETE FROM ${table}`);
       await f.db.run('UPDATE workers SET active_leases = 0');
       signals = openQueueSignals(f.db as SqlDatabase);
       await signals.whenListening();

@@ -1,5 +1,10 @@
 import fc from 'fast-check';
-import { Capabilities, PlacementCandidate } from '@ql/domain';
+import { Capabilities, PlacementCandidate, WorkerSoftware } from '@ql/domain';
+
+/** A worker held to v1 (`QL_WORKER_PROTOCOL_MAX=3`) as placement reads it. */
+export const V1_SOFTWARE: WorkerSoftware = Object.freeze({ softwareVersion: '0.0.9', wireVersion: 1 });
+/** A current worker's session as placement reads it (wire v2, this repository's version). */
+export const CURRENT_SOFTWARE: WorkerSoftware = Object.freeze({ softwareVersion: '0.1.0', wireVersion: 2 });
 
 /** A candidate that can take a run at `now` (online, enabled, live, 4 free slots); `over` changes any field. */
 export function liveCandidate(
@@ -11,6 +16,7 @@ export function liveCandidate(
   return {
     workerId,
     capabilities,
+    software: CURRENT_SOFTWARE,
     status: 'online',
     disabled: false,
     leaseExpiresAt: now + 10_000,
@@ -30,5 +36,6 @@ export function candidateStateArbitraries(now: number) {
     availableSlots: fc.integer({ min: 0, max: 4 }),
     maxConcurrentRuns: fc.integer({ min: 1, max: 4 }),
     activeLeases: fc.integer({ min: 0, max: 4 }),
+    software: fc.constantFrom(CURRENT_SOFTWARE, CURRENT_SOFTWARE, V1_SOFTWARE),
   };
 }

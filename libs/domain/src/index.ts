@@ -28,3 +28,4 @@ export * from './console-sessions';
 export * from './bundles';
 export * from './env-vars';
 export * from './env-var-import';
+export * from './wire-versions';

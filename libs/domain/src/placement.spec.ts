@@ -1,7 +1,12 @@
 // Size: the placement rules' table-driven cases and their properties (ordering, determinism) in one
 // place, so a rule and its tests are reviewed together.
 import fc from 'fast-check';
-import { candidateStateArbitraries, liveCandidate } from '../../../test/support/placement-fixtures';
+import {
+  CURRENT_SOFTWARE,
+  V1_SOFTWARE,
+  candidateStateArbitraries,
+  liveCandidate,
+} from '../../../test/support/placement-fixtures';
 import { canonicalJson } from './canonical-json';
 import { Capabilities } from './capabilities';
 import { ValidationError } from './errors';
@@ -19,6 +24,7 @@ import {
   placementScore,
   rankCandidates,
   withTaskRequirements,
+  withWireRequirement,
 } from './placement';
 
 const NOW = 1_000_000;
@@ -460,12 +466,43 @@ describe('capabilityMismatch (R-PLC-2)', () => {
     ],
     ['first failing rule wins (disk before gpu)', { minDiskMiB: 1 << 30, gpu: { vendor: 'intel' } }, 'disk'],
   ])('%s', (_name, req, expected) => {
-    expect(capabilityMismatch(required(req), caps)).toBe(expected);
+    expect(capabilityMismatch(required(req), caps, CURRENT_SOFTWARE)).toBe(expected);
+  });
+
+  it('a run that needs wire v2 is kept from a v1 session, and wire comes before every other rule', () => {
+    const needsV2 = withWireRequirement(required({ architectures: ['riscv64'] }), 2);
+    expect(needsV2.required.wireVersion).toBe(2);
+    expect(capabilityMismatch(needsV2, caps, V1_SOFTWARE)).toBe('wire_version');
+    expect(capabilityMismatch(needsV2, caps, CURRENT_SOFTWARE)).toBe('architecture');
+    // Wire 1 is every run's: left out of the canonical form, so runs' placements keep their text.
+    expect(withWireRequirement(EMPTY_PLACEMENT, 1)).toBe(EMPTY_PLACEMENT);
+    expect(canonicalJson(parsePlacementSpec({ required: { wireVersion: 1 } }))).toBe(
+      canonicalJson(EMPTY_PLACEMENT),
+    );
+    expect(() => parsePlacementSpec({ required: { wireVersion: 3 } })).toThrow(ValidationError);
+  });
+
+  it.each([
+    ['>=0.2.0', '0.1.0', 'worker_version'],
+    ['>=0.2.0', '0.2.0', null],
+    ['>=0.2.0', '0.3.0-rc.1', null],
+    ['^0.1', '0.1.7', null],
+    ['>=0.2.0', 'not-semver', 'worker_version'],
+  ] as const)('workerVersion %s against a worker of %s: %s', (range, softwareVersion, expected) => {
+    const spec = parsePlacementSpec({ required: { workerVersion: range } });
+    expect(capabilityMismatch(spec, caps, { softwareVersion, wireVersion: 2 })).toBe(expected);
+  });
+
+  it('refuses a workerVersion that is not a semver range, or is spelled with blanks', () => {
+    for (const workerVersion of ['latest', ' >=1', '', 'x'.repeat(65)])
+      expect(() => parsePlacementSpec({ required: { workerVersion } })).toThrow(ValidationError);
   });
 
   it('a prerelease worker runtime does not satisfy a plain range', () => {
     const pre: Capabilities = { ...caps, runtimes: [{ name: 'node', version: '21.0.0-rc.1' }] };
-    expect(capabilityMismatch(required({ runtimes: [{ name: 'node', range: '*' }] }), pre)).toBe('runtime');
+    expect(
+      capabilityMismatch(required({ runtimes: [{ name: 'node', range: '*' }] }), pre, CURRENT_SOFTWARE),
+    ).toBe('runtime');
   });
 });
 
@@ -649,10 +686,15 @@ describe('rankCandidates', () => {
 
 describe('explainPlacement', () => {
   it('counts each rejection reason and lists every reason', () => {
-    const s = required({ architectures: ['x86_64'], gpu: { vendor: 'nvidia' } });
+    const s = withWireRequirement(
+      required({ architectures: ['x86_64'], gpu: { vendor: 'nvidia' }, workerVersion: '>=0.1.0' }),
+      2,
+    );
     const explanation = explainPlacement(
       s,
       [
+        candidate({ workerId: 'v1', software: V1_SOFTWARE }),
+        candidate({ workerId: 'old', software: { softwareVersion: '0.0.5', wireVersion: 2 } }),
         candidate({ workerId: 'ok' }),
         candidate({ workerId: 'ok2', availableSlots: 1 }),
         candidate({ workerId: 'arm', capabilities: { ...caps, architecture: 'arm64' } }),
@@ -665,7 +707,7 @@ describe('explainPlacement', () => {
       NOW,
     );
     expect(explanation).toEqual({
-      considered: 8,
+      considered: 10,
       matching: 2,
       reasons: {
         architecture: 1,
@@ -679,6 +721,8 @@ describe('explainPlacement', () => {
         capacity: 1,
         draining: 1,
         expired: 1,
+        worker_version: 1,
+        wire_version: 1,
       },
       missingLabels: {},
     });

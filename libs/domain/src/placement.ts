@@ -1,3 +1,5 @@
+// Size: the placement spec (R-PLC-1) is one reader, one matcher and one explanation over the same
+// rules; split, each would re-export the others' types.
 import satisfies from 'semver/functions/satisfies';
 import validRange from 'semver/ranges/valid';
 import {
@@ -8,6 +10,7 @@ import {
   readLabels,
 } from './capabilities';
 import { ValidationError } from './errors';
+import { WIRE_VERSIONS, WireVersion } from './wire-versions';
 import {
   compareCodeUnits,
   readArray,
@@ -61,6 +64,16 @@ export interface PlacementSpec {
     readonly minDiskMiB: number;
     /** Some worker GPU of this vendor having every feature. */
     readonly gpu: GpuRequirement | null;
+    /**
+     * A semver range the worker's software version must satisfy (a task waits for upgraded workers);
+     * absent = any. Drives placement only: never offered to a worker (`offerSpecFor`).
+     */
+    readonly workerVersion?: string;
+    /**
+     * The lowest wire version (ADR 0056) the worker's session must speak; absent = 1. A run whose spec
+     * needs v2 (`secretEnv`, `bundle`) gets 2 when it is created (ADR 0062). Never offered.
+     */
+    readonly wireVersion?: number;
   };
   readonly preferred: readonly PreferredLabel[];
 }
@@ -75,6 +88,8 @@ const REQUIRED_FIELDS = [
   'minMemoryMiB',
   'minDiskMiB',
   'gpu',
+  'workerVersion',
+  'wireVersion',
 ] as const;
 
 export const EMPTY_PLACEMENT: PlacementSpec = Object.freeze({
@@ -134,21 +149,35 @@ function readRequired(value: unknown, field: string): PlacementSpec['required'] 
     minMemoryMiB: mebibytes(raw.minMemoryMiB, `${field}.minMemoryMiB`),
     minDiskMiB: mebibytes(raw.minDiskMiB, `${field}.minDiskMiB`),
     gpu: readGpu(raw.gpu ?? null, `${field}.gpu`),
+    ...readVersions(raw, field),
   };
+}
+
+/** `workerVersion` and `wireVersion`, each only when it constrains (canonical form omits the default). */
+function readVersions(raw: Record<string, unknown>, field: string) {
+  const versions: { workerVersion?: string; wireVersion?: number } = {};
+  if (raw.workerVersion !== undefined && raw.workerVersion !== null)
+    versions.workerVersion = semverRange(raw.workerVersion, `${field}.workerVersion`);
+  if (raw.wireVersion !== undefined && raw.wireVersion !== null) {
+    const wire = readInt(raw.wireVersion, `${field}.wireVersion`, WIRE_VERSIONS[0], WIRE_VERSIONS.at(-1)!);
+    if (wire > 1) versions.wireVersion = wire;
+  }
+  return versions;
+}
+
+/** A semver range as written, with no leading, trailing or blank-only text. */
+function semverRange(value: unknown, field: string): string {
+  // semver reads ' ' as '*', and two spellings of one requirement would give one task two digests.
+  const range = readString(value, field, { max: PLACEMENT_LIMITS.rangeLength, pattern: /^\S(.*\S)?$/ });
+  if (validRange(range) === null) throw new ValidationError(field, 'invalid_semver_range');
+  return range;
 }
 
 function readRuntimes(value: unknown, field: string): RuntimeRequirement[] {
   const runtimes = readArray(value, field, PLACEMENT_LIMITS.runtimes).map((item, i) => {
     const r = readObject(item, `${field}[${i}]`, ['name', 'range']);
     const name = token(r.name, `${field}[${i}].name`);
-    // No leading, trailing or blank-only text: semver reads ' ' as '*', and two spellings of one
-    // requirement would give one task two digests.
-    const range = readString(r.range, `${field}[${i}].range`, {
-      max: PLACEMENT_LIMITS.rangeLength,
-      pattern: /^\S(.*\S)?$/,
-    });
-    if (validRange(range) === null) throw new ValidationError(`${field}[${i}].range`, 'invalid_semver_range');
-    return { name, range };
+    return { name, range: semverRange(r.range, `${field}[${i}].range`) };
   });
   runtimes.sort(compareRuntimes);
   // One requirement per runtime name: two ranges for one name would be one intersected range.
@@ -220,8 +249,27 @@ export const PLACEMENT_REASONS = [
   'capacity',
   'draining',
   'expired',
+  'worker_version',
+  'wire_version',
 ] as const;
 export type PlacementReason = (typeof PLACEMENT_REASONS)[number];
+
+/** What placement reads of a worker's current session beside its capabilities (ADR 0062). */
+export interface WorkerSoftware {
+  /** As the worker registered it (semver for this repository's workers). */
+  readonly softwareVersion: string;
+  /** The wire version of the session's protocol version (ADR 0060). */
+  readonly wireVersion: WireVersion;
+}
+
+/**
+ * Adds the wire version the run's spec needs (ADR 0062): 2 when it maps secrets or names a bundle,
+ * which a v1 session cannot be offered. Canonical form (1 is left out).
+ */
+export function withWireRequirement(spec: PlacementSpec, wireVersion: number): PlacementSpec {
+  if (wireVersion <= (spec.required.wireVersion ?? 1)) return spec;
+  return { required: { ...spec.required, wireVersion }, preferred: spec.preferred };
+}
 export type CapabilityMismatch = Exclude<PlacementReason, 'capacity' | 'draining' | 'expired'>;
 
 /** The worker has label `key` with exactly `value` (own keys only). */
@@ -239,8 +287,15 @@ export function missingLabels(spec: PlacementSpec, capabilities: Capabilities): 
 export function capabilityMismatch(
   spec: PlacementSpec,
   capabilities: Capabilities,
+  software: WorkerSoftware,
 ): CapabilityMismatch | null {
   const req = spec.required;
+  if (software.wireVersion < (req.wireVersion ?? 1)) return 'wire_version';
+  if (
+    req.workerVersion !== undefined &&
+    !satisfies(software.softwareVersion, req.workerVersion, { includePrerelease: true })
+  )
+    return 'worker_version';
   if (req.architectures.length > 0 && !req.architectures.includes(capabilities.architecture))
     return 'architecture';
   if (req.operatingSystems.length > 0 && !req.operatingSystems.includes(capabilities.operatingSystem))
@@ -276,6 +331,7 @@ export function placementScore(spec: PlacementSpec, capabilities: Capabilities):
 export interface PlacementCandidate {
   readonly workerId: string;
   readonly capabilities: Capabilities;
+  readonly software: WorkerSoftware;
   readonly status: 'online' | 'draining' | 'offline';
   readonly disabled: boolean;
   readonly leaseExpiresAt: number;
@@ -293,7 +349,7 @@ export function candidateRejection(
   if (candidate.status === 'offline' || candidate.disabled || candidate.leaseExpiresAt <= now)
     return 'expired';
   if (candidate.status === 'draining') return 'draining';
-  const mismatch = capabilityMismatch(spec, candidate.capabilities);
+  const mismatch = capabilityMismatch(spec, candidate.capabilities, candidate.software);
   if (mismatch) return mismatch;
   if (candidate.activeLeases >= Math.min(candidate.maxConcurrentRuns, candidate.availableSlots))
     return 'capacity';

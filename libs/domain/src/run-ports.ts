@@ -1,6 +1,6 @@
 import { RunEnvVar } from './env-vars';
 import { LeaseRecord, IdleReason } from './leases';
-import { PlacementCandidate } from './placement';
+import { PlacementCandidate, WorkerSoftware } from './placement';
 import { AuditEntry } from './ports';
 import { SessionFence } from './registration';
 import { AttemptDetail, AttemptRecord, RunEvent, RunRecord, RunStatus, RunTrigger } from './runs';
@@ -83,6 +83,8 @@ export interface ClaimCommand {
   readonly leaseMs: number;
   /** How long a run with preferred rules waits for a better-scored worker after it was queued; 0 = never. */
   readonly preferenceHoldMs: number;
+  /** The puller's session as placement reads it beside its capabilities (ADR 0062). */
+  readonly software: WorkerSoftware;
 }
 
 /** The run and attempt as an offer names them (a claim writes them; it reads nothing back it knows). */

@@ -84,6 +84,17 @@ export interface TaskSpec {
   readonly bundle?: TaskBundle;
 }
 
+/**
+ * Spec fields a worker needs wire v2 to receive (ADR 0056): each changes what runs (secrets, the
+ * script files), so a v1 offer cannot leave it out.
+ */
+export const V2_RUN_SPEC_FIELDS = ['secretEnv', 'bundle'] as const;
+
+/** The lowest wire version a session must speak to be offered a run of `spec` (ADR 0062). */
+export function runWireVersion(spec: TaskSpec, secretEnvVars = false): number {
+  return secretEnvVars || V2_RUN_SPEC_FIELDS.some((field) => spec[field] !== undefined) ? 2 : 1;
+}
+
 export interface CanonicalTaskSpec {
   readonly spec: TaskSpec;
   readonly canonical: string;

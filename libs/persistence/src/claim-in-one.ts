@@ -6,6 +6,7 @@ import {
   IllegalStateError,
   LeaseRecord,
   OfferedAttempt,
+  WorkerSoftware,
   capabilityMismatch,
   preferenceLookup,
 } from '@ql/domain';
@@ -73,10 +74,15 @@ class PlacementKnowledge {
     return this.classes.size;
   }
 
-  learn(placementDigest: string, placementJson: string, capabilities: Capabilities): void {
+  learn(
+    placementDigest: string,
+    placementJson: string,
+    capabilities: Capabilities,
+    software: WorkerSoftware,
+  ): void {
     const spec = storedPlacements.get(placementJson);
     let cls: PlacementClass = 'match';
-    if (capabilityMismatch(spec, capabilities) !== null) cls = 'nomatch';
+    if (capabilityMismatch(spec, capabilities, software) !== null) cls = 'nomatch';
     // Labels the puller lacks, asked as if the hold were open: a run of this placement may be held.
     else if (preferenceLookup({ workerId: '', capabilities, spec, queuedAt: 0, now: 0, holdMs: 1 }).length)
       cls = 'holdable';
@@ -98,16 +104,20 @@ class PlacementKnowledge {
   }
 }
 
-/** Per replica: the capabilities digest of each session, and what is known per capabilities digest. */
+/**
+ * Per replica: the capabilities digest of each session, and what is known per capabilities digest and
+ * session software (placement reads the worker's software and wire versions too, ADR 0062).
+ */
 const sessionCapabilities = new Map<string, string>();
 const knowledge = new Map<string, PlacementKnowledge>();
 
-function knowledgeOf(capabilitiesDigest: string): PlacementKnowledge {
-  let known = knowledge.get(capabilitiesDigest);
+function knowledgeOf(capabilitiesDigest: string, software: WorkerSoftware): PlacementKnowledge {
+  const key = `${capabilitiesDigest} ${software.wireVersion} ${software.softwareVersion}`;
+  let known = knowledge.get(key);
   if (!known) {
     if (knowledge.size >= MAX_CAPABILITY_SETS) knowledge.clear();
     known = new PlacementKnowledge();
-    knowledge.set(capabilitiesDigest, known);
+    knowledge.set(key, known);
   }
   return known;
 }
@@ -137,7 +147,9 @@ export class OneStatementClaim {
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       const digest = sessionCapabilities.get(command.sessionId);
       const capabilities = digest === undefined ? undefined : cachedCapabilities(digest);
-      const known = capabilities ? knowledgeOf(digest!).params() : { match: '', holdable: '', nomatch: '' };
+      const known = capabilities
+        ? knowledgeOf(digest!, command.software).params()
+        : { match: '', holdable: '', nomatch: '' };
       const row = await this.call(command, capabilities ? digest! : null, known, free, skip);
       switch (row.kind) {
         case 'offered':
@@ -159,7 +171,12 @@ export class OneStatementClaim {
           rememberCapabilities(row.caps_digest!, row.caps_json!);
           break;
         case 'placement':
-          knowledgeOf(digest!).learn(row.placement_digest!, row.placement_json!, capabilities!);
+          knowledgeOf(digest!, command.software).learn(
+            row.placement_digest!,
+            row.placement_json!,
+            capabilities!,
+            command.software,
+          );
           break;
         case 'preference': {
           const run = {

@@ -197,7 +197,8 @@ export class SqlLeaseRepository implements LeaseRepository {
       );
       scanned += rows.length;
       const matching = rows.filter(
-        (r) => capabilityMismatch(storedPlacements.get(r.placement_json), capabilities) === null,
+        (r) =>
+          capabilityMismatch(storedPlacements.get(r.placement_json), capabilities, command.software) === null,
       );
       if (matching.length > 0) {
         matchedAny = true;

@@ -1,4 +1,4 @@
-import { PlacementCandidate } from '@ql/domain';
+import { PlacementCandidate, wireVersionOf } from '@ql/domain';
 import { cachedCapabilities, rememberCapabilities } from './run-sql';
 import { SqlExecutor, isTrue, toInt, toMs } from './sql-executor';
 
@@ -12,10 +12,13 @@ export interface CandidateRow {
   max_concurrent_runs: number;
   capabilities_digest: string;
   active: number | string;
+  software_version: string;
+  protocol_version: number | string;
 }
 
 export const CANDIDATE_COLUMNS = `w.worker_id, w.status, w.disabled, w.lease_expires_at, w.available_slots,
-  w.max_concurrent_runs, w.capabilities_digest, w.active_leases AS active`;
+  w.max_concurrent_runs, w.capabilities_digest, w.active_leases AS active, w.software_version,
+  w.protocol_version`;
 
 /**
  * The rows as candidates. Capabilities documents (up to 16 KiB each) are read, 64 workers per
@@ -45,6 +48,11 @@ export async function toCandidates(
     candidates.push({
       workerId: r.worker_id,
       capabilities,
+      // A version this replica does not speak is below every requirement (an older replica's rows).
+      software: {
+        softwareVersion: r.software_version,
+        wireVersion: wireVersionOf(toInt(r.protocol_version)) ?? 1,
+      },
       status: r.status,
       disabled: isTrue(r.disabled),
       leaseExpiresAt: toMs(r.lease_expires_at),

@@ -15,6 +15,8 @@ import {
   canonicalJson,
   isTerminalRun,
   withTaskRequirements,
+  withWireRequirement,
+  runWireVersion,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
 import {
@@ -55,9 +57,16 @@ export class SqlRunRepository implements RunRepository {
       const revision = toInt(task.revision);
       if (command.revision !== undefined && command.revision !== revision) return null;
       const spec = JSON.parse(task.spec_json) as TaskSpec;
-      const placement = withTaskRequirements(spec.placement, spec.executor, spec.runtime);
       // The global env vars this run receives (ADR 0061): recorded with it, merged into its spec.
       const pinned = await pinEnvVars(tx, spec);
+      // What the task implies, and the wire version its merged spec needs (ADR 0062).
+      const placement = withWireRequirement(
+        withTaskRequirements(spec.placement, spec.executor, spec.runtime),
+        runWireVersion(
+          spec,
+          pinned.vars.some((v) => v.secret),
+        ),
+      );
       // One run per (task, scheduled time) whatever the revision: an edit never fires a time a second time.
       const cronKey = command.scheduledAt === undefined ? null : `${command.taskId}:${command.scheduledAt}`;
       const row = await tx.one<RunRow>(

@@ -40,7 +40,7 @@ export class LeasesService {
     private readonly metrics: ControlPlaneMetrics,
     waiters: OfferWaiters,
     @Inject(PrincipalStanding) private readonly standing: Pick<PrincipalStanding, 'check'>,
-    @Inject(SessionWireVersions) private readonly wire: Pick<SessionWireVersions, 'of'>,
+    @Inject(SessionWireVersions) private readonly wire: Pick<SessionWireVersions, 'of' | 'software'>,
   ) {
     this.longPoll = new OfferLongPoll(leases, sessions, waiters, {
       maxWaitMs: config.offerWaitMaxMs,
@@ -56,14 +56,17 @@ export class LeasesService {
     signal: AbortSignal = new AbortController().signal,
   ): Promise<OfferResponse> {
     const request = parsePullRequest(body);
+    const session = parseSessionId(sessionId);
+    const software = await this.wire.software(principal.workerId, session);
     const command = {
       workerId: principal.workerId,
-      sessionId: parseSessionId(sessionId),
+      sessionId: session,
       fence: { generation: request.generation, expectedVersion: request.expectedVersion },
       offerId: request.offerId,
       tokenDigest: leaseTokenDigest(request.leaseToken),
       leaseMs: this.config.runLeaseMs,
       preferenceHoldMs: this.config.placementPreferenceHoldMs,
+      software,
     };
     // A held pull claims again long after the guard ran: the certificate is checked before each claim.
     const result = await this.longPoll.pull(command, request.waitMs ?? 0, signal, () =>
@@ -90,7 +93,7 @@ export class LeasesService {
         attemptId: attempt.id,
         leaseGeneration: lease.leaseGeneration,
       });
-    return projectOffer(result.offer, await this.wire.of(principal.workerId, sessionId));
+    return projectOffer(result.offer, software.wireVersion);
   }
 
   async renew(principal: WorkerPrincipal, sessionId: string, body: LeaseFenceDto): Promise<RenewResponse> {

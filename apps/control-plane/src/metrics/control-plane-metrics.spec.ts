@@ -5,6 +5,10 @@ const stats = {
     sessions: { online: 2, draining: 1, offline: 0, expired: 1, disabled: 0 },
     runs: { queued: 4, succeeded: 9 },
     recoveryRequired: { workers: 1, records: 2 },
+    versions: [
+      { softwareVersion: '0.1.0', protocolVersion: 4, workers: 2 },
+      { softwareVersion: '0.0.9', protocolVersion: 3, workers: 1 },
+    ],
   }),
 };
 
@@ -45,5 +49,7 @@ describe('ControlPlaneMetrics', () => {
     expect(text).not.toContain('ql_runs_queue_depth{status="succeeded"}');
     expect(text).toContain('ql_workers_recovery_required 1\n');
     expect(text).toContain('ql_worker_journal_records_recovery_required 2\n');
+    expect(text).toContain('ql_worker_versions{software="0.1.0",protocol="4",wire="2"} 2\n');
+    expect(text).toContain('ql_worker_versions{software="0.0.9",protocol="3",wire="1"} 1\n');
   });
 });

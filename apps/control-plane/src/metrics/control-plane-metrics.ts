@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { OperationalStatsRepository, isTerminalRun, RunStatus } from '@ql/domain';
+import { OperationalStatsRepository, isTerminalRun, RunStatus, wireVersionOf } from '@ql/domain';
 import type { DeadlineSweepResult, SweepResult } from '@ql/domain';
 
 export type Listener = 'admin' | 'ingress';
@@ -83,6 +83,26 @@ export class ControlPlaneMetrics {
       async collect() {
         const { sessions } = await counts();
         for (const [status, n] of Object.entries(sessions)) this.set({ status }, n);
+      },
+    });
+    new Gauge({
+      name: 'ql_worker_versions',
+      help: 'Live workers (online or draining) by software version, registered protocol version and its wire version (ADR 0060): how far a rolling upgrade has come',
+      labelNames: ['software', 'protocol', 'wire'] as const,
+      registers: [this.registry],
+      async collect() {
+        const { versions } = await counts();
+        // Groups seen at an earlier scrape and gone now must not linger at their old value.
+        this.reset();
+        for (const v of versions)
+          this.set(
+            {
+              software: v.softwareVersion,
+              protocol: String(v.protocolVersion),
+              wire: String(wireVersionOf(v.protocolVersion) ?? 'unknown'),
+            },
+            v.workers,
+          );
       },
     });
     new Gauge({

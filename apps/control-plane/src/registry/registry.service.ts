@@ -76,7 +76,7 @@ export class RegistryService {
       leaseMs: this.config.sessionLeaseMs,
       certificateFingerprint: principal.fingerprint256,
     });
-    this.wire.remember(result.session.sessionId, snapshot.protocolVersion);
+    this.wire.remember(result.session.sessionId, snapshot.protocolVersion, snapshot.softwareVersion);
     // The rate limit sizes this worker's bucket from its slots (ADR 0042), from answers, not reads.
     this.rateLimit.learnSlots(principal.workerId, result.session.maxConcurrentRuns);
     if (result.outcome !== 'replayed') {

@@ -21,6 +21,8 @@ import {
   ingressCertificatePath,
   ingressPath,
   refuseNewerAnswerFields,
+  shapeRequest,
+  v1LogText,
   WireVersion,
 } from '@ql/contracts';
 import { isUuidV7, isWorkerId } from '@ql/domain';
@@ -226,7 +228,7 @@ export class WorkerIngressHttpsClient {
     }
     if (!isUuidV7(sessionId))
       throw new IngressCallError(action, 0, 'invalid_request', 'session id is not a UUIDv7');
-    const payload = payloadOf(action, body);
+    const payload = payloadOf(action, this.wireVersion === 1 ? v1Body(action, body) : body);
     const cap = Math.min(options.maxResponseBytes ?? INGRESS_RESPONSE_CAP_BYTES, INGRESS_RESPONSE_CAP_BYTES);
     const context = await this.currentContext(action);
     const path = ingressPath(this.options.workerId, sessionId, action);
@@ -236,8 +238,13 @@ export class WorkerIngressHttpsClient {
 
   /**
    * ADR 0060: the wire version of the session the worker registered (v2 until it registered with 3).
-   * In a v1 session every answer is read as v1 is: a field newer than v1 is `invalid_response`.
+   * In a v1 session every answer is read as v1 is: a field newer than v1 is `invalid_response`; and
+   * every request is sent as v1 has it (ADR 0062): no field newer than v1, output text as v1 took it.
    */
+  get spoken(): WireVersion {
+    return this.wireVersion;
+  }
+
   speak(version: WireVersion): void {
     this.wireVersion = version;
   }
@@ -808,6 +815,25 @@ export class WorkerIngressHttpsClient {
       succeed(body);
     });
   }
+}
+
+/**
+ * A request of a v1 session (ADR 0062): the fields newer than v1 left out (a `finalLogs` or
+ * `executorHandle` is refused: the caller must not build them in a v1 session), a chunk's text as v1
+ * took it.
+ */
+function v1Body(action: IngressAction, body: unknown): unknown {
+  const call = (INGRESS_CALLS as Readonly<Record<string, IngressCall>>)[action];
+  if (!call) return body;
+  let shaped: unknown;
+  try {
+    shaped = shapeRequest(call, 1, body);
+  } catch (error) {
+    throw new IngressCallError(action, 0, 'invalid_request', (error as Error).message);
+  }
+  if (action !== 'logs' || typeof shaped !== 'object' || shaped === null) return shaped;
+  const chunk = shaped as { text?: unknown };
+  return typeof chunk.text === 'string' ? { ...chunk, text: v1LogText(chunk.text) } : shaped;
 }
 
 /**

@@ -19,6 +19,7 @@ import {
   buildOfflineRequest,
   buildRegisterRequest,
   parseAnySessionAnswer,
+  CURRENT_WIRE_VERSION,
   WireVersion,
   wireVersionOf,
 } from '@ql/contracts';
@@ -389,6 +390,11 @@ export class WorkerLifecycleService implements OnModuleDestroy, LeaseChannel {
   }
 
   /** `LeaseChannel`: lease expiries are database time; compare them on this machine's clock. */
+  /** The wire version of the current session (ADR 0060): its lease calls are shaped for it. */
+  get wireVersion(): WireVersion {
+    return wireVersionOf(this.negotiated) ?? CURRENT_WIRE_VERSION;
+  }
+
   toLocalTime(serverMs: number): number {
     return this.ingress.toLocalTime(serverMs);
   }

@@ -137,6 +137,11 @@ export class AttemptRunner {
     return this.offer.run.attemptId;
   }
 
+  /** The attempt's calls go in a v1 session (ADR 0062): `running` always, output only as `logs`. */
+  private get v1(): boolean {
+    return this.deps.channel.wireVersion === 1;
+  }
+
   /** Stop the run and report it `cancelled` (before launch: a start failure). */
   cancel(): void {
     if (this.cancelWanted) return;
@@ -338,7 +343,8 @@ export class AttemptRunner {
     log.info('attempt started', { ...this.ids, pid: local.pid, runtime: spec.runtime });
     const executorHandle = executorHandleOf(local.process);
     // ADR 0047: ended already, all its output fitting on the completion: that one call says both.
-    const early = await this.endedWithin(local);
+    // Not in a v1 session: v1 has no completion standing in for `running` (ADR 0062).
+    const early = this.v1 ? null : await this.endedWithin(local);
     if (early) {
       this.checkLease(); // lost meanwhile: its process was killed, and nothing is reported
       const all = this.uploader.takeAll();
@@ -349,7 +355,8 @@ export class AttemptRunner {
     await journal.transition(offerId, 'running_acknowledged');
     this.uploader.start();
     // What is still queued rides on the completion, up to the bound; earlier chunks go as `logs` first.
-    return this.complete(await local.done, () => this.uploader.finish());
+    // A v1 completion carries no output (no `finalLogs`): every chunk goes as `logs` first.
+    return this.complete(await local.done, () => this.uploader.finish(!this.v1));
   }
 
   /**

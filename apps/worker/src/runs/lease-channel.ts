@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { IngressAction, LeaseCallFields, LeaseFenceFields } from '@ql/contracts';
+import type { IngressAction, LeaseCallFields, LeaseFenceFields, WireVersion } from '@ql/contracts';
 import { monotonicNow } from '../host/monotonic';
 import { IngressCallError, IngressResponse } from '../ingress-client/worker-ingress-https.client';
 
@@ -12,6 +12,8 @@ export type LeaseAction = Exclude<IngressAction, 'register' | 'heartbeat' | 'dra
  * heartbeat committing in between can never make it stale (a 409 would fence the worker itself).
  */
 export interface LeaseChannel {
+  /** The wire version of the session the calls go in (ADR 0060); absent: 2. */
+  readonly wireVersion?: WireVersion;
   /**
    * `body` is built when the call's turn comes (so it carries the lease version of the latest
    * renewal); `onAnswer` runs in that same turn, before any later call is built.

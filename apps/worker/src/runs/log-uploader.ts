@@ -92,13 +92,14 @@ export class LogUploader {
    * The process has exited and its output is all pushed (ADR 0044): once a send under way ended, the
    * chunks before the tail that fits the completion (`finalTailStart`) are sent as `logs` calls, and
    * the tail comes back, seqs given, for the completion to carry; nothing more is sent from here.
-   * Empty when the upload gave up (or never started).
+   * Empty when the upload gave up (or never started). `ride` false (a v1 session, which has no
+   * `finalLogs`, ADR 0062): every chunk goes as a `logs` call and nothing comes back.
    */
-  async finish(): Promise<FinalLogChunk[]> {
+  async finish(ride = true): Promise<FinalLogChunk[]> {
     this.hold();
     await this.sending;
     if (this.started && !this.stopped) {
-      const keep = this.queue.length - finalTailStart(this.queue, this.seq);
+      const keep = ride ? this.queue.length - finalTailStart(this.queue, this.seq) : 0;
       this.holding = false;
       this.kick(keep);
       await this.sending;

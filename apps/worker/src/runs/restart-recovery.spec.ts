@@ -231,6 +231,23 @@ describe('restart: each journal state found at start leads to what R-WRK-2 presc
     await h.until('a pull', () => plane.of('offers').length > 0);
   });
 
+  it('in a v1 session a record that skipped running (ADR 0047) reports running with its handle first (ADR 0062)', async () => {
+    const plane = new FakeControlPlane(); // knows nothing of the old lease: the first report is refused
+    h = new WorkerHarness(plane, {
+      QL_WORKER_JOURNAL_DIR: join(scratch, 'journal'),
+      QL_WORKER_PROTOCOL_MAX: '3',
+    });
+    const { record } = await crashedWith(h.config.journalDir, 'started', { exited: true });
+    await h.lifecycle.start();
+    expect(plane.of('running').map((c) => c.body.executorHandle)).toEqual(['local-process:999999']);
+    // v1 has no completion standing in for running: none went with a handle.
+    expect(plane.of('completion').filter((c) => 'executorHandle' in c.body)).toEqual([]);
+    expect(await h.journal.get(record.offerId)).toMatchObject({
+      state: 'completion_acknowledged',
+      outcome: { status: 'succeeded', errorCode: 'lease_lost' },
+    });
+  });
+
   it('a refused completion of a record that skipped running (ADR 0047) finishes it as a lost lease, with its outcome', async () => {
     const plane = new FakeControlPlane(); // knows nothing of the old lease
     h = new WorkerHarness(plane, { QL_WORKER_JOURNAL_DIR: join(scratch, 'journal') });

@@ -129,7 +129,10 @@ type ReportAction = Extract<
 /** Sends the prescribed report; acknowledged or refused for good, the record is finished. */
 async function report(deps: RecoveryDeps, record: JournalRecord, action: ReportAction): Promise<void> {
   const ids = { offerId: record.offerId, state: record.state, action: action.kind };
-  const [call, extra, parse] = restartCall(action);
+  // A v1 session has no completion standing in for `running` (ADR 0062): `running` goes first.
+  const runningFirst =
+    action.kind === 'report_completion' && action.executorHandle !== null && deps.channel.wireVersion === 1;
+  const [call, extra, parse] = restartCall(runningFirst ? { ...action, executorHandle: null } : action);
   let acknowledged = false;
   if (record.leaseToken !== null) {
     // The lease version is not journaled (it moves at every renewal); the lease identity decides first.
@@ -141,6 +144,14 @@ async function report(deps: RecoveryDeps, record: JournalRecord, action: ReportA
       termEndMs: monotonicNow() + RESTART_TRIES * deps.retryMs,
     };
     try {
+      if (runningFirst)
+        await callInTerm(
+          deps.channel,
+          'running',
+          lease,
+          { executorHandle: (action as { executorHandle: string }).executorHandle },
+          { retryMs: deps.retryMs, signal: deps.signal, parse: parseActivationResponse },
+        );
       await callInTerm(deps.channel, call, lease, extra, {
         retryMs: deps.retryMs,
         signal: deps.signal,

@@ -197,15 +197,13 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
 
   /** One tick: pull while a slot is free and offers come; an `idle` answer ends the tick. */
   private async pullCycle(channel: LeaseChannel): Promise<void> {
+    // A v1 session has no long poll (`waitMs` is v2, ADR 0062): it pulls at each tick, in the chain.
+    const pullWaitMs = channel.wireVersion === 1 ? 0 : this.config.pullWaitMs;
     while (this.pulling && this.runs.size < this.config.maxConcurrentRuns) {
       let pulled;
       const sent = Date.now();
       try {
-        pulled = await this.puller!.pull(
-          this.pullAbort.signal,
-          this.config.pullWaitMs,
-          this.config.requestTimeoutMs,
-        );
+        pulled = await this.puller!.pull(this.pullAbort.signal, pullWaitMs, this.config.requestTimeoutMs);
       } catch (error) {
         // A 429 is the lifecycle's one line per rate-limit burst, not a pull failure of its own.
         if (this.pulling && !isSessionFenced(error) && !isRateLimited(error)) {
@@ -225,7 +223,7 @@ export class RunSupervisor implements WorkerRuns, OnModuleDestroy {
         // Long poll: the control plane held the pull (it honours waitMs), so the next one goes at once and
         // one pull stays outstanding; an idle answered sooner (draining, full, a plane that caps the wait
         // lower) waits for the next tick instead of spinning (ADR 0019).
-        if (this.config.pullWaitMs > 0 && Date.now() - sent >= this.config.pullIntervalMs) continue;
+        if (pullWaitMs > 0 && Date.now() - sent >= this.config.pullIntervalMs) continue;
         return;
       }
       this.log.info('offer accepted', {

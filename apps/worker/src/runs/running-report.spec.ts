@@ -131,3 +131,21 @@ describe('the running report waits for a short run to end (ADR 0047)', () => {
     expect(h.messages()).toContain('attempt ended without a completion: its lease is gone');
   });
 });
+
+describe('in a v1 session (ADR 0062)', () => {
+  it('a short run reports running, its output goes as logs, and the completion carries neither handle nor output', async () => {
+    await start({ ...LONG_WAIT, QL_WORKER_PROTOCOL_MAX: '3' });
+    expect(plane.of('register')[0]?.body).toMatchObject({ protocolVersion: 3 });
+    plane.enqueue({ command: 'echo 签到; echo 失败 >&2' });
+    const line = await finished();
+    expect(actions()).toEqual(['offers', 'starting', 'running', 'logs', 'logs', 'completion']);
+    expect(plane.of('running')[0]?.body).toHaveProperty('executorHandle');
+    expect(completion()).not.toHaveProperty('executorHandle');
+    expect(completion()).not.toHaveProperty('finalLogs');
+    expect(plane.of('logs').map((c) => [c.body.seq, c.body.text])).toEqual([
+      [0, '签到\n'],
+      [1, '失败\n'],
+    ]);
+    expect(line).toMatchObject({ runningReported: true, logChunks: 2, finalLogChunks: 0 });
+  });
+});

@@ -3,18 +3,15 @@
  * (action, limits, schema name and version, the fields and refusals newer than v1) and the one
  * stable error its answer parser throws.
  */
-import { ValidationError } from '@ql/domain';
+import { ValidationError, WireVersion } from '@ql/domain';
+
+// The versions themselves are the domain's (placement reads them too): re-exported for the call files.
+export { PROTOCOL_VERSION_OF_WIRE, WIRE_VERSIONS, wireVersionOf } from '@ql/domain';
+export type { WireVersion } from '@ql/domain';
 import { parseStrictJson } from '../strict-json';
 
 export const KiB = 1024;
 
-/**
- * A wire version of the ingress contract (ADR 0056). v1 is each call as it was first released (the
- * commit where both sides first spoke it, `firstReleased`), whenever that was; v2 adds every field,
- * enum value and refusal that appeared since. A published version never changes.
- */
-export const WIRE_VERSIONS = [1, 2] as const;
-export type WireVersion = (typeof WIRE_VERSIONS)[number];
 /** What this repository's control plane and worker speak today: v1 and all that came after it. */
 export const CURRENT_WIRE_VERSION: WireVersion = 2;
 
@@ -116,17 +113,4 @@ export function answerJson(call: string, bytes: string | Buffer, limit: number):
       throw new ContractError(call, `${error.field}:${error.rule}`);
     throw new ContractError(call, 'invalid_json');
   }
-}
-
-/**
- * The registration's `protocolVersion` each wire version is spoken under (ADR 0056, ADR 0060). Every
- * worker released before negotiation registers 3, v1 worker and current worker alike: so 3 means v1,
- * and a worker that speaks v2 says 4. The session keeps the version it registered with: that is the
- * negotiated one (ADR 0060 §1).
- */
-export const PROTOCOL_VERSION_OF_WIRE: Readonly<Record<WireVersion, number>> = { 1: 3, 2: 4 };
-
-/** The wire version a registered `protocolVersion` stands for (undefined: none this repository speaks). */
-export function wireVersionOf(protocolVersion: number): WireVersion | undefined {
-  return WIRE_VERSIONS.find((v) => PROTOCOL_VERSION_OF_WIRE[v] === protocolVersion);
 }

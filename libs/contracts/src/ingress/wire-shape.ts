@@ -3,7 +3,7 @@
  * reader makes of it. A published version never changes: a v1 session gets each call's answer as
  * first released, every field its call file records as newer (`since`) left out.
  */
-import { parseTaskSpec, TaskSpec } from '@ql/domain';
+import { parseTaskSpec, TaskSpec, V2_RUN_SPEC_FIELDS } from '@ql/domain';
 import { ContractError, IngressCall, WireVersion, fieldsAfter } from './call';
 
 type Json = Record<string, unknown>;
@@ -38,6 +38,36 @@ export function shapeAnswer<T>(call: IngressCall, version: WireVersion, answer: 
 }
 
 /**
+ * A worker's request for a session of `version` (ADR 0062): every request field of `call` newer than
+ * it left out. Only fields that add to a call may be left so (`stream`, `recoveryRequired`, `waitMs`);
+ * a worker in a v1 session never builds the ones that change what a call does (`finalLogs`,
+ * `executorHandle`: it reports `running` and sends every chunk as `logs`), and they are refused here
+ * rather than dropped, so no output is lost to a mistake.
+ */
+export function shapeRequest<T>(call: IngressCall, version: WireVersion, body: T): T {
+  let shaped: unknown = body;
+  for (const path of fieldsAfter(call, version, 'request')) {
+    if (!carries(shaped, path.split('.'))) continue;
+    if (NOT_DROPPED.has(path)) throw new ContractError(call.action, `${path}:not_in_v${version}`);
+    shaped = without(shaped, path.split('.'));
+  }
+  return shaped as T;
+}
+
+/** Request fields that change what their call does: never left out of a request, refused instead. */
+const NOT_DROPPED = new Set(['finalLogs', 'executorHandle']);
+
+/**
+ * Output as a v1 `logs` chunk may carry it: v1 refused controls but tab, line feed and carriage
+ * return (ADR 0032 later kept output as written). Each such character becomes `?`, which is never
+ * longer in UTF-8, so the chunk stays within its bound.
+ */
+export function v1LogText(text: string): string {
+  // eslint-disable-next-line no-control-regex -- the controls v1 refused are what is replaced
+  return text.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u2028\u2029]/g, '?');
+}
+
+/**
  * The strict reader's check that an answer is of `version` (a v1 reader refuses what v1 did not
  * have): `<field path>:unknown_field` for the first newer field it carries.
  */
@@ -46,25 +76,29 @@ export function refuseNewerAnswerFields(call: IngressCall, version: WireVersion,
     if (carries(answer, path.split('.'))) throw new ContractError(call.action, `${path}:unknown_field`);
 }
 
-/** The v2 spec fields a v1 offer cannot drop: they change what runs (secrets, the script files). */
-export const V2_RUN_SPEC_FIELDS = ['secretEnv', 'bundle'] as const;
-
 /**
- * The pinned spec as a session of `version` is offered it, with its digest (ADR 0060 §7). For v1 the
- * time zone is left out and the digest is the one of the spec without it (the time zone drives only
- * the control plane's cron, never the run, and the digest only checks the spec as sent; ADR 0056).
- * `undefined`: the spec uses a field v1 cannot carry without changing the run (`secretEnv`, `bundle`).
+ * The pinned spec as a session of `version` is offered it, with its digest (ADR 0060 §7, ADR 0062).
+ * What drives only the control plane is left out, and the digest is then the one of the spec without
+ * it (the digest only checks the spec as sent; ADR 0056): for every version the placement's
+ * `workerVersion` and `wireVersion` (never offered: no published version has them), and for v1 the
+ * time zone (it drives only the cron). `undefined`: the spec uses a field v1 cannot carry without
+ * changing the run (`secretEnv`, `bundle`); placement keeps such runs from v1 sessions.
  */
 export function offerSpecFor(
   version: WireVersion,
   spec: TaskSpec,
   digest: string,
 ): { spec: TaskSpec; digest: string } | undefined {
-  if (version >= 2) return { spec, digest };
-  if (V2_RUN_SPEC_FIELDS.some((field) => spec[field] !== undefined)) return undefined;
-  if (spec.timezone === undefined) return { spec, digest };
-  const { timezone: _zone, ...v1 } = spec;
-  const canonical = parseTaskSpec(v1);
+  if (version < 2 && V2_RUN_SPEC_FIELDS.some((field) => spec[field] !== undefined)) return undefined;
+  const { workerVersion, wireVersion, ...offeredRequired } = spec.placement.required;
+  const placementOnly = workerVersion !== undefined || wireVersion !== undefined;
+  const zoneLeftOut = version < 2 && spec.timezone !== undefined;
+  if (!placementOnly && !zoneLeftOut) return { spec, digest };
+  const { timezone: _zone, ...withoutZone } = spec;
+  const canonical = parseTaskSpec({
+    ...(zoneLeftOut ? withoutZone : spec),
+    placement: { ...spec.placement, required: offeredRequired },
+  });
   // In its canonical form, as a stored spec is sent (sorted keys, every default present).
   return { spec: JSON.parse(canonical.canonical) as TaskSpec, digest: canonical.digest };
 }

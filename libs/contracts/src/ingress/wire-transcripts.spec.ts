@@ -16,7 +16,9 @@ import { parseRegisterAnswer, parseRegistration } from './register';
 import { INGRESS_CALLS } from './requests';
 import { parseRunningRequest } from './running';
 import { parseLeaseFence } from './lease-fence';
-import { refuseNewerAnswerFields } from './wire-shape';
+import { ContractError } from './call';
+import { hasControlCharacter } from '@ql/domain';
+import { refuseNewerAnswerFields, shapeRequest, v1LogText } from './wire-shape';
 
 interface Exchange {
   readonly call: keyof typeof INGRESS_CALLS;
@@ -86,4 +88,38 @@ describe.each<[string, WireVersion]>([
       expect(() => refuseNewerAnswerFields(descriptor, version, exchange.answer)).not.toThrow();
     },
   );
+});
+
+describe('a worker in a v1 session sends v1 requests (ADR 0062)', () => {
+  it.each(golden.v2.map((e, i) => [e.call, e, golden.v1[i]!] as const))(
+    "%s: the v2 request shaped for v1 is the v1 transcript's request",
+    (call, v2, v1) => {
+      // The one difference by design: the version a register offers (ADR 0060 §1).
+      const request = call === 'register' ? { ...v2.request, protocolVersion: 3 } : v2.request;
+      expect(shapeRequest(INGRESS_CALLS[call], 1, request)).toEqual(v1.request);
+    },
+  );
+
+  it('leaves out what only adds (stream, recoveryRequired, waitMs) and refuses what changes a call', () => {
+    expect(shapeRequest(INGRESS_CALLS.offers, 1, { offerId: 'o', waitMs: 20_000 })).toEqual({ offerId: 'o' });
+    expect(shapeRequest(INGRESS_CALLS.heartbeat, 1, { availableSlots: 2, recoveryRequired: 1 })).toEqual({
+      availableSlots: 2,
+    });
+    const body = { outcome: 'succeeded', finalLogs: [{ seq: 0, stream: 'stdout', text: '签到\n' }] };
+    expect(() => shapeRequest(INGRESS_CALLS.completion, 1, body)).toThrow(ContractError);
+    expect(() => shapeRequest(INGRESS_CALLS.completion, 1, { executorHandle: 'pid:1' })).toThrow(
+      /executorHandle:not_in_v1/,
+    );
+    // v2 sends them as they are.
+    expect(shapeRequest(INGRESS_CALLS.completion, 2, body)).toBe(body);
+  });
+
+  it('output text as v1 took it: controls but tab, LF and CR become ?, never longer in UTF-8', () => {
+    const raw = '\u001b[31m红色\u001b[0m\tok\r\n\u0007\u0085\u2028end';
+    const v1 = v1LogText(raw);
+    expect(v1).toBe('?[31m红色?[0m\tok\r\n???end');
+    expect(hasControlCharacter(v1, true)).toBe(false);
+    expect(Buffer.byteLength(v1)).toBeLessThanOrEqual(Buffer.byteLength(raw));
+    expect(v1LogText('京东签到 ok\n')).toBe('京东签到 ok\n');
+  });
 });

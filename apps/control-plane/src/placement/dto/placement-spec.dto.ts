@@ -70,6 +70,24 @@ export class RequiredPlacementDto {
     description: 'some worker GPU of this vendor having every feature',
   })
   gpu?: GpuRequirementDto | null;
+
+  @TextField(
+    { max: PLACEMENT_LIMITS.rangeLength },
+    {
+      presence: 'nullable',
+      description:
+        "semver range the worker's software version must satisfy (a task waits for upgraded workers); absent = any",
+      example: '>=0.2.0',
+    },
+  )
+  workerVersion?: string | null;
+
+  @IntField(1, 2, {
+    presence: 'optional',
+    description:
+      'lowest wire version the worker session must speak (1 = any; 2 is added to a run that maps secrets or names a bundle)',
+  })
+  wireVersion?: number;
 }
 
 export class PreferredLabelDto {
