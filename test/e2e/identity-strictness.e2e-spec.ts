@@ -29,9 +29,18 @@ const heartbeat = (t: TestPlane, creds: PemPair, workerId: string, live: Live) =
     availableSlots: 1,
   });
 
-async function registerLive(t: TestPlane, creds: PemPair, workerId: string): Promise<Live> {
+async function registerLive(
+  t: TestPlane,
+  creds: PemPair,
+  workerId: string,
+  protocolVersion = 4,
+): Promise<Live> {
   const sessionId = newSessionId();
-  const res = await t.ingress(creds, ingressPath(workerId, sessionId, 'register'), registerBody());
+  const res = await t.ingress(
+    creds,
+    ingressPath(workerId, sessionId, 'register'),
+    registerBody({ protocolVersion }),
+  );
   expect(res.status).toBe(200);
   const body = res.body as { generation: number; version: number };
   return { sessionId, generation: body.generation, version: body.version };
@@ -120,7 +129,7 @@ describe.each<Dialect>(['sqlite', 'postgres'])('certificate revocation on two re
 
   beforeAll(async () => {
     db = await createTestDatabase(dialect);
-    pki = await createTestPki(['worker-a', 'worker-b']);
+    pki = await createTestPki(['worker-a', 'worker-b', 'worker-v1']);
     const env = {
       QL_INGRESS_RATE_BURST: '100000',
       QL_REVOCATION_CACHE_MS: String(CACHE_MS),
@@ -170,6 +179,26 @@ describe.each<Dialect>(['sqlite', 'postgres'])('certificate revocation on two re
       });
       // Only the revoked certificate: the other worker's session goes on.
       expect((await beat(t, workerB, 'worker-b', b)).status).toBe(200);
+    }
+  });
+
+  it('a v1 session (protocol 3) whose certificate is revoked gets v1: 401 worker_authentication_required, on the replica it registered with and on the other (ADR 0062 §7)', async () => {
+    const [one, two] = planes as [TestPlane, TestPlane];
+    const creds = readPair(pki.workers['worker-v1']!);
+    const live = await registerLive(one, creds, 'worker-v1', 3);
+    expect((await heartbeat(two, creds, 'worker-v1', live)).status).toBe(200);
+    const revoked = await one.admin('POST', '/api/v1/certificates/revoke', {
+      fingerprint: new X509Certificate(creds.certPem).fingerprint256,
+    });
+    expect(revoked.status).toBe(200);
+    clock.advance(CACHE_MS);
+    // `one` remembers the session's version from its register; `two` reads it from the worker's row.
+    for (const t of [one, two]) {
+      const refused = await heartbeat(t, creds, 'worker-v1', live);
+      expect({ status: refused.status, code: (refused.body as { code: string }).code }).toEqual({
+        status: 401,
+        code: 'worker_authentication_required',
+      });
     }
   });
 });

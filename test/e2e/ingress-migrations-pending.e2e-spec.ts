@@ -48,6 +48,16 @@ describe('worker calls before `migrate` (postgres)', () => {
         retryAfter: expect.stringMatching(/^\d+$/),
       });
     }
+    // A v1 register (protocol 3) is answered as v1 was: the same 503, without the newer reason.
+    const v1 = await t.ingress(
+      credentials,
+      ingressPath('router-sh-01', newSessionId(), 'register'),
+      registerBody({ protocolVersion: 3 }),
+    );
+    expect({ status: v1.status, body: v1.body }).toEqual({
+      status: 503,
+      body: { code: 'worker_ingress_unavailable', message: expect.any(String) },
+    });
     expect(log.at('error')).toEqual([]);
     expect(log.at('warn')).toEqual([expect.stringContaining('migrations pending')]);
 

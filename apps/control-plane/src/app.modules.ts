@@ -68,6 +68,8 @@ export class IngressAppModule {
       imports: [
         CoreModule.forCore(core),
         ScheduleModule.forRoot(),
+        // The filter shapes a refusal for the session's wire version (ADR 0062 §7).
+        IdentityModule,
         WorkerRegistryModule,
         DispatchLeasesModule,
         ActivationModule,

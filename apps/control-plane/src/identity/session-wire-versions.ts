@@ -18,15 +18,20 @@ const MAX_REMEMBERED = 8192;
  */
 @Injectable()
 export class SessionWireVersions {
-  private readonly known = new Map<string, WorkerSoftware>();
+  private readonly remembered = new Map<string, WorkerSoftware>();
 
   constructor(@Inject(WORKER_SESSION_REPOSITORY) private readonly sessions: WorkerSessionRepository) {}
 
   remember(sessionId: string, protocolVersion: number, softwareVersion: string): void {
     const wireVersion = wireVersionOf(protocolVersion);
     if (wireVersion === undefined) return;
-    if (this.known.size >= MAX_REMEMBERED) this.known.delete(this.known.keys().next().value!);
-    this.known.set(sessionId, { wireVersion, softwareVersion });
+    if (this.remembered.size >= MAX_REMEMBERED) this.remembered.delete(this.remembered.keys().next().value!);
+    this.remembered.set(sessionId, { wireVersion, softwareVersion });
+  }
+
+  /** The version of a session this replica remembers, without reading anything. */
+  known(sessionId: string): WireVersion | undefined {
+    return this.remembered.get(sessionId)?.wireVersion;
   }
 
   async of(workerId: string, sessionId: string): Promise<WireVersion> {
@@ -35,11 +40,11 @@ export class SessionWireVersions {
 
   /** The session's wire and software versions; a session that is not current: v1, no version. */
   async software(workerId: string, sessionId: string): Promise<WorkerSoftware> {
-    const known = this.known.get(sessionId);
+    const known = this.remembered.get(sessionId);
     if (known !== undefined) return known;
     const worker = await this.sessions.findWorker(workerId);
     if (!worker || worker.session.sessionId !== sessionId) return NOT_CURRENT;
     this.remember(sessionId, worker.protocolVersion, worker.softwareVersion);
-    return this.known.get(sessionId) ?? NOT_CURRENT;
+    return this.remembered.get(sessionId) ?? NOT_CURRENT;
   }
 }

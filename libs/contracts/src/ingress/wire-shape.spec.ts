@@ -3,7 +3,7 @@ import { refusalOf } from './golden';
 import { COMPLETION } from './completion';
 import { HEARTBEAT } from './heartbeat';
 import { EXECUTION_OFFER_SCHEMA, OFFERS, parseOfferResponse } from './offers';
-import { offerSpecFor, refuseNewerAnswerFields, shapeAnswer } from './wire-shape';
+import { offerSpecFor, refuseNewerAnswerFields, shapeAnswer, shapeRefusal } from './wire-shape';
 
 const session = {
   workerId: 'router-shanghai',
@@ -105,5 +105,19 @@ describe('answers shaped per wire version (ADR 0060)', () => {
       });
       expect(offerSpecFor(1, secret.spec, secret.digest)).toBeUndefined();
     });
+  });
+});
+
+describe('refusals shaped per wire version (ADR 0062 §7)', () => {
+  it('a v1 session gets the v1 code for a revoked certificate and no migrations_pending reason; v2 gets them as they are', () => {
+    const revoked = { code: 'certificate_revoked', message: 'revoked' };
+    expect(shapeRefusal(1, revoked)).toEqual({ code: 'worker_authentication_required', message: 'revoked' });
+    expect(shapeRefusal(2, revoked)).toBe(revoked);
+    const pending = { code: 'worker_ingress_unavailable', message: 'later', reason: 'migrations_pending' };
+    expect(shapeRefusal(1, pending)).toEqual({ code: 'worker_ingress_unavailable', message: 'later' });
+    expect(shapeRefusal(2, pending)).toBe(pending);
+    // A v1 refusal is the same for every version.
+    const fenced = { code: 'worker_session_fenced', message: 'fenced', reason: 'version_mismatch' };
+    expect(shapeRefusal(1, fenced)).toBe(fenced);
   });
 });

@@ -4,7 +4,7 @@
  * first released, every field its call file records as newer (`since`) left out.
  */
 import { parseTaskSpec, TaskSpec, V2_RUN_SPEC_FIELDS } from '@ql/domain';
-import { ContractError, IngressCall, WireVersion, fieldsAfter } from './call';
+import { COMMON_REFUSALS, ContractError, IngressCall, WireVersion, fieldsAfter } from './call';
 
 type Json = Record<string, unknown>;
 
@@ -101,4 +101,32 @@ export function offerSpecFor(
   });
   // In its canonical form, as a stored spec is sent (sorted keys, every default present).
   return { spec: JSON.parse(canonical.canonical) as TaskSpec, digest: canonical.digest };
+}
+
+/** The v1 code a session of v1 gets instead of a refusal code v1 did not have (ADR 0062 §7). */
+const V1_CODE_OF: Readonly<Record<string, string>> = {
+  // v1 had no revocation: a certificate it cannot use was "no usable client certificate principal".
+  certificate_revoked: 'worker_authentication_required',
+};
+
+/**
+ * A refusal any call may answer, as a session of `version` is given it (ADR 0062 §7): for v1, a code
+ * newer than v1 becomes the v1 code of the same status, and a reason newer than v1 (`migrations_pending`)
+ * is left out. Refusals of a call's own are v1 or belong to calls v1 does not have.
+ */
+export function shapeRefusal<T extends { readonly code: string; readonly reason?: string }>(
+  version: WireVersion,
+  body: T,
+): T {
+  if (version >= 2) return body;
+  const newer = COMMON_REFUSALS.find(
+    (r) => r.since > version && r.code === body.code && r.reason === body.reason,
+  );
+  if (!newer) return body;
+  if (newer.reason !== undefined) {
+    const { reason: _newer, ...v1 } = body;
+    return v1 as T;
+  }
+  const code = V1_CODE_OF[body.code];
+  return code === undefined ? body : { ...body, code };
 }
