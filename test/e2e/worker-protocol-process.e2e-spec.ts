@@ -30,16 +30,22 @@ describe('protocol negotiation, real worker processes (sqlite)', () => {
   let h: RemoteRunHarness;
   /** A second replica on the same database that serves wire v2 only. */
   let v2Only: TestPlane;
+  /** A third that serves wire v1 only and reads every request as a v1 control plane did (ADR 0062 §8). */
+  let v1Only: TestPlane;
 
   beforeAll(async () => {
-    h = await RemoteRunHarness.start('sqlite', ['router-shanghai', 'router-hangzhou', 'router-suzhou']);
-    v2Only = await startTestPlane(
-      { dialect: 'sqlite', url: h.databaseUrl, dispose: async () => undefined },
-      h.pki,
-      { ...FAST_PLANE_ENV, QL_PROTOCOL_MIN: '4' },
-    );
+    h = await RemoteRunHarness.start('sqlite', [
+      'router-shanghai',
+      'router-hangzhou',
+      'router-suzhou',
+      'router-wuxi',
+    ]);
+    const shared = { dialect: 'sqlite' as const, url: h.databaseUrl, dispose: async () => undefined };
+    v2Only = await startTestPlane(shared, h.pki, { ...FAST_PLANE_ENV, QL_PROTOCOL_MIN: '4' });
+    v1Only = await startTestPlane(shared, h.pki, { ...FAST_PLANE_ENV, QL_PROTOCOL_MAX: '3' });
   });
   afterAll(async () => {
+    await v1Only?.close();
     await v2Only?.close();
     await h?.close();
   });
@@ -182,5 +188,38 @@ describe('protocol negotiation, real worker processes (sqlite)', () => {
     expect((await again.exited).code).toBe(WORKER_EXIT.ok);
     // Every answer both processes got passed the v1 check (a newer field is invalid_response).
     expect([...refusedAnswers(held), ...refusedAnswers(again)]).toEqual([]);
+  });
+
+  it('a current worker against a control plane serving v1 only steps down to 3 and runs, cancels and logs with v1 requests only', async () => {
+    const w = h.startWorker('router-wuxi', { env: { QL_WORKER_CONTROL_PLANE_URL: v1Only.plane.ingressUrl } });
+    await h.untilOnline(w);
+    expect(await view('router-wuxi')).toMatchObject({ protocolVersion: 3, wireVersion: 1 });
+    expect(w.messages()).toContain(
+      'register refused this protocol version; registering again with the next lower one',
+    );
+    // A short run (v1: running before the completion, output only as logs) with colours and stderr.
+    const short = await h.trigger(
+      await h.createTask({
+        runtime: 'shell',
+        command: "printf '\\033[32m签到成功\\033[0m\\n'; echo 警告 >&2",
+      }),
+    );
+    expect((await h.untilRunEnds(short)).status).toBe('succeeded');
+    // v1 took no ESC: the worker sent `?` for it, and no stream (stored as unknown).
+    expect((await h.logs(short)).items.map((i) => [i.stream, i.text]).sort()).toEqual([
+      ['unknown', '?[32m签到成功?[0m\n'],
+      ['unknown', '警告\n'],
+    ]);
+    const long = await h.trigger(await h.createTask({ runtime: 'shell', command: 'echo 开始; sleep 60' }));
+    await eventually('the long run started', async () =>
+      (await h.output(long)).includes('开始') ? true : undefined,
+    );
+    expect((await h.t.admin('POST', `/api/v1/runs/${long}/cancel`)).status).toBe(200);
+    expect((await h.untilRunEnds(long)).status).toBe('cancelled');
+    w.kill('SIGTERM');
+    expect((await w.exited).code).toBe(WORKER_EXIT.ok);
+    // Not one request refused by the v1 reading, not one answer refused by the worker's v1 check.
+    expect(w.transcript()).not.toMatch(/invalid_worker_request|unknown_field|control_character/);
+    expect(refusedAnswers(w)).toEqual([]);
   });
 });

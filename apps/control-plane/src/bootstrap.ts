@@ -4,7 +4,7 @@ import { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Clock } from '@ql/domain';
-import { INGRESS_MAX_BODY } from '@ql/contracts';
+import { INGRESS_MAX_BODY, PROTOCOL_VERSION_OF_WIRE } from '@ql/contracts';
 import { serveApiDocs } from './api-docs';
 import { AdminAppModule, IngressAppModule } from './app.modules';
 import { ConfigError, ControlPlaneConfig } from './config/config';
@@ -101,7 +101,11 @@ export async function startControlPlane(
       ingressAdapter,
       { logger, abortOnError: false, bodyParser: false },
     );
-    configureIngressEdge(ingress.getHttpAdapter().getInstance(), INGRESS_MAX_BODY);
+    configureIngressEdge(
+      ingress.getHttpAdapter().getInstance(),
+      INGRESS_MAX_BODY,
+      config.protocolMax === PROTOCOL_VERSION_OF_WIRE[1],
+    );
     boundConnectionLifetime(ingress.getHttpServer(), 'secureConnection', config.ingressConnectionMaxMs);
     boundUncredentialedConnections(ingress.getHttpServer(), {
       requestTimeoutMs: config.ingressUncredentialedTimeoutMs,

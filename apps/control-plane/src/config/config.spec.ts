@@ -27,6 +27,7 @@ describe('control-plane configuration (R-OPS-3, R-PROF-1/2)', () => {
     [{ QL_SESSION_LEASE_MS: '4999' }, /QL_SESSION_LEASE_MS=4999 must be an integer in 5000..600000/],
     [{ QL_SESSION_LEASE_MS: '600001' }, /must be an integer/],
     [{ QL_PROTOCOL_MIN: '5' }, /QL_PROTOCOL_MIN=5 must be an integer in 3..4/],
+    [{ QL_PROTOCOL_MIN: '4', QL_PROTOCOL_MAX: '3' }, /QL_PROTOCOL_MIN=4 is over QL_PROTOCOL_MAX=3/],
     [{ QL_ADMIN_PORT: '80a' }, /QL_ADMIN_PORT/],
     [
       { QL_PLACEMENT_PREFERENCE_HOLD_MS: '60001' },

@@ -55,6 +55,7 @@ export interface ControlPlaneConfig {
   readonly sessionLeaseMs: number;
   /** ADR 0060: the lowest protocol version a worker may register with (3: wire v1, 4: wire v2). */
   readonly protocolMin: number;
+  readonly protocolMax: number;
   readonly heartbeatBatchWindowMs: number;
   readonly heartbeatBatchMax: number;
   readonly claimBatchMax: number;
@@ -287,6 +288,13 @@ export const SETTINGS = [
     env: 'QL_PROTOCOL_MIN',
     default: '3',
     doc: 'the lowest protocol version a worker may register with (3: wire v1, 4: wire v2; this control plane serves 3..4): below it, register is 400 `protocol_unsupported` and the worker exits 15. Raise it to 4 only once every worker speaks v2 (ADR 0060)',
+    parse: int(3, 4),
+  },
+  {
+    key: 'protocolMax',
+    env: 'QL_PROTOCOL_MAX',
+    default: '4',
+    doc: 'the highest protocol version a worker may register with (3 or 4, at least `QL_PROTOCOL_MIN`): 3 serves wire v1 only and reads every request as a v1 control plane did (a newer field is 400 `invalid_worker_request`), to hold a plane back or to check that a fleet speaks v1 (ADR 0062)',
     parse: int(3, 4),
   },
   {
@@ -533,6 +541,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneCo
   if (result.ingressUncredentialedPerAddress > result.ingressUncredentialedMax)
     throw new ConfigError(
       `QL_INGRESS_UNCREDENTIALED_PER_ADDRESS=${result.ingressUncredentialedPerAddress} is over QL_INGRESS_UNCREDENTIALED_MAX=${result.ingressUncredentialedMax}`,
+    );
+  if (result.protocolMin > result.protocolMax)
+    throw new ConfigError(
+      `QL_PROTOCOL_MIN=${result.protocolMin} is over QL_PROTOCOL_MAX=${result.protocolMax}: no protocol version would be served`,
     );
   secretCipherOf(result);
   return result;

@@ -2,7 +2,15 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
-import { INGRESS_ENROLL_PATH, INGRESS_PREFIX, ingressBodyLimit, parseStrictJson } from '@ql/contracts';
+import {
+  INGRESS_CALLS,
+  INGRESS_ENROLL_PATH,
+  INGRESS_PREFIX,
+  IngressCall,
+  ingressBodyLimit,
+  parseStrictJson,
+  refuseNewerRequestFields,
+} from '@ql/contracts';
 import { AdminErrorCode, AdminRefusal, renderAdminError } from './admin-errors';
 import { IngressRefusal, renderIngressError } from './ingress-errors';
 
@@ -89,7 +97,12 @@ const bodyTooLarge = () =>
  * Ingress edge (R-WIRE-1, R-WIRE-2): only POST on an ingress path without a query string (404), a
  * per-route byte limit checked on Content-Length and again on the bytes read (413), strict JSON.
  */
-export function configureIngressEdge(fastify: FastifyInstance, maxBody: number): void {
+export function configureIngressEdge(
+  fastify: FastifyInstance,
+  maxBody: number,
+  /** Serving v1 only (ADR 0062 §8): every request is read as a v1 control plane read it. */
+  v1Only = false,
+): void {
   closeGracefully(fastify, 'secureConnection');
   // Callback style: an async hook costs a promise and a microtask turn on every request.
   fastify.addHook('onRequest', (request, reply, done) => {
@@ -114,7 +127,12 @@ export function configureIngressEdge(fastify: FastifyInstance, maxBody: number):
         return;
       }
       try {
-        done(null, parseStrictJson(bytes));
+        const json = parseStrictJson(bytes);
+        if (v1Only) {
+          const call = (INGRESS_CALLS as Readonly<Record<string, IngressCall>>)[actionOf(request.url)];
+          if (call) refuseNewerRequestFields(call, 1, json);
+        }
+        done(null, json);
       } catch (error) {
         done(error as Error, undefined);
       }

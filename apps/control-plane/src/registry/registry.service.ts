@@ -53,7 +53,9 @@ export class RegistryService {
     private readonly forks: CertificateForks,
     private readonly wire: SessionWireVersions,
   ) {
-    this.served = SUPPORTED_PROTOCOL_VERSIONS.filter((v) => v >= config.protocolMin);
+    this.served = SUPPORTED_PROTOCOL_VERSIONS.filter(
+      (v) => v >= config.protocolMin && v <= config.protocolMax,
+    );
     this.heartbeats = new HeartbeatBatcher(sessions, {
       windowMs: config.heartbeatBatchWindowMs,
       maxSize: config.heartbeatBatchMax,

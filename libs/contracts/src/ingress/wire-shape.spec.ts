@@ -3,7 +3,14 @@ import { refusalOf } from './golden';
 import { COMPLETION } from './completion';
 import { HEARTBEAT } from './heartbeat';
 import { EXECUTION_OFFER_SCHEMA, OFFERS, parseOfferResponse } from './offers';
-import { offerSpecFor, refuseNewerAnswerFields, shapeAnswer, shapeRefusal } from './wire-shape';
+import { LOGS } from './logs';
+import {
+  offerSpecFor,
+  refuseNewerAnswerFields,
+  refuseNewerRequestFields,
+  shapeAnswer,
+  shapeRefusal,
+} from './wire-shape';
 
 const session = {
   workerId: 'router-shanghai',
@@ -119,5 +126,23 @@ describe('refusals shaped per wire version (ADR 0062 §7)', () => {
     // A v1 refusal is the same for every version.
     const fenced = { code: 'worker_session_fenced', message: 'fenced', reason: 'version_mismatch' };
     expect(shapeRefusal(1, fenced)).toBe(fenced);
+  });
+});
+
+describe('a control plane serving v1 only reads requests as v1 did (ADR 0062 §8)', () => {
+  it('refuses a newer field by name and output controls but tab, LF and CR; lets v1 through', () => {
+    expect(() => refuseNewerRequestFields(LOGS, 1, { seq: 0, stream: 'stdout', text: 'ok' })).toThrow(
+      'stream: unknown_field',
+    );
+    expect(() => refuseNewerRequestFields(LOGS, 1, { seq: 0, text: '\u001b[31mred' })).toThrow(
+      'text: control_character',
+    );
+    expect(() => refuseNewerRequestFields(HEARTBEAT, 1, { availableSlots: 1, recoveryRequired: 0 })).toThrow(
+      'recoveryRequired: unknown_field',
+    );
+    expect(() => refuseNewerRequestFields(LOGS, 1, { seq: 0, text: '签到\tok\r\n' })).not.toThrow();
+    expect(() =>
+      refuseNewerRequestFields(LOGS, 2, { seq: 0, stream: 'stdout', text: '\u001b[0m' }),
+    ).not.toThrow();
   });
 });

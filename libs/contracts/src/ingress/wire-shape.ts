@@ -3,7 +3,7 @@
  * reader makes of it. A published version never changes: a v1 session gets each call's answer as
  * first released, every field its call file records as newer (`since`) left out.
  */
-import { parseTaskSpec, TaskSpec, V2_RUN_SPEC_FIELDS } from '@ql/domain';
+import { parseTaskSpec, TaskSpec, V2_RUN_SPEC_FIELDS, ValidationError, hasControlCharacter } from '@ql/domain';
 import { COMMON_REFUSALS, ContractError, IngressCall, WireVersion, fieldsAfter } from './call';
 
 type Json = Record<string, unknown>;
@@ -129,4 +129,18 @@ export function shapeRefusal<T extends { readonly code: string; readonly reason?
   }
   const code = V1_CODE_OF[body.code];
   return code === undefined ? body : { ...body, code };
+}
+
+/**
+ * A control plane that serves v1 only (`QL_PROTOCOL_MAX=3`, ADR 0062 §8) reads every request as a v1
+ * control plane did: a field newer than v1 is `<field>: unknown_field`, and output text holding a
+ * control other than tab, LF and CR is `text: control_character` (v1 took no more).
+ */
+export function refuseNewerRequestFields(call: IngressCall, version: WireVersion, body: unknown): void {
+  for (const path of fieldsAfter(call, version, 'request'))
+    if (carries(body, path.split('.'))) throw new ValidationError(path, 'unknown_field');
+  if (version >= 2 || call.action !== 'logs' || typeof body !== 'object' || body === null) return;
+  const text = (body as { text?: unknown }).text;
+  if (typeof text === 'string' && hasControlCharacter(text, true))
+    throw new ValidationError('text', 'control_character');
 }
