@@ -71,12 +71,12 @@ export class RedactionPatterns {
   }
 
   /**
-   * What the patterns may weigh, in units of about 20 bytes: the automaton's nodes (one per code
-   * unit of the values, whether built yet or not) and the tables (each counted as such).
+   * What the patterns may weigh, in units of about 24 bytes: the automaton's nodes (one per code
+   * unit of the values at most, whether built yet or not) and the tables (each counted as such).
    */
   get size(): number {
     const units = this.values.reduce((n, v) => n + v.length, 1);
-    return units + (4 * this.grams.length + 4 * this.startHead.length + 4 * 0x10000) / 20;
+    return units + (4 * this.grams.length + 4 * this.startHead.length + 4 * 0x10000) / 24;
   }
 
   get empty(): boolean {
@@ -95,107 +95,102 @@ export class RedactionPatterns {
 }
 
 /**
- * The values' Aho–Corasick automaton. Nodes are numbered from 0 (the root) in flat arrays; a node's
- * first child sits in `oneCode`/`oneNext`, further children (rare below the root) in a Map; the
- * root's children are one dense table.
+ * The values' Aho–Corasick automaton, its nodes numbered breadth first (0 the root) in flat arrays,
+ * about 24 bytes a node: a node's children are consecutive, in order of their code unit (`first`,
+ * `count`, and `edge`, the unit of the edge into each node); the root's children are also one dense
+ * table. Built level by level from the sorted values, so that every array is written in order.
  */
 export class Automaton {
   /** The root's goto for every code unit: NONE where no value starts with it. */
   readonly rootNext = new Int32Array(0x10000).fill(NONE);
-  readonly oneCode: Int32Array;
-  readonly oneNext: Int32Array;
-  /** Per node: 1 when it has children beyond its first (they are in `many`). */
-  readonly branches: Uint8Array;
-  private readonly many = new Map<number, Map<number, number>>();
+  /** Per node: its first child (0: none), how many children it has, the unit of the edge into it. */
+  readonly first: Int32Array;
+  readonly count: Int32Array;
+  readonly edge: Int32Array;
   /** Per node: its failure link, its depth, and the longest value that ends there (0: none). */
   readonly fail: Int32Array;
   readonly depth: Int32Array;
   readonly out: Int32Array;
 
-  constructor(private readonly values: readonly string[]) {
+  constructor(values: readonly string[]) {
     const size = 1 + values.reduce((n, v) => n + v.length, 0);
-    this.oneCode = new Int32Array(size).fill(NONE);
-    this.oneNext = new Int32Array(size).fill(NONE);
-    this.branches = new Uint8Array(size);
+    this.first = new Int32Array(size);
+    this.count = new Int32Array(size);
+    this.edge = new Int32Array(size);
     this.fail = new Int32Array(size);
     this.depth = new Int32Array(size);
     this.out = new Int32Array(size);
-    this.buildLinks(this.buildTrie());
+    this.edge[0] = NONE;
+    this.build([...values].sort());
   }
 
   /** The goto of `node` on code unit `code`, NONE when the trie has no such edge. */
   child(node: number, code: number): number {
     if (node === 0) return this.rootNext[code]!;
-    if (this.oneCode[node] === code) return this.oneNext[node]!;
-    if (this.branches[node] === 0) return NONE;
-    const next = this.many.get(node)!.get(code);
-    return next === undefined ? NONE : next;
+    const { edge } = this;
+    let lo = this.first[node]!;
+    let hi = lo + this.count[node]!;
+    while (hi - lo > 4) {
+      const mid = (lo + hi) >> 1;
+      if (edge[mid]! <= code) lo = mid;
+      else hi = mid;
+    }
+    for (; lo < hi; lo++) if (edge[lo] === code) return lo;
+    return NONE;
   }
 
-  /** The trie of every value; answers how many nodes it made. */
-  private buildTrie(): number {
+  /**
+   * The trie, its failure links and outputs, one depth at a time: each node at depth d stands for
+   * the sorted values' range that shares its d units (`level`: node, from, to); its children split
+   * that range by the unit at d. A node's failure link is shallower than it, so it and its
+   * children (all made at earlier depths) are there when the node is made.
+   */
+  private build(sorted: readonly string[]): void {
+    const { first, count, edge, depth, fail, out, rootNext } = this;
+    const lengths = Int32Array.from(sorted, (v) => v.length);
+    let level = new Int32Array(3 * sorted.length + 3);
+    let below = new Int32Array(level.length);
+    level[2] = sorted.length; // the root: all of them
+    let groups = 1;
     let nodes = 1;
-    const terminal = new Uint8Array(this.fail.length);
-    for (const value of this.values) {
-      let node = 0;
-      for (let i = 0; i < value.length; i++) {
-        const code = value.charCodeAt(i);
-        let next = this.child(node, code);
-        if (next === NONE) {
-          next = nodes++;
-          this.depth[next] = this.depth[node]! + 1;
-          this.addChild(node, code, next);
+    for (let d = 0; groups > 0; d++) {
+      let made = 0;
+      for (let g = 0; g < 3 * groups; g += 3) {
+        const node = level[g]!;
+        const to = level[g + 2]!;
+        let from = level[g + 1]!;
+        while (from < to && lengths[from] === d) from++; // values that end at `node` sort first
+        if (from === to) continue;
+        first[node] = nodes;
+        while (from < to) {
+          const code = sorted[from]!.charCodeAt(d);
+          let end = from + 1;
+          while (end < to && sorted[end]!.charCodeAt(d) === code) end++;
+          const next = nodes++;
+          edge[next] = code;
+          depth[next] = d + 1;
+          count[node]++;
+          if (node === 0) rootNext[code] = next;
+          else fail[next] = this.failOf(node, code);
+          out[next] = lengths[from] === d + 1 ? d + 1 : out[fail[next]!]!;
+          below[3 * made] = next;
+          below[3 * made + 1] = from;
+          below[3 * made++ + 2] = end;
+          from = end;
         }
-        node = next;
       }
-      terminal[node] = 1;
-    }
-    for (let node = 1; node < nodes; node++) if (terminal[node]) this.out[node] = this.depth[node]!;
-    return nodes;
-  }
-
-  private addChild(node: number, code: number, next: number): void {
-    if (node === 0) this.rootNext[code] = next;
-    else if (this.oneCode[node] === NONE) {
-      this.oneCode[node] = code;
-      this.oneNext[node] = next;
-    } else {
-      let more = this.many.get(node);
-      if (!more) this.many.set(node, (more = new Map()));
-      this.branches[node] = 1;
-      more.set(code, next);
+      [level, below] = [below, level];
+      groups = made;
     }
   }
 
-  /** Failure links and outputs, breadth first (a link always points to a shallower node). */
-  private buildLinks(nodes: number): void {
-    const queue = new Int32Array(nodes);
-    let tail = 0;
-    for (let code = 0; code < 0x10000; code++) {
-      const next = this.rootNext[code]!;
-      if (next !== NONE) queue[tail++] = next; // depth 1: fail is the root, out is its own
+  /** Where the failure link of `node`'s child on `code` points. */
+  private failOf(node: number, code: number): number {
+    for (let f = this.fail[node]!; ; f = this.fail[f]!) {
+      const to = this.child(f, code);
+      if (to !== NONE) return to;
+      if (f === 0) return 0;
     }
-    for (let head = 0; head < tail; head++) {
-      const node = queue[head]!;
-      const code = this.oneCode[node]!;
-      if (code === NONE) continue;
-      queue[tail++] = this.link(node, code, this.oneNext[node]!);
-      if (this.branches[node] === 1)
-        for (const [more, next] of this.many.get(node)!) queue[tail++] = this.link(node, more, next);
-    }
-  }
-
-  /** The failure link and output of `next`, the child of `node` on `code`; answers `next`. */
-  private link(node: number, code: number, next: number): number {
-    let f = this.fail[node]!;
-    let to = this.child(f, code);
-    while (to === NONE && f !== 0) {
-      f = this.fail[f]!;
-      to = this.child(f, code);
-    }
-    this.fail[next] = to === NONE ? 0 : to;
-    if (this.out[next] === 0) this.out[next] = this.out[this.fail[next]!]!;
-    return next;
   }
 }
 

@@ -136,6 +136,23 @@ describe('redaction of secret values (ADR 0050)', () => {
     }
   });
 
+  it('matches the rule’s definition where values branch many ways after a common start', () => {
+    const next = random(44);
+    const letters = 'abcdefghijklmnopqrstuvwxyz0123456789\u00e9\u4e2d\u{1F600}';
+    const pick = (n: number) =>
+      Array.from({ length: n }, () => [...letters][Math.floor(next() * 39)]).join('');
+    for (let round = 0; round < 90; round++) {
+      // Nodes with up to 39 children (and surrogate pairs), at the root and below a shared start.
+      const stem = pick(Math.floor(next() * 3));
+      const values = Array.from({ length: 40 }, () => stem + pick(1 + Math.floor(next() * 3)));
+      let text = '';
+      while (text.length < 300) text += next() < 0.3 ? values[Math.floor(next() * 40)]! : stem + pick(2);
+      const budget = BUDGETS[round % BUDGETS.length]!;
+      const out = inPieces(new StreamRedactor(values, budget), text, 1 + Math.floor(next() * 50));
+      expect({ values, budget, text, out }).toEqual({ values, budget, text, out: reference(text, values) });
+    }
+  });
+
   it('holds back only what may still become a value, and emits the rest at once', () => {
     const r = new StreamRedactor(['abcdef']);
     expect(r.write('0123456789')).toBe('0123456789');

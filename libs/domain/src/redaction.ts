@@ -1,4 +1,4 @@
-import { NONE, RedactionPatterns, gramHash } from './redaction-patterns';
+import { Automaton, NONE, RedactionPatterns, gramHash } from './redaction-patterns';
 
 export { RedactionPatterns, redactionValues } from './redaction-patterns';
 
@@ -231,7 +231,7 @@ export class StreamRedactor {
    */
   private walk(raw: string, from: number, toRoot: boolean): number {
     const a = this.patterns.automaton();
-    const { rootNext, out, oneCode, oneNext } = a;
+    const { rootNext, out, first, edge } = a;
     const n = raw.length;
     let node = this.node;
     let i = from;
@@ -253,8 +253,10 @@ export class StreamRedactor {
         }
         node = next;
       } else {
+        // Most nodes below the root have one child: their first (a leaf's is the root, on no unit).
         const code = raw.charCodeAt(i);
-        node = oneCode[node] === code ? oneNext[node]! : this.step(node, code);
+        const next = first[node]!;
+        node = edge[next] === code ? next : this.step(a, node, code);
       }
       i++;
       const length = out[node]!;
@@ -264,8 +266,7 @@ export class StreamRedactor {
     return i;
   }
 
-  private step(from: number, code: number): number {
-    const a = this.patterns.automaton();
+  private step(a: Automaton, from: number, code: number): number {
     let node = from;
     for (;;) {
       const next = a.child(node, code);

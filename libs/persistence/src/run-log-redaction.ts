@@ -20,7 +20,8 @@ export interface RedactionSource {
 
 /**
  * Pattern units kept across attempts (`RedactionPatterns.size`: one per code unit of the values, each
- * about 20 bytes once the automaton is built, and the tables): the cache's bound, not a count of attempts.
+ * about 24 bytes once the automaton is built, and the tables counted in such units): the cache's
+ * bound, not a count of attempts.
  */
 const CACHED_NODES_MAX = 4_000_000;
 
