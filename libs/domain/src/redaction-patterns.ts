@@ -94,65 +94,93 @@ export class RedactionPatterns {
   }
 }
 
+/** Where each field of a node is in its record of `Automaton.nodes` (NODE fields a node). */
+export const FIRST = 0;
+export const FIRST_CODE = 1;
+export const FAIL = 2;
+export const DEPTH = 3;
+export const OUT = 4;
+export const MORE = 5;
+export const NODE = 6;
+
 /**
- * The values' Aho–Corasick automaton, its nodes numbered breadth first (0 the root) in flat arrays,
- * about 24 bytes a node: a node's children are consecutive, in order of their code unit (`first`,
- * `count`, and `edge`, the unit of the edge into each node); the root's children are also one dense
- * table. Built level by level from the sorted values, so that every array is written in order.
+ * The values' Aho–Corasick automaton, one record of NODE integers a node (24 bytes) in one array,
+ * the nodes numbered depth first (0 the root) so that a value's path is consecutive and the walk
+ * along it, as the build, reads and writes memory in order. A record: the child to try first (the
+ * one with the most of the values' units below it: mostly the only one; 0: none) and its code unit
+ * (NONE: none), the node's failure link, its depth, the longest value that ends there (0: none),
+ * and for a node with several children where their list is in `moreCode`/`moreNext` (its count
+ * first, then the children in order of their unit; 0: none). The root's children are one dense table.
  */
 export class Automaton {
   /** The root's goto for every code unit: NONE where no value starts with it. */
   readonly rootNext = new Int32Array(0x10000).fill(NONE);
-  /** Per node: its first child (0: none), how many children it has, the unit of the edge into it. */
-  readonly first: Int32Array;
-  readonly count: Int32Array;
-  readonly edge: Int32Array;
-  /** Per node: its failure link, its depth, and the longest value that ends there (0: none). */
-  readonly fail: Int32Array;
-  readonly depth: Int32Array;
-  readonly out: Int32Array;
+  readonly nodes: Int32Array;
+  moreCode = new Int32Array(0);
+  moreNext = new Int32Array(0);
 
   constructor(values: readonly string[]) {
-    const size = 1 + values.reduce((n, v) => n + v.length, 0);
-    this.first = new Int32Array(size);
-    this.count = new Int32Array(size);
-    this.edge = new Int32Array(size);
-    this.fail = new Int32Array(size);
-    this.depth = new Int32Array(size);
-    this.out = new Int32Array(size);
-    this.edge[0] = NONE;
+    this.nodes = new Int32Array(NODE * (1 + values.reduce((n, v) => n + v.length, 0)));
     this.build([...values].sort());
   }
 
   /** The goto of `node` on code unit `code`, NONE when the trie has no such edge. */
   child(node: number, code: number): number {
     if (node === 0) return this.rootNext[code]!;
-    const { edge } = this;
-    let lo = this.first[node]!;
-    let hi = lo + this.count[node]!;
+    const at = NODE * node;
+    if (this.nodes[at + FIRST_CODE] === code) return this.nodes[at + FIRST]!;
+    const list = this.nodes[at + MORE]!;
+    if (list === 0) return NONE;
+    // The list in order of unit: halves while it is long, then one by one.
+    const codes = this.moreCode;
+    let lo = list + 1;
+    let hi = lo + codes[list]!;
     while (hi - lo > 4) {
       const mid = (lo + hi) >> 1;
-      if (edge[mid]! <= code) lo = mid;
+      if (codes[mid]! <= code) lo = mid;
       else hi = mid;
     }
-    for (; lo < hi; lo++) if (edge[lo] === code) return lo;
+    for (; lo < hi; lo++) if (codes[lo] === code) return this.moreNext[lo]!;
     return NONE;
   }
 
   /**
    * The trie, its failure links and outputs, one depth at a time: each node at depth d stands for
    * the sorted values' range that shares its d units (`level`: node, from, to); its children split
-   * that range by the unit at d. A node's failure link is shallower than it, so it and its
-   * children (all made at earlier depths) are there when the node is made.
+   * that range by the unit at d. A node's failure link is shallower than it, so it and its children
+   * (all made at earlier depths) are there when the node is made. Numbers depth first: the value
+   * at k brings the nodes below its longest common start with the value before it (`lcp`), one
+   * after the other from `base`.
    */
   private build(sorted: readonly string[]): void {
-    const { first, count, edge, depth, fail, out, rootNext } = this;
+    const { nodes, rootNext } = this;
+    nodes[FIRST_CODE] = NONE;
     const lengths = Int32Array.from(sorted, (v) => v.length);
+    // Code units of the values before each: a range's weight, to pick the child the walk tries first.
+    const before = new Float64Array(sorted.length + 1);
+    for (let k = 0; k < sorted.length; k++) before[k + 1] = before[k]! + lengths[k]!;
+    const base = new Int32Array(sorted.length);
+    const lcp = new Int32Array(sorted.length);
+    let branches = 0;
+    for (let k = 0, next = 1; k < sorted.length; k++) {
+      if (k > 0) {
+        const a = sorted[k - 1]!;
+        const b = sorted[k]!;
+        let l = 0;
+        while (l < a.length && a.charCodeAt(l) === b.charCodeAt(l)) l++;
+        lcp[k] = l;
+        if (l > 0) branches++; // at most one more child below the root per value
+      }
+      base[k] = next;
+      next += lengths[k]! - lcp[k]!;
+    }
+    this.moreCode = new Int32Array(3 * branches + 1); // slot 0 unused: 0 in MORE is none
+    this.moreNext = new Int32Array(this.moreCode.length);
+    let more = 1;
     let level = new Int32Array(3 * sorted.length + 3);
     let below = new Int32Array(level.length);
     level[2] = sorted.length; // the root: all of them
     let groups = 1;
-    let nodes = 1;
     for (let d = 0; groups > 0; d++) {
       let made = 0;
       for (let g = 0; g < 3 * groups; g += 3) {
@@ -161,23 +189,36 @@ export class Automaton {
         let from = level[g + 1]!;
         while (from < to && lengths[from] === d) from++; // values that end at `node` sort first
         if (from === to) continue;
-        first[node] = nodes;
+        const several = node !== 0 && sorted[from]!.charCodeAt(d) !== sorted[to - 1]!.charCodeAt(d);
+        const list = more;
+        if (several) nodes[NODE * node + MORE] = more++;
+        let heaviest = -1;
         while (from < to) {
           const code = sorted[from]!.charCodeAt(d);
           let end = from + 1;
           while (end < to && sorted[end]!.charCodeAt(d) === code) end++;
-          const next = nodes++;
-          edge[next] = code;
-          depth[next] = d + 1;
-          count[node]++;
+          const next = base[from]! + d - lcp[from]!;
+          const at = NODE * next;
+          if (before[end]! - before[from]! > heaviest) {
+            heaviest = before[end]! - before[from]!;
+            nodes[NODE * node + FIRST] = next;
+            nodes[NODE * node + FIRST_CODE] = code;
+          }
+          if (several) {
+            this.moreCode[more] = code;
+            this.moreNext[more++] = next;
+          }
+          nodes[at + FIRST_CODE] = NONE; // until it has a child
+          nodes[at + DEPTH] = d + 1;
           if (node === 0) rootNext[code] = next;
-          else fail[next] = this.failOf(node, code);
-          out[next] = lengths[from] === d + 1 ? d + 1 : out[fail[next]!]!;
+          else nodes[at + FAIL] = this.failOf(node, code);
+          nodes[at + OUT] = lengths[from] === d + 1 ? d + 1 : nodes[NODE * nodes[at + FAIL]! + OUT]!;
           below[3 * made] = next;
           below[3 * made + 1] = from;
           below[3 * made++ + 2] = end;
           from = end;
         }
+        if (several) this.moreCode[list] = more - list - 1;
       }
       [level, below] = [below, level];
       groups = made;
@@ -186,7 +227,7 @@ export class Automaton {
 
   /** Where the failure link of `node`'s child on `code` points. */
   private failOf(node: number, code: number): number {
-    for (let f = this.fail[node]!; ; f = this.fail[f]!) {
+    for (let f = this.nodes[NODE * node + FAIL]!; ; f = this.nodes[NODE * f + FAIL]!) {
       const to = this.child(f, code);
       if (to !== NONE) return to;
       if (f === 0) return 0;

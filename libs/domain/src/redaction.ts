@@ -1,4 +1,15 @@
-import { Automaton, NONE, RedactionPatterns, gramHash } from './redaction-patterns';
+import {
+  Automaton,
+  DEPTH,
+  FAIL,
+  FIRST,
+  FIRST_CODE,
+  NODE,
+  NONE,
+  OUT,
+  RedactionPatterns,
+  gramHash,
+} from './redaction-patterns';
 
 export { RedactionPatterns, redactionValues } from './redaction-patterns';
 
@@ -9,7 +20,7 @@ export const REDACTED = '***';
  * Code units of native comparison a write may spend per code unit it searches before it goes on with
  * the automaton: the bound that keeps text full of near-matches linear.
  */
-export const COMPARE_BUDGET = 8;
+export const COMPARE_BUDGET = 4;
 
 /** What a stream's redaction still holds back between two pieces: kept by the control plane (ADR 0050). */
 export interface HeldOutput {
@@ -119,7 +130,7 @@ export class StreamRedactor {
       false,
       this.scanned === 0 && this.pending.length > text.length,
     );
-    let final = held ? this.holdAt : n - (this.node === 0 ? 0 : this.patterns.automaton().depth[this.node]!);
+    let final = held ? this.holdAt : n - this.depth();
     const high = raw.charCodeAt(final - 1);
     if (final > 0 && final < n && high >= 0xd800 && high <= 0xdbff) final--;
     const out = this.takeCarry() + this.emit(raw, final);
@@ -231,7 +242,7 @@ export class StreamRedactor {
    */
   private walk(raw: string, from: number, toRoot: boolean): number {
     const a = this.patterns.automaton();
-    const { rootNext, out, first, edge } = a;
+    const { rootNext, nodes } = a;
     const n = raw.length;
     let node = this.node;
     let i = from;
@@ -253,13 +264,13 @@ export class StreamRedactor {
         }
         node = next;
       } else {
-        // Most nodes below the root have one child: their first (a leaf's is the root, on no unit).
+        // Most nodes below the root have one child, the one they try first.
         const code = raw.charCodeAt(i);
-        const next = first[node]!;
-        node = edge[next] === code ? next : this.step(a, node, code);
+        node =
+          nodes[NODE * node + FIRST_CODE] === code ? nodes[NODE * node + FIRST]! : this.step(a, node, code);
       }
       i++;
-      const length = out[node]!;
+      const length = nodes[NODE * node + OUT]!;
       if (length > 0) this.hide(i - length, i);
     }
     this.node = node;
@@ -272,9 +283,14 @@ export class StreamRedactor {
       const next = a.child(node, code);
       if (next !== NONE) return next;
       if (node === 0) return 0;
-      node = a.fail[node]!;
+      node = a.nodes[NODE * node + FAIL]!;
       this.work++;
     }
+  }
+
+  /** The automaton's depth after `pending` (0 at its root). */
+  private depth(): number {
+    return this.node === 0 ? 0 : this.patterns.automaton().nodes[NODE * this.node + DEPTH]!;
   }
 
   /**
