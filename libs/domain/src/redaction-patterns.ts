@@ -1,5 +1,5 @@
 /** No transition (a goto miss) in the automaton's tables; no value (an empty bucket's end). */
-export const NONE = -1;
+const NONE = -1;
 
 /** Values worth redacting: distinct and non-empty (the caller passes each secret and each joined value). */
 export function redactionValues(values: Iterable<string>): string[] {
@@ -94,42 +94,60 @@ export class RedactionPatterns {
   }
 }
 
-/** Where each field of a node is in its record of `Automaton.nodes` (NODE fields a node). */
-export const FIRST = 0;
-export const FIRST_CODE = 1;
-export const FAIL = 2;
-export const DEPTH = 3;
-export const OUT = 4;
-export const MORE = 5;
-export const NODE = 6;
-
 /**
- * The values' Aho–Corasick automaton, one record of NODE integers a node (24 bytes) in one array,
- * the nodes numbered depth first (0 the root) so that a value's path is consecutive and the walk
- * along it, as the build, reads and writes memory in order. A record: the child to try first (the
- * one with the most of the values' units below it: mostly the only one; 0: none) and its code unit
- * (NONE: none), the node's failure link, its depth, the longest value that ends there (0: none),
- * and for a node with several children where their list is in `moreCode`/`moreNext` (its count
- * first, then the children in order of their unit; 0: none). The root's children are one dense table.
+ * The values' Aho–Corasick automaton in flat arrays (24 bytes a node), its nodes numbered depth
+ * first (0 the root) so that a value's path is consecutive and the walk along it reads memory in
+ * order. Per node: the child to try first (the one with the most of the values' units below it:
+ * mostly the only one; 0: none) and its code unit (NONE: none), the failure link, the depth, the
+ * longest value that ends there (0: none), and for a node with several children where their list
+ * is in `moreCode`/`moreNext` (its count first, then the children in order of their unit; 0:
+ * none). The root's children are one dense table.
  */
 export class Automaton {
   /** The root's goto for every code unit: NONE where no value starts with it. */
   readonly rootNext = new Int32Array(0x10000).fill(NONE);
-  readonly nodes: Int32Array;
+  readonly first: Int32Array;
+  readonly firstCode: Int32Array;
+  readonly fail: Int32Array;
+  readonly depths: Int32Array;
+  readonly out: Int32Array;
+  readonly more: Int32Array;
   moreCode = new Int32Array(0);
   moreNext = new Int32Array(0);
+  /** Failure links followed by `advance` so far (a redactor counts its work from it). */
+  hops = 0;
 
   constructor(values: readonly string[]) {
-    this.nodes = new Int32Array(NODE * (1 + values.reduce((n, v) => n + v.length, 0)));
+    const size = 1 + values.reduce((n, v) => n + v.length, 0);
+    this.first = new Int32Array(size);
+    this.firstCode = new Int32Array(size).fill(NONE);
+    this.fail = new Int32Array(size);
+    this.depths = new Int32Array(size);
+    this.out = new Int32Array(size);
+    this.more = new Int32Array(size);
     this.build([...values].sort());
+  }
+
+  /**
+   * Where the automaton goes from `node` (not the root) on code unit `code`: the child it tries
+   * first (most nodes have no other), else the goto of the node or of its failure links in turn.
+   */
+  advance(node: number, code: number): number {
+    if (this.firstCode[node] === code) return this.first[node]!;
+    for (let f = node; ;) {
+      const next = this.child(f, code);
+      if (next !== NONE) return next;
+      if (f === 0) return 0;
+      f = this.fail[f]!;
+      this.hops++;
+    }
   }
 
   /** The goto of `node` on code unit `code`, NONE when the trie has no such edge. */
   child(node: number, code: number): number {
     if (node === 0) return this.rootNext[code]!;
-    const at = NODE * node;
-    if (this.nodes[at + FIRST_CODE] === code) return this.nodes[at + FIRST]!;
-    const list = this.nodes[at + MORE]!;
+    if (this.firstCode[node] === code) return this.first[node]!;
+    const list = this.more[node]!;
     if (list === 0) return NONE;
     // The list in order of unit: halves while it is long, then one by one.
     const codes = this.moreCode;
@@ -153,8 +171,7 @@ export class Automaton {
    * after the other from `base`.
    */
   private build(sorted: readonly string[]): void {
-    const { nodes, rootNext } = this;
-    nodes[FIRST_CODE] = NONE;
+    const { first, firstCode, fail, depths, out, rootNext } = this;
     const lengths = Int32Array.from(sorted, (v) => v.length);
     // Code units of the values before each: a range's weight, to pick the child the walk tries first.
     const before = new Float64Array(sorted.length + 1);
@@ -174,7 +191,7 @@ export class Automaton {
       base[k] = next;
       next += lengths[k]! - lcp[k]!;
     }
-    this.moreCode = new Int32Array(3 * branches + 1); // slot 0 unused: 0 in MORE is none
+    this.moreCode = new Int32Array(3 * branches + 1); // slot 0 unused: 0 in `more` is none
     this.moreNext = new Int32Array(this.moreCode.length);
     let more = 1;
     let level = new Int32Array(3 * sorted.length + 3);
@@ -191,28 +208,26 @@ export class Automaton {
         if (from === to) continue;
         const several = node !== 0 && sorted[from]!.charCodeAt(d) !== sorted[to - 1]!.charCodeAt(d);
         const list = more;
-        if (several) nodes[NODE * node + MORE] = more++;
+        if (several) this.more[node] = more++;
         let heaviest = -1;
         while (from < to) {
           const code = sorted[from]!.charCodeAt(d);
           let end = from + 1;
           while (end < to && sorted[end]!.charCodeAt(d) === code) end++;
           const next = base[from]! + d - lcp[from]!;
-          const at = NODE * next;
           if (before[end]! - before[from]! > heaviest) {
             heaviest = before[end]! - before[from]!;
-            nodes[NODE * node + FIRST] = next;
-            nodes[NODE * node + FIRST_CODE] = code;
+            first[node] = next;
+            firstCode[node] = code;
           }
           if (several) {
             this.moreCode[more] = code;
             this.moreNext[more++] = next;
           }
-          nodes[at + FIRST_CODE] = NONE; // until it has a child
-          nodes[at + DEPTH] = d + 1;
+          depths[next] = d + 1;
           if (node === 0) rootNext[code] = next;
-          else nodes[at + FAIL] = this.failOf(node, code);
-          nodes[at + OUT] = lengths[from] === d + 1 ? d + 1 : nodes[NODE * nodes[at + FAIL]! + OUT]!;
+          else fail[next] = this.failOf(node, code);
+          out[next] = lengths[from] === d + 1 ? d + 1 : out[fail[next]!]!;
           below[3 * made] = next;
           below[3 * made + 1] = from;
           below[3 * made++ + 2] = end;
@@ -227,7 +242,7 @@ export class Automaton {
 
   /** Where the failure link of `node`'s child on `code` points. */
   private failOf(node: number, code: number): number {
-    for (let f = this.nodes[NODE * node + FAIL]!; ; f = this.nodes[NODE * f + FAIL]!) {
+    for (let f = this.fail[node]!; ; f = this.fail[f]!) {
       const to = this.child(f, code);
       if (to !== NONE) return to;
       if (f === 0) return 0;

@@ -1,15 +1,4 @@
-import {
-  Automaton,
-  DEPTH,
-  FAIL,
-  FIRST,
-  FIRST_CODE,
-  NODE,
-  NONE,
-  OUT,
-  RedactionPatterns,
-  gramHash,
-} from './redaction-patterns';
+import { RedactionPatterns, gramHash } from './redaction-patterns';
 
 export { RedactionPatterns, redactionValues } from './redaction-patterns';
 
@@ -213,7 +202,7 @@ export class StreamRedactor {
       // Too short for any value: held when it may start one (never at the stream's end).
       return !last && this.patterns.shortStarts.has(raw.slice(at)) ? HOLD : DONE;
     }
-    for (let v = startHead[gramHash(raw, at, q, startShift)]!; v !== NONE; v = startNext[v]!) {
+    for (let v = startHead[gramHash(raw, at, q, startShift)]!; v >= 0; v = startNext[v]!) {
       const value = values[v]!;
       const length = value.length <= room ? value.length : room;
       if (length > this.budget) return SPENT;
@@ -242,7 +231,8 @@ export class StreamRedactor {
    */
   private walk(raw: string, from: number, toRoot: boolean): number {
     const a = this.patterns.automaton();
-    const { rootNext, nodes } = a;
+    const { rootNext, first, firstCode, out } = a;
+    const hops = a.hops;
     const n = raw.length;
     let node = this.node;
     let i = from;
@@ -258,7 +248,7 @@ export class StreamRedactor {
         if (i === n) break;
         // The root's own table: for the filter's last units, and where its hash collided.
         const next = rootNext[raw.charCodeAt(i)]!;
-        if (next === NONE) {
+        if (next < 0) {
           i++;
           continue;
         }
@@ -266,31 +256,20 @@ export class StreamRedactor {
       } else {
         // Most nodes below the root have one child, the one they try first.
         const code = raw.charCodeAt(i);
-        node =
-          nodes[NODE * node + FIRST_CODE] === code ? nodes[NODE * node + FIRST]! : this.step(a, node, code);
+        node = firstCode[node] === code ? first[node]! : a.advance(node, code);
       }
       i++;
-      const length = nodes[NODE * node + OUT]!;
+      const length = out[node]!;
       if (length > 0) this.hide(i - length, i);
     }
     this.node = node;
+    this.work += a.hops - hops;
     return i;
-  }
-
-  private step(a: Automaton, from: number, code: number): number {
-    let node = from;
-    for (;;) {
-      const next = a.child(node, code);
-      if (next !== NONE) return next;
-      if (node === 0) return 0;
-      node = a.nodes[NODE * node + FAIL]!;
-      this.work++;
-    }
   }
 
   /** The automaton's depth after `pending` (0 at its root). */
   private depth(): number {
-    return this.node === 0 ? 0 : this.patterns.automaton().nodes[NODE * this.node + DEPTH]!;
+    return this.node === 0 ? 0 : this.patterns.automaton().depths[this.node]!;
   }
 
   /**
