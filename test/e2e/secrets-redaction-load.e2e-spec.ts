@@ -2,7 +2,7 @@
 // 60 KiB chunk holding thousands of occurrences of values its run maps (512, the limit); another
 // worker's heartbeat, sent while that chunk is being stored, is answered at once. The redaction
 // before (an indexOf per value per match) blocked the event loop about 90 s on this chunk; the shared
-// automaton does one step per character. The deadline below only bounds such a hang.
+// redactor's work is linear in the chunk (ADR 0050). The deadline below only bounds such a hang.
 import { randomBytes } from 'node:crypto';
 import { ingressPath } from '@ql/contracts';
 import { leaseFence, pullOffer, registerSession, startHeldRun } from '../support/lease-holder';

@@ -18,7 +18,11 @@ export interface RedactionSource {
   readonly cipher: SecretCipher | undefined;
 }
 
-/** Automaton nodes kept across attempts (each about 20 bytes): the cache's bound, not a count of attempts. */
+/**
+ * Pattern units kept across attempts (`RedactionPatterns.size`: one per code unit of the values, each
+ * about 24 bytes once the automaton is built, and the tables counted in such units): the cache's
+ * bound, not a count of attempts.
+ */
 const CACHED_NODES_MAX = 4_000_000;
 
 /** A chunk as stored: what the redaction let out now, the sealed held state after it, the chunk's MAC. */
@@ -31,8 +35,8 @@ export interface RedactedChunk {
 type HeldStreams = Record<string, HeldOutput>;
 
 /**
- * The control plane's second redaction (ADR 0050, issue 27 item 1): one automaton per attempt, built
- * once per replica from the values the attempt had at its first chunk; what a stream holds back
+ * The control plane's second redaction (ADR 0050, issue 27 item 1): one set of patterns per attempt,
+ * built once per replica from the values the attempt had at its first chunk; what a stream holds back
  * between chunks lives in the attempt's row, sealed (`attempts.log_held`), so it holds across requests
  * and replicas, and a chunk is known again by a keyed MAC of its text as it came.
  */
@@ -47,7 +51,7 @@ export class LogRedactor {
     return Boolean(this.source?.cipher);
   }
 
-  /** The attempt's automaton, or null when nothing is to be redacted. */
+  /** The attempt's patterns, or null when nothing is to be redacted. */
   async patterns(tx: SqlExecutor, run: RunRecord, attemptId: string): Promise<RedactionPatterns | null> {
     const cipher = this.source?.cipher;
     if (!cipher) return null;

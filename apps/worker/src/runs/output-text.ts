@@ -30,7 +30,7 @@ export class OutputText {
 
   /** From now on every value in `values` is `***` in the texts (set before the process starts). */
   redact(values: readonly string[]): void {
-    const patterns = new RedactionPatterns(values); // one automaton per attempt, both streams
+    const patterns = new RedactionPatterns(values); // one set of patterns per attempt, both streams
     this.redactors = patterns.empty
       ? null
       : { stdout: new StreamRedactor(patterns), stderr: new StreamRedactor(patterns) };
