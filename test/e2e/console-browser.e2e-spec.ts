@@ -403,6 +403,7 @@ describe('the web console in a real browser (sqlite, a real worker process)', ()
         ['runs', '#/runs', 'Runs'],
         ['run', `#/runs/${runId}`, /^Run /],
         ['audit', '#/audit', 'Audit'],
+        ['env', '#/env', 'Environment variables'],
       ];
       for (const [name, path, title] of pages) {
         await page.goto(`${base}/${path}`);

@@ -4,6 +4,7 @@ import { ApiError, Session, api, get, useSession } from './api';
 import { href, useRoute } from './router';
 import { AuditPage } from './pages/audit';
 import { DashboardPage } from './pages/dashboard';
+import { EnvVarsPage } from './pages/env-vars';
 import { RunPage, RunsPage } from './pages/runs';
 import { SignInPage } from './pages/sign-in';
 import { TaskEditPage, TaskPage, TasksPage } from './pages/tasks';
@@ -14,6 +15,7 @@ const NAV = [
   ['workers', 'Workers'],
   ['tasks', 'Tasks'],
   ['runs', 'Runs'],
+  ['env', 'Env vars'],
   ['audit', 'Audit'],
 ] as const;
 
@@ -72,6 +74,8 @@ function App() {
           <RunPage runId={id} admin={admin} />
         ) : page === 'runs' ? (
           <RunsPage />
+        ) : page === 'env' ? (
+          <EnvVarsPage admin={admin} />
         ) : page === 'audit' ? (
           <AuditPage admin={admin} />
         ) : (

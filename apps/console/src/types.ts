@@ -85,6 +85,8 @@ export interface Attempt {
   status: string;
   workerId: string | null;
   exitCode: number | null;
+  errorCode?: string | null;
+  errorSummary?: string | null;
   createdAt: string;
   finishedAt: string | null;
 }
@@ -106,6 +108,7 @@ export interface RunDetail extends Run {
     computedAt: string;
   } | null;
   placement?: { pending?: RunDetail['pending'] } | null;
+  envVars?: { name: string; version: number; secret: boolean }[];
 }
 export interface LogEntry {
   position: number;
@@ -133,4 +136,26 @@ export interface AuditEntry {
   action: string;
   target: string;
   detail?: Record<string, unknown>;
+}
+
+/** A global env var (ADR 0061): a secret one's value is never answered (null). */
+export interface EnvVar {
+  readonly name: string;
+  readonly secret: boolean;
+  readonly value: string | null;
+  readonly remark: string;
+  readonly enabled: boolean;
+  readonly position: number;
+  readonly version: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export interface EnvImportReport {
+  readonly applied: boolean;
+  readonly create: string[];
+  readonly update: string[];
+  readonly unchanged: string[];
+  readonly refused: { at: string; reason: string }[];
+  readonly skipped: { at: string; reason: string }[];
 }

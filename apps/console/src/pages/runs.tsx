@@ -231,7 +231,7 @@ function LiveLog({ runId, onActivity }: { runId: string; onActivity: () => void 
         </span>
       </div>
       <ErrorNote error={error} />
-      <pre class="log" ref={box} tabIndex={0} aria-label="Run log" data-testid="run-log">
+      <pre class="log" ref={box} tabIndex={0} role="log" aria-label="Run log" data-testid="run-log">
         {lines.map((e) => (
           <span key={e.position} class={`stream-${e.stream}`}>
             <AnsiText text={e.text} />
@@ -254,7 +254,20 @@ const PENDING_REASONS: Record<string, string> = {
   capacity: 'no free slot',
   draining: 'draining',
   expired: 'session expired',
+  worker_version: 'worker software too old for the task',
+  wire_version: 'worker speaks protocol v1 (secrets and bundles need v2)',
 };
+
+/** An event's detail as words: `trigger manual, revision 1`, not JSON. */
+function readableDetail(detail: Record<string, unknown>): string {
+  return Object.entries(detail)
+    .map(([key, value]) => {
+      const words = key.replace(/([A-Z])/g, ' $1').toLowerCase();
+      if (value === null || value === undefined) return `${words} none`;
+      return `${words} ${typeof value === 'object' ? JSON.stringify(value) : String(value)}`;
+    })
+    .join(', ');
+}
 
 /** ": lacks zone (2), gpu (1)": the task's required label keys the refused workers lack. */
 function missingLabelsText(missing: Record<string, number> | undefined): string {
@@ -304,6 +317,14 @@ export function RunPage({ runId, admin }: { runId: string; admin: boolean }) {
             <dd>{when(run.createdAt)}</dd>
             <dt>Took</dt>
             <dd>{duration(run.createdAt, run.finishedAt)}</dd>
+            {run.envVars?.length ? (
+              <>
+                <dt>Env vars received</dt>
+                <dd>
+                  {run.envVars.map((v) => `${v.name} v${v.version}${v.secret ? ' (secret)' : ''}`).join(', ')}
+                </dd>
+              </>
+            ) : null}
           </dl>
           {run.pending && !ENDED.has(run.status) ? (
             <div class="pending" role="status">
@@ -335,6 +356,7 @@ export function RunPage({ runId, admin }: { runId: string; admin: boolean }) {
                   <th scope="col">Status</th>
                   <th scope="col">Worker</th>
                   <th scope="col">Exit code</th>
+                  <th scope="col">Error</th>
                   <th scope="col">Took</th>
                 </tr>
               </thead>
@@ -347,6 +369,10 @@ export function RunPage({ runId, admin }: { runId: string; admin: boolean }) {
                     </td>
                     <td>{a.workerId ? <a href={href('workers', a.workerId)}>{a.workerId}</a> : '—'}</td>
                     <td>{a.exitCode ?? '—'}</td>
+                    <td data-testid="attempt-error">
+                      {a.errorCode ? <code>{a.errorCode}</code> : null}
+                      {a.errorSummary ? <span> {a.errorSummary}</span> : a.errorCode ? null : '—'}
+                    </td>
                     <td>{duration(a.createdAt, a.finishedAt)}</td>
                   </tr>
                 ))}
@@ -358,7 +384,7 @@ export function RunPage({ runId, admin }: { runId: string; admin: boolean }) {
             {run.events.map((e) => (
               <li key={e.seq}>
                 <time dateTime={e.at}>{when(e.at)}</time> {e.type.replace(/_/g, ' ')}
-                {e.detail ? <span class="muted"> {JSON.stringify(e.detail)}</span> : null}
+                {e.detail ? <span class="muted"> {readableDetail(e.detail)}</span> : null}
               </li>
             ))}
           </ol>
