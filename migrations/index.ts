@@ -41,6 +41,10 @@ import {
   SqliteEnvVars1767312000000 as SqliteEnvVars,
 } from './env-vars';
 import {
+  PostgresTaskState1767398400000 as PostgresTaskState,
+  SqliteTaskState1767398400000 as SqliteTaskState,
+} from './task-state';
+import {
   PostgresEnrollmentMayReplace1766880000000 as PostgresMayReplace,
   SqliteEnrollmentMayReplace1766880000000 as SqliteMayReplace,
 } from './enrollment-may-replace';
@@ -66,6 +70,7 @@ export const SQLITE_MIGRATIONS = [
   SqliteMayReplace,
   SqlitePlaneSecretKeys,
   SqliteEnvVars,
+  SqliteTaskState,
 ];
 export const POSTGRES_MIGRATIONS = [
   PostgresInitial,
@@ -92,4 +97,5 @@ export const POSTGRES_MIGRATIONS = [
   PostgresMayReplace,
   PostgresPlaneSecretKeys,
   PostgresEnvVars,
+  PostgresTaskState,
 ];

@@ -22,7 +22,10 @@ export interface TaskRepository {
     audit: AuditEntry,
   ): Promise<{ task: TaskRecord; changed: boolean }>;
   find(id: string): Promise<TaskRecord | null>;
-  list(query: PageQuery): Promise<TaskRecord[]>;
+  /** Pinned first, then creation order; searched, filtered (issue 31 item 3). */
+  list(query: TaskListQuery): Promise<TaskListItem[]>;
+  /** Enable/disable or pin/unpin (not a revision); NotFoundError for no live task. */
+  setState(id: string, state: { enabled?: boolean; pinned?: boolean }, audit: AuditEntry): Promise<TaskRecord>;
   /** Soft delete: runs keep their pinned revisions; cron stops. */
   delete(id: string, audit: AuditEntry): Promise<TaskRecord>;
   listRevisions(id: string, query: { beforeRevision?: number; limit: number }): Promise<TaskRevisionRecord[]>;
@@ -32,6 +35,18 @@ export interface TaskRepository {
   listScheduled(query: PageQuery): Promise<TaskRecord[]>;
 }
 export const TASK_REPOSITORY = Symbol('TaskRepository');
+
+export interface TaskListQuery extends PageQuery {
+  /** Part of the name or command, matched folded (`searchFold`). */
+  readonly q?: string;
+  readonly enabled?: boolean;
+  /** The status of the task's newest run. */
+  readonly lastStatus?: string;
+}
+
+export interface TaskListItem extends TaskRecord {
+  readonly lastRun: { readonly id: string; readonly status: string } | null;
+}
 
 export interface TriggerRunCommand {
   readonly runId: string;

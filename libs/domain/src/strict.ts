@@ -101,6 +101,11 @@ export function readEnum<T extends string>(value: unknown, field: string, values
   return value as T;
 }
 
+export function readBoolean(value: unknown, field: string): boolean {
+  if (typeof value !== 'boolean') throw new ValidationError(field, 'must_be_boolean');
+  return value;
+}
+
 export function readInt(value: unknown, field: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value))
     throw new ValidationError(field, 'must_be_integer');

@@ -224,8 +224,22 @@ export interface TaskRecord {
   readonly revision: number;
   readonly digest: string;
   readonly spec: TaskSpec;
+  /** A disabled task keeps its schedule; cron skips it (issue 31 item 3). Not part of a revision. */
+  readonly enabled: boolean;
+  /** Listed first (QingLong's 置顶). Not part of a revision. */
+  readonly pinned: boolean;
   readonly createdAt: number;
   readonly updatedAt: number;
+}
+
+/** Text folded for search: NFKC and lower case, the same rule in JS for both dialects. */
+export function searchFold(text: string): string {
+  return text.normalize('NFKC').toLowerCase();
+}
+
+/** What a task is found by: its name and its command, folded. */
+export function taskSearchText(spec: Pick<TaskSpec, 'name' | 'command'>): string {
+  return searchFold(`${spec.name}\n${spec.command}`);
 }
 
 export interface TaskRevisionRecord {

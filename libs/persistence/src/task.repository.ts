@@ -8,12 +8,16 @@ import {
   TaskRecord,
   TaskRepository,
   TaskRevisionRecord,
+  TaskListItem,
+  TaskListQuery,
   TaskSpec,
+  searchFold,
+  taskSearchText,
 } from '@ql/domain';
 import { appendAudit } from './audit.repository';
 import { syncTaskSecretUses } from './secret.repository';
 import { lockPinnedBundle } from './bundle.repository';
-import { SqlDatabase, SqlExecutor, isUniqueViolation, toInt, toMs } from './sql-executor';
+import { SqlDatabase, SqlExecutor, isTrue, isUniqueViolation, toInt, toMs } from './sql-executor';
 
 interface TaskRow {
   id: string;
@@ -21,6 +25,8 @@ interface TaskRow {
   revision: number;
   digest: string;
   spec_json: string;
+  enabled: number | boolean;
+  pinned: number | boolean;
   created_at: number | Date;
   updated_at: number | Date;
 }
@@ -32,7 +38,7 @@ interface RevisionRow {
   created_at: number | Date;
 }
 
-const TASK_COLUMNS = 'id, name, revision, digest, spec_json, created_at, updated_at';
+const TASK_COLUMNS = 'id, name, revision, digest, spec_json, enabled, pinned, created_at, updated_at';
 const REVISION_COLUMNS = 'task_id, revision, digest, spec_json, created_at';
 
 /** Tasks on either dialect; every edit that changes the digest appends an immutable revision. */
@@ -48,11 +54,13 @@ export class SqlTaskRepository implements TaskRepository {
       return await this.db.transaction(async (tx) => {
         if (spec.spec.bundle) await lockPinnedBundle(tx, spec.spec.bundle.digest);
         const row = await tx.one<TaskRow>(
-          `INSERT INTO tasks (id, name, revision, digest, spec_json, cron, bundle_digest, created_at, updated_at)
-           VALUES (:id, :name, 1, :digest, :spec, :cron, :bundle, {now}, {now}) RETURNING ${TASK_COLUMNS}`,
+          `INSERT INTO tasks (id, name, revision, digest, spec_json, cron, bundle_digest, search_text, created_at,
+             updated_at)
+           VALUES (:id, :name, 1, :digest, :spec, :cron, :bundle, :search, {now}, {now}) RETURNING ${TASK_COLUMNS}`,
           {
             id,
             name: spec.spec.name,
+            search: taskSearchText(spec.spec),
             digest: spec.digest,
             spec: spec.canonical,
             cron: spec.spec.cron,
@@ -84,8 +92,10 @@ export class SqlTaskRepository implements TaskRepository {
         const revision = toInt(current.revision) + 1;
         const row = await tx.one<TaskRow>(
           `UPDATE tasks SET name = :name, revision = :revision, digest = :digest, spec_json = :spec, cron = :cron,
-             bundle_digest = :bundle, updated_at = {now} WHERE id = :id AND revision = :previous RETURNING ${TASK_COLUMNS}`,
+             bundle_digest = :bundle, search_text = :search, updated_at = {now}
+           WHERE id = :id AND revision = :previous RETURNING ${TASK_COLUMNS}`,
           {
+            search: taskSearchText(spec.spec),
             bundle: spec.spec.bundle?.digest ?? null,
             id,
             name: spec.spec.name,
@@ -115,14 +125,62 @@ export class SqlTaskRepository implements TaskRepository {
     return row ? toTask(row) : null;
   }
 
-  // Keyset on id (UUIDv7: creation order).
-  async list(query: PageQuery): Promise<TaskRecord[]> {
-    const rows = await this.db.many<TaskRow>(
-      `SELECT ${TASK_COLUMNS} FROM tasks WHERE deleted_at IS NULL ${query.after ? 'AND id > :after' : ''}
-       ORDER BY id LIMIT :limit`,
-      { limit: query.limit, ...(query.after ? { after: query.after } : {}) },
+  /**
+   * Pinned first, then creation order (ids are UUIDv7); keyset on (pinned, id) with the last task's id
+   * as the cursor (its pinned flag read in the statement). `q` matches the folded name and command,
+   * `lastStatus` the status of the task's newest run (index `runs_task`).
+   */
+  async list(query: TaskListQuery): Promise<TaskListItem[]> {
+    const where = ['t.deleted_at IS NULL'];
+    const params: Record<string, string | number | boolean> = { limit: query.limit };
+    if (query.after) {
+      where.push(`(t.pinned < (SELECT pinned FROM tasks WHERE id = :after)
+        OR (t.pinned = (SELECT pinned FROM tasks WHERE id = :after) AND t.id > :after))`);
+      params.after = query.after;
+    }
+    if (query.q) {
+      // The needle's own % and _ are literal: escaped for LIKE.
+      where.push(`t.search_text LIKE :needle ESCAPE '\\'`);
+      params.needle = `%${searchFold(query.q).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    }
+    if (query.enabled !== undefined) {
+      where.push('t.enabled = :enabled');
+      params.enabled = query.enabled;
+    }
+    const last = (column: string) =>
+      `(SELECT r.${column} FROM runs r WHERE r.task_id = t.id ORDER BY r.id DESC LIMIT 1)`;
+    const rows = await this.db.many<TaskRow & { last_run_id: string | null; last_status: string | null }>(
+      `SELECT * FROM (
+         SELECT ${TASK_COLUMNS.split(', ')
+           .map((c) => `t.${c}`)
+           .join(', ')}, ${last('id')} AS last_run_id, ${last('status')} AS last_status
+         FROM tasks t WHERE ${where.join(' AND ')}
+       ) page ${query.lastStatus ? 'WHERE last_status = :lastStatus' : ''}
+       ORDER BY pinned DESC, id LIMIT :limit`,
+      query.lastStatus ? { ...params, lastStatus: query.lastStatus } : params,
     );
-    return rows.map(toTask);
+    return rows.map((row) => ({
+      ...toTask(row),
+      lastRun: row.last_run_id ? { id: row.last_run_id, status: row.last_status! } : null,
+    }));
+  }
+
+  /** Enable, disable, pin or unpin: the task's state, not a revision; one audit row. */
+  async setState(
+    id: string,
+    state: { enabled?: boolean; pinned?: boolean },
+    audit: AuditEntry,
+  ): Promise<TaskRecord> {
+    return this.db.transaction(async (tx) => {
+      const row = await tx.one<TaskRow>(
+        `UPDATE tasks SET enabled = COALESCE(:enabled, enabled), pinned = COALESCE(:pinned, pinned),
+           updated_at = {now} WHERE id = :id AND deleted_at IS NULL RETURNING ${TASK_COLUMNS}`,
+        { id, enabled: state.enabled ?? null, pinned: state.pinned ?? null },
+      );
+      if (!row) throw new NotFoundError('task');
+      await appendAudit(tx, this.ids, audit);
+      return toTask(row);
+    });
   }
 
   async delete(id: string, audit: AuditEntry): Promise<TaskRecord> {
@@ -156,9 +214,9 @@ export class SqlTaskRepository implements TaskRepository {
 
   async listScheduled(query: PageQuery): Promise<TaskRecord[]> {
     const rows = await this.db.many<TaskRow>(
-      `SELECT ${TASK_COLUMNS} FROM tasks WHERE cron IS NOT NULL AND deleted_at IS NULL
+      `SELECT ${TASK_COLUMNS} FROM tasks WHERE cron IS NOT NULL AND deleted_at IS NULL AND enabled = :yes
        ${query.after ? 'AND id > :after' : ''} ORDER BY id LIMIT :limit`,
-      { limit: query.limit, ...(query.after ? { after: query.after } : {}) },
+      { limit: query.limit, yes: true, ...(query.after ? { after: query.after } : {}) },
     );
     return rows.map(toTask);
   }
@@ -207,6 +265,8 @@ function toTask(row: TaskRow): TaskRecord {
     revision: toInt(row.revision),
     digest: row.digest,
     spec: JSON.parse(row.spec_json) as TaskSpec,
+    enabled: isTrue(row.enabled),
+    pinned: isTrue(row.pinned),
     createdAt: toMs(row.created_at),
     updatedAt: toMs(row.updated_at),
   };

@@ -6,6 +6,7 @@ import {
   Headers,
   HttpCode,
   Param,
+  Patch,
   Post,
   Put,
   Query,
@@ -38,6 +39,7 @@ import {
   UpdatedTaskDto,
 } from './dto/run-views.dto';
 import { TaskSpecDto } from './dto/task-spec.dto';
+import { TaskStateDto } from './dto/task-state.dto';
 import { TriggerRunDto } from './dto/trigger-run.dto';
 import { whileClientWaits } from '../http/client-gone';
 import { IDEMPOTENCY_KEY_PATTERN } from './resource-ids';
@@ -68,7 +70,19 @@ export class TasksController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'List live tasks (keyset pagination on task id)' })
+  @ApiOperation({
+    summary:
+      'List live tasks, pinned first, then oldest first (keyset on the last task id); filters combine with AND',
+  })
+  @TextQuery('q', 'part of the name or the command; letters match in any case (Unicode, NFKC)')
+  @TextQuery('enabled', 'only enabled (true) or disabled (false) tasks', {
+    type: 'string',
+    enum: ['true', 'false'],
+  })
+  @TextQuery('lastStatus', 'only tasks whose newest run has this status', {
+    type: 'string',
+    enum: RUN_STATUSES,
+  })
   @TextQuery('after', 'task id to continue after (nextAfter)', uuidV7)
   @LimitQuery()
   @ApiOkResponse({ type: TaskPageDto })
@@ -82,6 +96,16 @@ export class TasksController {
   @ApiOkResponse({ type: TaskDto })
   get(@Param('taskId') taskId: string) {
     return this.tasks.get(taskId);
+  }
+
+  @Patch(':taskId')
+  @RequireRole('admin')
+  @ApiOperation({ summary: 'Enable, disable, pin or unpin a task: its state, never a new revision (admin)' })
+  @TaskIdParam()
+  @ApiOkResponse({ type: TaskDto })
+  @AdminErrorResponses({ 400: BAD_BODY, 404: 'no such task' })
+  setState(@Req() req: AdminRequest, @Param('taskId') taskId: string, @Body() body: TaskStateDto) {
+    return this.tasks.setState(req.apiKey!, taskId, body);
   }
 
   @Put(':taskId')

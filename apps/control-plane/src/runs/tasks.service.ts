@@ -10,6 +10,16 @@ import {
   TaskRevisionRecord,
   parseTaskSpec,
   readObject,
+  CLOCK,
+  Clock,
+  RUN_STATUSES,
+  TASK_LIMITS,
+  ValidationError,
+  nextFireTime,
+  parseCron,
+  readBoolean,
+  readEnum,
+  readString,
 } from '@ql/domain';
 import { readLimit, readQueryInt } from '../admin/query-params';
 import { BundleWorkdirs } from '../bundles/bundle-workdirs';
@@ -26,6 +36,7 @@ export class TasksService {
     @Inject(TASK_REPOSITORY) private readonly tasks: TaskRepository,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     private readonly workdirs: BundleWorkdirs,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   async create(actor: ApiKeyRecord, body: TaskSpecDto) {
@@ -59,14 +70,48 @@ export class TasksService {
   }
 
   async list(query: unknown) {
-    const q = readObject(query ?? {}, 'query', ['after', 'limit']);
+    const q = readObject(query ?? {}, 'query', ['after', 'limit', 'q', 'enabled', 'lastStatus']);
     const after = q.after === undefined ? undefined : parseResourceId(q.after, 'after');
     const limit = readLimit(q.limit);
-    const tasks = await this.tasks.list({ after, limit });
+    const tasks = await this.tasks.list({
+      after,
+      limit,
+      ...(q.q === undefined ? {} : { q: readString(q.q, 'q', { max: TASK_LIMITS.nameLength }) }),
+      ...(q.enabled === undefined
+        ? {}
+        : { enabled: readEnum(q.enabled, 'enabled', ['true', 'false']) === 'true' }),
+      ...(q.lastStatus === undefined
+        ? {}
+        : { lastStatus: readEnum(q.lastStatus, 'lastStatus', RUN_STATUSES) }),
+    });
+    const now = this.clock.now();
     return {
-      items: tasks.map(toTaskView),
+      items: tasks.map((t) => ({
+        ...toTaskView(t),
+        lastRun: t.lastRun,
+        nextFireAt: nextFireOf(t, now),
+      })),
       nextAfter: tasks.length === limit ? tasks[tasks.length - 1]!.id : null,
     };
+  }
+
+  /** Enable, disable, pin or unpin (issue 31 item 3): the task's state, never a new revision. */
+  async setState(actor: ApiKeyRecord, id: string, body: { enabled?: boolean; pinned?: boolean }) {
+    const taskId = parseResourceId(id, 'taskId');
+    const state = readObject(body ?? {}, '', ['enabled', 'pinned']);
+    if (state.enabled === undefined && state.pinned === undefined)
+      throw new ValidationError('', 'empty', 'say enabled, pinned or both');
+    const change = {
+      ...(state.enabled === undefined ? {} : { enabled: readBoolean(state.enabled, 'enabled') }),
+      ...(state.pinned === undefined ? {} : { pinned: readBoolean(state.pinned, 'pinned') }),
+    };
+    const task = await this.tasks.setState(taskId, change, {
+      actor: actor.id,
+      action: 'task.state',
+      target: `task:${taskId}`,
+      detail: change,
+    });
+    return toTaskView(task);
   }
 
   async delete(actor: ApiKeyRecord, id: string) {
@@ -97,6 +142,13 @@ export class TasksService {
   }
 }
 
+/** The next scheduled time of an enabled cron task (a disabled one's are skipped: null). */
+function nextFireOf(t: TaskRecord, now: number): string | null {
+  if (!t.enabled || !t.spec.cron) return null;
+  const next = nextFireTime(parseCron(t.spec.cron, 'cron', t.spec.timezone), now);
+  return next === null ? null : new Date(next).toISOString();
+}
+
 function toTaskView(t: TaskRecord) {
   return {
     id: t.id,
@@ -104,6 +156,8 @@ function toTaskView(t: TaskRecord) {
     revision: t.revision,
     digest: t.digest,
     spec: t.spec,
+    enabled: t.enabled,
+    pinned: t.pinned,
     createdAt: new Date(t.createdAt).toISOString(),
     updatedAt: new Date(t.updatedAt).toISOString(),
   };

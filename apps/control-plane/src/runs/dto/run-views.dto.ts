@@ -33,11 +33,37 @@ export class TaskDto {
   })
   readonly spec!: TaskSpecDto;
 
+  @ApiProperty({ description: 'a disabled task keeps its schedule; cron skips it (not part of a revision)' })
+  readonly enabled!: boolean;
+
+  @ApiProperty({ description: 'listed first (not part of a revision)' })
+  readonly pinned!: boolean;
+
   @ApiProperty(TIME_PROP)
   readonly createdAt!: string;
 
   @ApiProperty(TIME_PROP)
   readonly updatedAt!: string;
+}
+
+export class TaskLastRunDto {
+  @ApiProperty(UUID_V7_PROP)
+  readonly id!: string;
+
+  @ApiProperty({ enum: RUN_STATUSES })
+  readonly status!: string;
+}
+
+export class TaskListItemDto extends TaskDto {
+  @ApiProperty({ type: () => TaskLastRunDto, nullable: true, description: "the task's newest run" })
+  readonly lastRun!: TaskLastRunDto | null;
+
+  @ApiProperty({
+    ...NULLABLE_TIME_PROP,
+    description:
+      'the next cron time; null without a cron, or while the task is disabled (its fires are skipped)',
+  })
+  readonly nextFireAt!: string | null;
 }
 
 export class UpdatedTaskDto extends TaskDto {
@@ -50,7 +76,10 @@ export class DeletedTaskDto extends TaskDto {
   readonly deleted!: true;
 }
 
-export class TaskPageDto extends ListOf(TaskDto, { cursor: 'nextAfter' }) {}
+export class TaskPageDto extends ListOf(TaskListItemDto, {
+  description: 'pinned first, then oldest first',
+  cursor: 'nextAfter',
+}) {}
 
 export class TaskRevisionDto {
   @ApiProperty(UUID_V7_PROP)
