@@ -26,6 +26,7 @@ export * from './redaction';
 export * from './secret-cipher';
 export * from './console-sessions';
 export * from './bundles';
+export * from './bundle-ports';
 export * from './env-vars';
 export * from './env-var-import';
 export * from './wire-versions';

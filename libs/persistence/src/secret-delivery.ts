@@ -12,7 +12,7 @@ import {
   secretNamesOf,
   utf8Length,
 } from '@ql/domain';
-import { appendAudit } from './audit.repository';
+import { appendAudit } from './audit-sql';
 import { leaseViolation, readFencedLease } from './lease-fence';
 import { SealedSecret, SecretCipher } from '@ql/domain';
 import { SqlDatabase, SqlExecutor, isTrue, toInt } from './sql-executor';
