@@ -22,6 +22,7 @@ export * from './heartbeat-batcher';
 export * from './enrollment-tokens';
 export * from './worker-certificates';
 export * from './secrets';
+export * from './secret-ports';
 export * from './redaction';
 export * from './secret-cipher';
 export * from './console-sessions';

@@ -4,6 +4,7 @@ import {
   IdGenerator,
   LeaseFenceCommand,
   NotFoundError,
+  SecretDelivery,
   SecretRecord,
   SecretRepository,
   SecretPutMode,
@@ -12,7 +13,7 @@ import {
 } from '@ql/domain';
 import { appendAudit } from './audit-sql';
 import { ENV_VAR_SECRET_PREFIX, SecretCipher } from '@ql/domain';
-import { SecretDelivery, SecretRow, deliverSecrets, redactionValuesFor, sealedOf } from './secret-delivery';
+import { SecretRow, deliverSecrets, redactionValuesFor, sealedOf } from './secret-delivery';
 import type { RedactionSource } from './run-log-redaction';
 import { deleteUnmapped, usersOf, writeSealed } from './secret-sql';
 import { SqlDatabase, SqlExecutor, toMs } from './sql-executor';
