@@ -1,6 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { SECRET_REPOSITORY, SecretKeyError, SecretRepository, UnavailableError } from '@ql/domain';
-import { IngressRefusal } from '../http/ingress-errors';
+import {
+  RefusedError,
+  SECRET_REPOSITORY,
+  SecretKeyError,
+  SecretRepository,
+  UnavailableError,
+} from '@ql/domain';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { leaseFenceCommand } from '../leases/lease-fence-command';
 
@@ -41,7 +46,7 @@ export class SecretDeliveryService {
         offerId: command.offerId,
         reason,
       });
-      throw new IngressRefusal(422, 'secrets_unavailable', (error as Error).message, undefined, reason);
+      throw new RefusedError('secrets_unavailable', (error as Error).message, reason);
     }
   }
 }
