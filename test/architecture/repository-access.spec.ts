@@ -4,6 +4,8 @@
  * repositories. Only the composition roots — `core/` (the core and its module), `bootstrap.ts` (the
  * listeners' edge hooks, the start's key check) and `cli.ts` (each command's own core) — name the
  * concrete `Sql…Repository` classes or the core's `repositories`; no module builds one in a factory.
+ * And no repository imports another: SQL run inside another repository's transaction lives in a
+ * helper module (`audit-sql.ts`, `session-sql.ts` …), ADR 0064 §3.
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -52,5 +54,16 @@ describe('repository access in the control plane', () => {
     const members = [...block.slice(0, block.indexOf('\n}')).matchAll(/readonly (\w+):/g)].map((m) => m[1]);
     expect(members.length).toBeGreaterThan(10);
     expect(members.filter((m) => !bound.includes(m))).toEqual(['stats']);
+  });
+
+  it('in libs/persistence only open-database.ts (which builds them) and index.ts import a repository', () => {
+    const dir = join(ROOT, 'libs/persistence/src');
+    const found = sources(dir)
+      .map((path) => ({ path: relative(dir, path), text: readFileSync(path, 'utf8') }))
+      .filter(({ path }) => path !== 'open-database.ts' && path !== 'index.ts')
+      .flatMap(({ path, text }) =>
+        [...text.matchAll(/from '(\.{1,2}\/[^']*\.repository)'/g)].map((m) => `${path}: ${m[1]}`),
+      );
+    expect(found).toEqual([]);
   });
 });
