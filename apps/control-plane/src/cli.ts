@@ -124,14 +124,13 @@ async function run(command: string, args: string[]): Promise<number> {
         return EXIT.config;
       }
       const secretCommand = parsed;
-      return withDatabase(command, config, false, async ({ repos }, db) => {
+      return withDatabase(command, config, false, async ({ repos }) => {
         const { Logger } = require('@nestjs/common') as typeof import('@nestjs/common');
         Logger.overrideLogger(false); // stdout is the command's answer
         const { SecretsService } =
           require('./secrets/secrets.service') as typeof import('./secrets/secrets.service');
         const { planeKeysRefusal } =
           require('./secrets/plane-keys-check') as typeof import('./secrets/plane-keys-check');
-        const { SqlPlaneSecretKeyRepository } = require('@ql/persistence') as Persistence;
         return runSecretCommand(
           secretCommand,
           new SecretsService(repos.secrets),
@@ -144,7 +143,7 @@ async function run(command: string, args: string[]): Promise<number> {
           (text) => process.stdout.write(text),
           (text) => process.stderr.write(text),
           // Issue 29 item 5: nothing a running control plane could not open (ADR 0050).
-          (action) => planeKeysRefusal(new SqlPlaneSecretKeyRepository(db), secretCipherOf(config), action),
+          (action) => planeKeysRefusal(repos.planeSecretKeys, secretCipherOf(config), action),
         );
       });
     }
@@ -161,21 +160,20 @@ async function run(command: string, args: string[]): Promise<number> {
         return EXIT.config;
       }
       const envCommand = parsed;
-      return withDatabase(command, config, false, async ({ repos }, db) => {
+      return withDatabase(command, config, false, async ({ repos }) => {
         const { Logger } = require('@nestjs/common') as typeof import('@nestjs/common');
         Logger.overrideLogger(false); // stdout is the command's answer
         const { EnvVarsService } =
           require('./env-vars/env-vars.service') as typeof import('./env-vars/env-vars.service');
         const { planeKeysRefusal } =
           require('./secrets/plane-keys-check') as typeof import('./secrets/plane-keys-check');
-        const { SqlPlaneSecretKeyRepository } = require('@ql/persistence') as Persistence;
         return runEnvCommand(
           envCommand,
           new EnvVarsService(repos.envVars),
           (text) => process.stdout.write(text),
           (text) => process.stderr.write(text),
           // Secret variables are secrets: nothing a running control plane could not open (ADR 0050).
-          () => planeKeysRefusal(new SqlPlaneSecretKeyRepository(db), secretCipherOf(config), 'set'),
+          () => planeKeysRefusal(repos.planeSecretKeys, secretCipherOf(config), 'set'),
         );
       });
     }
@@ -192,11 +190,10 @@ async function run(command: string, args: string[]): Promise<number> {
         return EXIT.config;
       }
       const bundleCommand = parsed;
-      return withDatabase(command, config, false, async ({ ids }, db) => {
+      return withDatabase(command, config, false, async ({ repos }) => {
         const { BundlesService } =
           require('./bundles/bundles.service') as typeof import('./bundles/bundles.service');
-        const { SqlBundleRepository } = require('@ql/persistence') as Persistence;
-        const service = new BundlesService(new SqlBundleRepository(db, ids), config);
+        const service = new BundlesService(repos.bundles, config);
         return runBundleCommand(
           bundleCommand,
           service,
@@ -246,7 +243,7 @@ async function withDatabase(
   command: string,
   config: ControlPlaneConfig,
   create: boolean,
-  fn: (db: CommandDatabase, sql: import('@ql/persistence').SqlDatabase) => Promise<number>,
+  fn: (db: CommandDatabase) => Promise<number>,
 ): Promise<number> {
   const sqlitePath = sqlitePathOf(config.databaseUrl);
   sayDatabase(config, sqlitePath);
@@ -277,14 +274,11 @@ async function withDatabase(
   try {
     const ids = createIdGenerator();
     const secretCipher = secretCipherOf(config);
-    return await fn(
-      {
-        repos: persistence.createRepositories(db, ids, { secretCipher }),
-        ids,
-        clock: systemClock,
-      },
-      db,
-    );
+    return await fn({
+      repos: persistence.createRepositories(db, ids, { secretCipher }),
+      ids,
+      clock: systemClock,
+    });
   } finally {
     await db.close();
   }

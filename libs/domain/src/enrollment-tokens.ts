@@ -1,5 +1,5 @@
 import type { WorkerCertificateRecord, WorkerCertificateSigner } from './worker-certificates';
-import { DomainError, ValidationError, outOfRange } from './errors';
+import { RefusedError, ValidationError, outOfRange } from './errors';
 import { parseWorkerId } from './ids';
 import { AuditEntry } from './ports';
 import { readInt, readObject, readString } from './strict';
@@ -116,15 +116,25 @@ export const ENROLLMENT_REFUSALS = [
 ] as const;
 export type EnrollmentRefusal = (typeof ENROLLMENT_REFUSALS)[number];
 
-/** A token refused for a worker id: nothing was written (the caller audits it, ADR 0045). */
-export class EnrollmentRefusedError extends DomainError {
-  readonly kind = 'forbidden' as const;
+/** What a refusal of the worker's own state tells it to do; the token's refusals say only their code. */
+const ENROLLMENT_REFUSAL_MESSAGES: Partial<Record<EnrollmentRefusal, string>> = {
+  enrollment_token_may_not_replace:
+    'this worker id has a current certificate or a live session: a pattern token enrolls it only when made with mayReplace (or enroll it with a token for this id)',
+  worker_disabled: 'this worker is disabled: an admin enables it first',
+};
+
+/**
+ * A token refused for a worker id: nothing was written (the caller audits it, ADR 0045). The ingress
+ * answers 403 when the token is no good, 409 when it was, for this id or its count.
+ */
+export class EnrollmentRefusedError extends RefusedError {
+  declare readonly code: EnrollmentRefusal;
   constructor(
-    readonly code: EnrollmentRefusal,
+    code: EnrollmentRefusal,
     /** The stored token's id; null when no stored token has that digest. */
     readonly tokenId: string | null = null,
   ) {
-    super(`enrollment refused: ${code}`);
+    super(code, ENROLLMENT_REFUSAL_MESSAGES[code] ?? `enrollment refused: ${code}`);
   }
 }
 

@@ -1,6 +1,6 @@
 /** A small error hierarchy: every error the domain raises has a stable, low-cardinality code. */
 export abstract class DomainError extends Error {
-  abstract readonly kind: 'validation' | 'fenced' | 'conflict' | 'not_found' | 'forbidden' | 'unavailable';
+  abstract readonly kind: 'validation' | 'fenced' | 'conflict' | 'not_found' | 'refused' | 'unavailable';
   constructor(message: string) {
     super(message);
     this.name = new.target.name;
@@ -87,6 +87,23 @@ export class ConflictError extends DomainError {
     message?: string,
   ) {
     super(message ?? reason);
+  }
+}
+
+/**
+ * A request a rule refuses for the state it finds: a disabled worker, a revoked, unknown or superseded
+ * certificate, an enrollment token that does not enroll this id, secrets that cannot be delivered.
+ * `code` is the wire code (never rename one) and `reason` the rule where a code has several; the
+ * edge gives each code its status (`http/ingress-errors.ts`), the rule stays here.
+ */
+export class RefusedError extends DomainError {
+  readonly kind = 'refused' as const;
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly reason?: string,
+  ) {
+    super(message);
   }
 }
 

@@ -1,6 +1,5 @@
 import { utf8Length } from './canonical-json';
 import { ValidationError } from './errors';
-import { AuditEntry } from './ports';
 import { compareCodeUnits, readRecord, readString } from './strict';
 
 /**
@@ -115,21 +114,3 @@ export interface SecretRotation {
 }
 
 export type SecretPutMode = 'create' | 'replace' | 'upsert';
-
-export interface SecretRepository {
-  /** Creates or replaces (as `mode` allows); the audit entry (no value) commits with it. */
-  put(
-    name: string,
-    value: string,
-    audit: AuditEntry,
-    mode?: SecretPutMode,
-  ): Promise<{ record: SecretRecord; created: boolean }>;
-  /** Refused (conflict `secret_in_use`) while a live task's current revision maps it. */
-  delete(name: string, audit: AuditEntry): Promise<SecretRecord>;
-  list(query: { after?: string; limit: number }): Promise<SecretRecord[]>;
-  find(name: string): Promise<SecretRecord | null>;
-  /** Re-encrypts every value not under the current key. */
-  rotate(audit: AuditEntry): Promise<SecretRotation>;
-}
-
-export const SECRET_REPOSITORY = Symbol('SecretRepository');

@@ -98,25 +98,14 @@ export function fenceViolation(
 
 export type SessionAction = 'heartbeat' | 'drain' | 'offline';
 
-/** R-REG-6: the state after an accepted heartbeat, drain or offline. */
-export function applySessionAction(
-  current: WorkerSession,
-  action: SessionAction,
-  availableSlots: number,
-  now: number,
-  leaseMs: number,
-): WorkerSession {
-  const status: SessionStatus =
-    action === 'offline' ? 'offline' : action === 'drain' ? 'draining' : current.status;
-  const slots = status === 'online' ? Math.min(availableSlots, current.maxConcurrentRuns) : 0;
-  return {
-    ...current,
-    status,
-    version: current.version + 1,
-    availableSlots: slots,
-    leaseExpiresAt: status === 'offline' ? now : now + leaseMs,
-  };
-}
+/*
+ * R-REG-6 — what an accepted heartbeat, drain or offline does to the session (version + 1, slots
+ * reported while online and 0 otherwise, the lease extended, or ended by offline) — is the write of the
+ * same compare-and-set that checks the fence, so it lives in SQL only: `HEARTBEAT_BATCH_SQL` (the
+ * batched heartbeat, which refuses slots above the maximum), `DRAIN` and `OFFLINE` in
+ * libs/persistence/src/worker-session.repository.ts; test/contract/worker-session.contract.ts holds
+ * it on both dialects. A domain copy computed from a row read first would cost a round trip.
+ */
 
 /**
  * What a session call asks beyond its fence — its action and body — as one comparable key, stored with
@@ -156,7 +145,9 @@ export function isReplayOfLastCall(
   return current.leaseExpiresAt > now;
 }
 
-/** A worker is a placement candidate only while online with an unexpired lease (R-REG-6). */
-export function isCandidate(session: WorkerSession, disabled: boolean, now: number): boolean {
-  return !disabled && session.status === 'online' && session.leaseExpiresAt > now;
-}
+/*
+ * Who may take a run (online, enabled, lease unexpired) is `candidateRejection` in placement.ts for
+ * the "why pending" view and preferred placement, and the claim's own compare-and-set in SQL (the
+ * `RESERVE_SLOT` over the session fence in libs/persistence/src/lease.repository.ts, `ql_claim` on
+ * PostgreSQL).
+ */

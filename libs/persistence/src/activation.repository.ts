@@ -58,8 +58,8 @@ import {
   cancelIntentsSql,
 } from './run-sql';
 import { SqlDatabase, SqlExecutor, SqlTransaction, readNow, toInt, toMs, toMsOrNull } from './sql-executor';
-import { SESSION_COLUMNS } from './worker-session.repository';
-import { readRevision } from './task.repository';
+import { SESSION_COLUMNS } from './session-sql';
+import { readRevision } from './revision-sql';
 
 interface ActivationRow extends AttemptRow {
   deadline_at: number | Date | null;

@@ -6,7 +6,7 @@ import {
   IdGenerator,
   NotFoundError,
 } from '@ql/domain';
-import { appendAudit } from './audit.repository';
+import { appendAudit } from './audit-sql';
 import { SqlDatabase, toMs } from './sql-executor';
 
 interface ApiKeyRow {

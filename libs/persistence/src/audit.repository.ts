@@ -1,19 +1,5 @@
-import { AuditEntry, AuditRepository, IdGenerator } from '@ql/domain';
-import { SqlDatabase, SqlExecutor, toMs } from './sql-executor';
-
-/** Appends one audit entry inside the caller's transaction, so the record and the change commit together. */
-export async function appendAudit(tx: SqlExecutor, ids: IdGenerator, entry: AuditEntry): Promise<void> {
-  await tx.run(
-    `INSERT INTO audit_log (id, at, actor, action, target, detail) VALUES (:id, {now}, :actor, :action, :target, :detail)`,
-    {
-      id: ids.uuidV7(),
-      actor: entry.actor,
-      action: entry.action,
-      target: entry.target,
-      detail: entry.detail ? JSON.stringify(entry.detail) : null,
-    },
-  );
-}
+import { AuditRepository } from '@ql/domain';
+import { SqlDatabase, toMs } from './sql-executor';
 
 interface AuditRow {
   id: string;

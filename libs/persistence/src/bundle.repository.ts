@@ -8,9 +8,8 @@ import {
   LeaseFenceCommand,
   NewBundle,
   NotFoundError,
-  ValidationError,
 } from '@ql/domain';
-import { appendAudit } from './audit.repository';
+import { appendAudit } from './audit-sql';
 import { leaseViolation, readFencedLease } from './lease-fence';
 import { SqlDatabase, SqlExecutor, toInt, toMs } from './sql-executor';
 
@@ -161,22 +160,6 @@ async function pinned(tx: SqlExecutor, digest: string): Promise<boolean> {
     { digest },
   );
   return run !== undefined;
-}
-
-/** Inside a task write: the pinned bundle must exist; its row is locked so no delete passes between. */
-export async function lockPinnedBundle(tx: SqlExecutor, digest: string): Promise<void> {
-  const row = await tx.one<{ digest: string }>(
-    `SELECT digest FROM bundles WHERE digest = :digest {forUpdate}`,
-    {
-      digest,
-    },
-  );
-  if (!row)
-    throw new ValidationError(
-      'bundle.digest',
-      'unknown_bundle',
-      'bundle.digest: unknown_bundle (push it first)',
-    );
 }
 
 function toBundle(row: BundleRow): BundleRecord {

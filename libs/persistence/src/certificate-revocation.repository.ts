@@ -1,19 +1,7 @@
 import { AuditEntry, CertificateRevocationRepository, IdGenerator, RevokedCertificate } from '@ql/domain';
-import { appendAudit } from './audit.repository';
-import { SqlDatabase, SqlExecutor, toMs } from './sql-executor';
-
-/** Revokes a fingerprint if it is not already; the first revocation time wins. */
-export async function insertRevocation(
-  tx: SqlExecutor,
-  fingerprint: string,
-  reason: string | null,
-): Promise<void> {
-  await tx.run(
-    `INSERT INTO revoked_certificates (fingerprint, revoked_at, reason) VALUES (:fingerprint, {now}, :reason)
-     ON CONFLICT (fingerprint) DO NOTHING`,
-    { fingerprint, reason },
-  );
-}
+import { appendAudit } from './audit-sql';
+import { insertRevocation } from './certificate-sql';
+import { SqlDatabase, toMs } from './sql-executor';
 
 interface RevokedRow {
   fingerprint: string;

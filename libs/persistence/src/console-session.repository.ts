@@ -7,7 +7,7 @@ import {
   IdGenerator,
   NotFoundError,
 } from '@ql/domain';
-import { appendAudit } from './audit.repository';
+import { appendAudit } from './audit-sql';
 import { SqlDatabase, toInt, toMs, toMsOrNull } from './sql-executor';
 
 interface SessionRow {

@@ -15,8 +15,8 @@ import {
   enrollmentPatternMatches,
   parseWorkerId,
 } from '@ql/domain';
-import { appendAudit } from './audit.repository';
-import { recordIssuedCertificate } from './worker-certificate.repository';
+import { appendAudit } from './audit-sql';
+import { recordIssuedCertificate } from './certificate-sql';
 import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, toInt, toMs, toMsOrNull } from './sql-executor';
 
 /** A new enrollment token: `qlet_` + 256 random bits (ADR 0045 §1). */

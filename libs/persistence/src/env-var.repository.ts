@@ -17,9 +17,9 @@ import {
   parseEnvVarValue,
   utf8Length,
 } from '@ql/domain';
-import { appendAudit } from './audit.repository';
+import { appendAudit } from './audit-sql';
 import { openSecrets } from './secret-delivery';
-import { deleteUnmapped, writeSealed } from './secret.repository';
+import { deleteUnmapped, writeSealed } from './secret-sql';
 import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, toInt, toMs } from './sql-executor';
 
 const COLUMNS = 'id, name, secret, value, remark, enabled, position, version, created_at, updated_at';

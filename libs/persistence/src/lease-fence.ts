@@ -11,7 +11,7 @@ import {
 } from '@ql/domain';
 import { RUN_COLUMNS, RunRow, toRun } from './run-sql';
 import { SqlExecutor, isTrue, toInt, toMs } from './sql-executor';
-import { SessionRow, toSession } from './worker-session.repository';
+import { SessionRow, toSession } from './session-sql';
 
 /**
  * The session and lease fence shared by the lease and activation repositories (R-REG-5, R-LSE-4),

@@ -56,7 +56,7 @@ import {
 } from './lease-fence';
 import { SqlDatabase, SqlExecutor, SqlTransaction, isTrue, readNow, toInt, toMs } from './sql-executor';
 import { readPinnedRevision } from './run-env-vars';
-import { SESSION_FENCE_SQL, SessionRow, fenceParams } from './worker-session.repository';
+import { SESSION_FENCE_SQL, SessionRow, fenceParams } from './session-sql';
 
 /** How many candidate pages one pull may read before it answers idle (fixed work per pull). */
 export const MAX_CANDIDATE_PAGES = 4;

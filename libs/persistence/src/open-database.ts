@@ -18,6 +18,8 @@ import { DEFAULT_CLAIM_BATCH } from './claim-batch';
 import { SqlActivationRepository } from './activation.repository';
 import { SqlSecretRepository } from './secret.repository';
 import { SqlEnvVarRepository } from './env-var.repository';
+import { SqlBundleRepository } from './bundle.repository';
+import { SqlPlaneSecretKeyRepository } from './plane-secret-keys.repository';
 import { SecretCipher } from '@ql/domain';
 
 export type DatabaseTarget =
@@ -80,6 +82,8 @@ export interface Repositories {
   readonly activation: SqlActivationRepository;
   readonly secrets: SqlSecretRepository;
   readonly envVars: SqlEnvVarRepository;
+  readonly bundles: SqlBundleRepository;
+  readonly planeSecretKeys: SqlPlaneSecretKeyRepository;
 }
 
 /**
@@ -114,5 +118,7 @@ export function createRepositories(
     }),
     secrets,
     envVars: new SqlEnvVarRepository(db, ids, options.secretCipher),
+    bundles: new SqlBundleRepository(db, ids),
+    planeSecretKeys: new SqlPlaneSecretKeyRepository(db),
   };
 }

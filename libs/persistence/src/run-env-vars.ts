@@ -10,7 +10,7 @@ import {
   utf8Length,
 } from '@ql/domain';
 import { SqlExecutor, isTrue, toInt } from './sql-executor';
-import { readRevision } from './task.repository';
+import { readRevision } from './revision-sql';
 
 interface Pinned extends RunEnvVar {
   readonly envVarId: string;

@@ -18,7 +18,7 @@ import {
   withWireRequirement,
   runWireVersion,
 } from '@ql/domain';
-import { appendAudit } from './audit.repository';
+import { appendAudit } from './audit-sql';
 import {
   ATTEMPT_COLUMNS,
   AttemptRow,

@@ -6,23 +6,18 @@ import {
   IllegalStateError,
   LeaseFenceCommand,
   SECRET_LIMITS,
+  SecretDelivery,
   UnavailableError,
   joinSecretEnv,
   redactionValues,
   secretNamesOf,
   utf8Length,
 } from '@ql/domain';
-import { appendAudit } from './audit.repository';
+import { appendAudit } from './audit-sql';
 import { leaseViolation, readFencedLease } from './lease-fence';
 import { SealedSecret, SecretCipher } from '@ql/domain';
 import { SqlDatabase, SqlExecutor, isTrue, toInt } from './sql-executor';
 import { readPinnedRevision } from './run-env-vars';
-
-/** What a lease holder gets for its attempt: the env names its revision maps, with their values. */
-export interface SecretDelivery {
-  readonly attemptId: string;
-  readonly env: Record<string, string>;
-}
 
 /**
  * Secrets for the holder of a live lease (ADR 0050, issue 19 item 6): the session fence, then the lease

@@ -14,9 +14,10 @@ import {
   searchFold,
   taskSearchText,
 } from '@ql/domain';
-import { appendAudit } from './audit.repository';
-import { syncTaskSecretUses } from './secret.repository';
-import { lockPinnedBundle } from './bundle.repository';
+import { appendAudit } from './audit-sql';
+import { lockPinnedBundle } from './bundle-sql';
+import { REVISION_COLUMNS, RevisionRow, readRevision, toRevision } from './revision-sql';
+import { syncTaskSecretUses } from './secret-sql';
 import { SqlDatabase, SqlExecutor, isTrue, isUniqueViolation, toInt, toMs } from './sql-executor';
 
 interface TaskRow {
@@ -30,16 +31,8 @@ interface TaskRow {
   created_at: number | Date;
   updated_at: number | Date;
 }
-interface RevisionRow {
-  task_id: string;
-  revision: number;
-  digest: string;
-  spec_json: string;
-  created_at: number | Date;
-}
 
 const TASK_COLUMNS = 'id, name, revision, digest, spec_json, enabled, pinned, created_at, updated_at';
-const REVISION_COLUMNS = 'task_id, revision, digest, spec_json, created_at';
 
 /** Tasks on either dialect; every edit that changes the digest appends an immutable revision. */
 export class SqlTaskRepository implements TaskRepository {
@@ -222,29 +215,6 @@ export class SqlTaskRepository implements TaskRepository {
   }
 }
 
-/** Revisions are immutable, so a bounded cache of them is always right (on any replica). */
-const revisionCache = new Map<string, TaskRevisionRecord>();
-
-/** Reads through the cache; pass the transaction when inside one. */
-export async function readRevision(
-  on: SqlExecutor,
-  taskId: string,
-  revision: number,
-): Promise<TaskRevisionRecord | null> {
-  const key = `${taskId}:${revision}`;
-  const cached = revisionCache.get(key);
-  if (cached) return cached;
-  const row = await on.one<RevisionRow>(
-    `SELECT ${REVISION_COLUMNS} FROM task_revisions WHERE task_id = :taskId AND revision = :revision`,
-    { taskId, revision },
-  );
-  if (!row) return null;
-  const record = toRevision(row);
-  if (revisionCache.size >= 1024) revisionCache.delete(revisionCache.keys().next().value!);
-  revisionCache.set(key, record);
-  return record;
-}
-
 async function insertRevision(
   tx: SqlExecutor,
   taskId: string,
@@ -269,16 +239,5 @@ function toTask(row: TaskRow): TaskRecord {
     pinned: isTrue(row.pinned),
     createdAt: toMs(row.created_at),
     updatedAt: toMs(row.updated_at),
-  };
-}
-
-export function toRevision(row: RevisionRow): TaskRevisionRecord {
-  return {
-    taskId: row.task_id,
-    revision: toInt(row.revision),
-    digest: row.digest,
-    spec: JSON.parse(row.spec_json) as TaskSpec,
-    specBytes: Buffer.byteLength(row.spec_json, 'utf8'),
-    createdAt: toMs(row.created_at),
   };
 }

@@ -1,61 +1,22 @@
 import {
   AuditEntry,
   IdGenerator,
-  IssuedWorkerCertificate,
   RenewalOutcome,
   RenewalRefusal,
   WorkerCertificateRecord,
   WorkerCertificateRepository,
   WorkerCertificateSigner,
 } from '@ql/domain';
-import { appendAudit } from './audit.repository';
-import { insertRevocation } from './certificate-revocation.repository';
-import { SqlDatabase, SqlExecutor, SqlTransaction, toMs, toMsOrNull } from './sql-executor';
-
-interface CertificateRow {
-  fingerprint: string;
-  worker_id: string;
-  serial: string;
-  public_key_digest: string;
-  certificate_pem: string;
-  issued_at: number | Date;
-  not_after: number | Date;
-  renewed_from: string | null;
-  superseded_by: string | null;
-  revoked_at: number | Date | null;
-}
-
-const COLUMNS =
-  'fingerprint, worker_id, serial, public_key_digest, certificate_pem, issued_at, not_after, renewed_from, superseded_by, revoked_at';
-const CURRENT = 'superseded_by IS NULL AND revoked_at IS NULL';
-
-/**
- * Records a certificate just signed for its worker as the worker's current one, superseding the one
- * before (ADR 0045 §4), under the worker's lock. The enrollment route's transaction calls it after
- * consuming the token; `renew` below after its checks.
- */
-export async function recordIssuedCertificate(
-  tx: SqlTransaction,
-  certificate: IssuedWorkerCertificate,
-  renewedFrom: string | null,
-): Promise<WorkerCertificateRecord> {
-  await tx.lock(`worker:${certificate.workerId}`);
-  await tx.run(
-    `UPDATE worker_certificates SET superseded_by = :fingerprint WHERE worker_id = :workerId AND ${CURRENT}`,
-    {
-      fingerprint: certificate.fingerprint,
-      workerId: certificate.workerId,
-    },
-  );
-  const row = await tx.one<CertificateRow>(
-    `INSERT INTO worker_certificates (${COLUMNS})
-     VALUES (:fingerprint, :workerId, :serial, :publicKeyDigest, :certificatePem, {ms :issuedAt}, {ms :notAfter},
-             :renewedFrom, NULL, NULL)
-     RETURNING ${COLUMNS}`,
-    { ...certificate, renewedFrom },
-  );
-  return toRecord(row!);
-}
+import { appendAudit } from './audit-sql';
+import {
+  CERTIFICATE_COLUMNS,
+  CURRENT_CERTIFICATE,
+  CertificateRow,
+  recordIssuedCertificate,
+  revokeIssuedCertificates,
+  toCertificate,
+} from './certificate-sql';
+import { SqlDatabase, SqlExecutor } from './sql-executor';
 
 /** The certificates issued to workers: one current per worker, renewals, forks, revocation. */
 export class SqlWorkerCertificateRepository implements WorkerCertificateRepository {
@@ -70,19 +31,19 @@ export class SqlWorkerCertificateRepository implements WorkerCertificateReposito
 
   async current(workerId: string): Promise<WorkerCertificateRecord | null> {
     const row = await this.db.one<CertificateRow>(
-      `SELECT ${COLUMNS} FROM worker_certificates WHERE worker_id = :workerId AND ${CURRENT}`,
+      `SELECT ${CERTIFICATE_COLUMNS} FROM worker_certificates WHERE worker_id = :workerId AND ${CURRENT_CERTIFICATE}`,
       { workerId },
     );
-    return row ? toRecord(row) : null;
+    return row ? toCertificate(row) : null;
   }
 
   async listForWorker(workerId: string, limit: number): Promise<WorkerCertificateRecord[]> {
     const rows = await this.db.many<CertificateRow>(
-      `SELECT ${COLUMNS} FROM worker_certificates WHERE worker_id = :workerId
+      `SELECT ${CERTIFICATE_COLUMNS} FROM worker_certificates WHERE worker_id = :workerId
        ORDER BY issued_at DESC, fingerprint LIMIT :limit`,
       { workerId, limit },
     );
-    return rows.map(toRecord);
+    return rows.map(toCertificate);
   }
 
   async renew(
@@ -103,12 +64,12 @@ export class SqlWorkerCertificateRepository implements WorkerCertificateReposito
       if (presented.revokedAt !== null) return refuse('certificate_revoked');
       if (presented.supersededBy !== null) {
         const replay = await tx.one<CertificateRow>(
-          `SELECT ${COLUMNS} FROM worker_certificates
-           WHERE renewed_from = :presented AND public_key_digest = :digest AND ${CURRENT}`,
+          `SELECT ${CERTIFICATE_COLUMNS} FROM worker_certificates
+           WHERE renewed_from = :presented AND public_key_digest = :digest AND ${CURRENT_CERTIFICATE}`,
           { presented: input.presented, digest: input.publicKeyDigest },
         );
         return replay
-          ? { kind: 'replayed', certificate: toRecord(replay) }
+          ? { kind: 'replayed', certificate: toCertificate(replay) }
           : refuse('certificate_superseded');
       }
       const signed = await sign();
@@ -132,56 +93,20 @@ export class SqlWorkerCertificateRepository implements WorkerCertificateReposito
   }
 }
 
-/**
- * Revokes every certificate issued to the worker and not yet revoked: `revoked_at`, and each
- * fingerprint into the revocation list the identity guard reads, so every replica refuses them
- * within QL_REVOCATION_CACHE_MS (ADR 0022). Under the caller's `worker:<id>` lock. Revoking a worker
- * (ADR 0045 §6) and deleting one both call it: a deleted worker enrolls again.
- */
-export async function revokeIssuedCertificates(
-  tx: SqlExecutor,
-  workerId: string,
-  reason: string | null,
-): Promise<string[]> {
-  const rows = await tx.many<{ fingerprint: string }>(
-    `UPDATE worker_certificates SET revoked_at = {now} WHERE worker_id = :workerId AND revoked_at IS NULL
-     RETURNING fingerprint`,
-    { workerId },
-  );
-  const fingerprints = rows.map((r) => r.fingerprint).sort();
-  for (const fingerprint of fingerprints) await insertRevocation(tx, fingerprint, reason);
-  return fingerprints;
-}
-
 async function findIn(tx: SqlExecutor, fingerprint: string): Promise<WorkerCertificateRecord | null> {
   const row = await tx.one<CertificateRow>(
-    `SELECT ${COLUMNS} FROM worker_certificates WHERE fingerprint = :fingerprint`,
+    `SELECT ${CERTIFICATE_COLUMNS} FROM worker_certificates WHERE fingerprint = :fingerprint`,
     {
       fingerprint,
     },
   );
-  return row ? toRecord(row) : null;
+  return row ? toCertificate(row) : null;
 }
 
 async function currentIn(tx: SqlExecutor, workerId: string): Promise<string | null> {
   const row = await tx.one<{ fingerprint: string }>(
-    `SELECT fingerprint FROM worker_certificates WHERE worker_id = :workerId AND ${CURRENT}`,
+    `SELECT fingerprint FROM worker_certificates WHERE worker_id = :workerId AND ${CURRENT_CERTIFICATE}`,
     { workerId },
   );
   return row?.fingerprint ?? null;
-}
-
-function toRecord(row: CertificateRow): WorkerCertificateRecord {
-  return {
-    fingerprint: row.fingerprint,
-    workerId: row.worker_id,
-    serial: row.serial,
-    publicKeyDigest: row.public_key_digest,
-    certificatePem: row.certificate_pem,
-    issuedAt: toMs(row.issued_at),
-    notAfter: toMs(row.not_after),
-    renewedFrom: row.renewed_from,
-    supersededBy: row.superseded_by,
-    revokedAt: toMsOrNull(row.revoked_at),
-  };
 }

@@ -11,7 +11,6 @@ import {
   RegistrationResult,
   SessionAction,
   SessionCommand,
-  SessionStatus,
   ValidationError,
   WorkerActiveRun,
   WorkerListQuery,
@@ -24,9 +23,18 @@ import {
   isReplayOfLastCall,
   sessionCallKey,
 } from '@ql/domain';
-import { appendAudit } from './audit.repository';
-import { revokeIssuedCertificates } from './worker-certificate.repository';
+import { appendAudit } from './audit-sql';
+import { revokeIssuedCertificates } from './certificate-sql';
 import { cancelIntentsSql } from './run-sql';
+import {
+  SESSION_COLUMNS,
+  SESSION_FENCE_SQL,
+  SessionRow,
+  WorkerRow,
+  fenceParams,
+  sessionFence,
+  toSession,
+} from './session-sql';
 import { SqlDatabase, SqlTransaction, isTrue, readNow, toInt, toMs, toMsOrNull } from './sql-executor';
 import {
   ACTIVE_RUNS_SQL,
@@ -39,39 +47,6 @@ import {
   notResumable,
   writeLabels,
 } from './worker-admin-sql';
-
-export type SessionRow = Pick<
-  WorkerRow,
-  | 'worker_id'
-  | 'session_id'
-  | 'generation'
-  | 'version'
-  | 'status'
-  | 'lease_expires_at'
-  | 'max_concurrent_runs'
-  | 'available_slots'
-  | 'registration_digest'
->;
-
-interface WorkerRow {
-  worker_id: string;
-  disabled: number | boolean;
-  session_id: string;
-  generation: number;
-  version: number | string;
-  status: SessionStatus;
-  lease_expires_at: number | Date;
-  max_concurrent_runs: number;
-  available_slots: number;
-  registration_digest: string;
-  capabilities_json: string;
-  capabilities_digest: string;
-  software_version: string;
-  protocol_version: number;
-  registered_at: number | Date;
-  last_seen_at: number | Date;
-  recovery_required: number;
-}
 
 /** An admin read: the row and its effective status by the database's clock (ADR 0035). */
 interface AdminWorkerRow extends WorkerRow {
@@ -86,22 +61,6 @@ const COLUMNS = `worker_id, disabled, session_id, generation, version, status, l
   software_version, protocol_version, registered_at, last_seen_at, recovery_required`;
 
 const ADMIN_COLUMNS = adminColumns(COLUMNS);
-
-/** What a session call answers with: never the capabilities document (up to 16 KiB) on the hot path. */
-export const SESSION_COLUMNS = `worker_id, session_id, generation, version, status, lease_expires_at,
-  max_concurrent_runs, available_slots, registration_digest`;
-
-/** The compare-and-set every fenced session call shares (R-REG-5); keep it equal to `fenceViolation`. */
-function sessionFence(call: { workerId: string; sessionId: string; generation: string; version: string }) {
-  return `worker_id = ${call.workerId} AND session_id = ${call.sessionId} AND generation = ${call.generation}
-  AND version = ${call.version} AND disabled = :no AND status <> 'offline' AND lease_expires_at > {now}`;
-}
-export const SESSION_FENCE_SQL = sessionFence({
-  workerId: ':workerId',
-  sessionId: ':sessionId',
-  generation: ':generation',
-  version: ':expectedVersion',
-});
 
 // Each accepted call records its own key (last_call): an exact replay after a lost answer is then
 // recognised by explainMiss (R-WRK-7, ADR 0012).
@@ -577,31 +536,6 @@ async function endSession(tx: SqlTransaction, sessionId: string, reason: string)
     `UPDATE worker_sessions SET ended_at = {now}, end_reason = :reason WHERE session_id = :sessionId AND ended_at IS NULL`,
     { sessionId, reason },
   );
-}
-
-export function fenceParams(command: SessionCommand) {
-  return {
-    workerId: command.workerId,
-    sessionId: command.sessionId,
-    generation: command.fence.generation,
-    expectedVersion: command.fence.expectedVersion,
-    leaseMs: command.leaseMs,
-    no: false,
-  };
-}
-
-export function toSession(row: SessionRow): WorkerSession {
-  return {
-    workerId: row.worker_id,
-    sessionId: row.session_id,
-    generation: toInt(row.generation),
-    version: toInt(row.version),
-    status: row.status,
-    leaseExpiresAt: toMs(row.lease_expires_at),
-    maxConcurrentRuns: toInt(row.max_concurrent_runs),
-    availableSlots: toInt(row.available_slots),
-    registrationDigest: row.registration_digest,
-  };
 }
 
 function toRecord(row: AdminWorkerRow): WorkerRecord {

@@ -1,23 +1,13 @@
 import { Module } from '@nestjs/common';
-import { BUNDLE_REPOSITORY } from '@ql/domain';
-import { SqlBundleRepository } from '@ql/persistence';
-import { CORE, ControlPlaneCore } from '../core/core';
 import { IdentityModule } from '../identity/identity.module';
 import { BundleIngressController } from './bundle-ingress.controller';
 import { BundlesController } from './bundles.controllers';
 import { BundlesService } from './bundles.service';
 
-/** The bundle store, for the modules that read it (the task writes check `workdir` against it). */
-export const bundleRepositoryProvider = {
-  provide: BUNDLE_REPOSITORY,
-  inject: [CORE],
-  useFactory: (core: ControlPlaneCore) => new SqlBundleRepository(core.db, core.ids),
-};
-
 /** Script bundles on the admin listener: push, list, get, delete (issue 19 item 1, ADR 0051). */
 @Module({
   controllers: [BundlesController],
-  providers: [bundleRepositoryProvider, BundlesService],
+  providers: [BundlesService],
 })
 export class BundlesAdminModule {}
 
@@ -25,6 +15,5 @@ export class BundlesAdminModule {}
 @Module({
   imports: [IdentityModule],
   controllers: [BundleIngressController],
-  providers: [bundleRepositoryProvider],
 })
 export class BundlesIngressModule {}

@@ -15,6 +15,8 @@ import {
   WORKER_CERTIFICATE_REPOSITORY,
   SECRET_REPOSITORY,
   ENV_VAR_REPOSITORY,
+  BUNDLE_REPOSITORY,
+  PLANE_SECRET_KEY_REPOSITORY,
 } from '@ql/domain';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { RunLogWaiters } from '../runs/run-log-waiters';
@@ -44,6 +46,8 @@ export class CoreModule {
       { provide: ACTIVATION_REPOSITORY, useValue: core.repositories.activation },
       { provide: SECRET_REPOSITORY, useValue: core.repositories.secrets },
       { provide: ENV_VAR_REPOSITORY, useValue: core.repositories.envVars },
+      { provide: BUNDLE_REPOSITORY, useValue: core.repositories.bundles },
+      { provide: PLANE_SECRET_KEY_REPOSITORY, useValue: core.repositories.planeSecretKeys },
       { provide: ControlPlaneMetrics, useValue: core.metrics },
       { provide: RunLogWaiters, useValue: core.logWaiters },
       { provide: OfferWaiters, useValue: core.offerWaiters },

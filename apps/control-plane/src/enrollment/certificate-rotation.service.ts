@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   CLOCK,
   Clock,
+  RefusedError,
   RenewalRefusal,
   WORKER_CERTIFICATE_REPOSITORY,
   WORKER_SESSION_REPOSITORY,
@@ -9,7 +10,6 @@ import {
   WorkerSessionRepository,
 } from '@ql/domain';
 import { IssuedCertificateResponse } from '@ql/contracts';
-import { IngressRefusal } from '../http/ingress-errors';
 import { CertificateForks } from '../identity/certificate-forks';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import type { RenewCertificateDto } from './dto/enroll.dto';
@@ -52,7 +52,7 @@ export class CertificateRotationService {
         target: actor,
         detail: { workerId, code: 'worker_disabled', presented },
       });
-      throw new IngressRefusal(403, 'worker_disabled', 'this worker is disabled: an admin enables it first');
+      throw new RefusedError('worker_disabled', 'this worker is disabled: an admin enables it first');
     }
     const csr = await this.enrollment.acceptOrRefuse(
       issuer,
@@ -85,7 +85,7 @@ export class CertificateRotationService {
     if (outcome.kind === 'refused') {
       if (outcome.code === 'certificate_superseded')
         throw this.forks.refused(workerId, presented, outcome.current);
-      throw new IngressRefusal(403, outcome.code, REFUSALS[outcome.code]);
+      throw new RefusedError(outcome.code, REFUSALS[outcome.code]);
     }
     this.logger.log({
       msg: outcome.kind === 'renewed' ? 'worker certificate renewed' : 'worker certificate renewal replayed',

@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   AuditEntry,
-  EnrollmentRefusal,
   EnrollmentRefusedError,
   WORKER_CERTIFICATE_REPOSITORY,
   WorkerCertificateRecord,
@@ -17,23 +16,6 @@ import { EnrollmentTokensService } from './enrollment-tokens.service';
 import { AcceptedCsr, CsrRefusedError, acceptCsr, signWorkerCertificate } from './worker-certificate-signer';
 import { WorkerIssuer } from './worker-issuer';
 import { EnrollmentRefusalAudit } from './refusal-audit';
-
-/** A token refusal's status: the token is no good (403), or it was, for this id or its count (409). */
-const REFUSAL_STATUS: Record<EnrollmentRefusal, number> = {
-  enrollment_token_invalid: 403,
-  enrollment_token_wrong_worker: 403,
-  enrollment_token_used: 409,
-  enrollment_token_exhausted: 409,
-  enrollment_token_may_not_replace: 409,
-  worker_disabled: 403,
-};
-
-/** What a refusal of the worker's own state tells it to do. */
-const REFUSAL_MESSAGE: Partial<Record<EnrollmentRefusal, string>> = {
-  enrollment_token_may_not_replace:
-    'this worker id has a current certificate or a live session: a pattern token enrolls it only when made with mayReplace (or enroll it with a token for this id)',
-  worker_disabled: 'this worker is disabled: an admin enables it first',
-};
 
 /**
  * Joining (ADR 0045 §2): the one ingress route served without a trusted client certificate. Per
@@ -93,11 +75,7 @@ export class WorkerEnrollmentService {
         target: `enrollment_token:${error.tokenId ?? 'unknown'}`,
         detail: { workerId, code: error.code },
       });
-      throw new IngressRefusal(
-        REFUSAL_STATUS[error.code],
-        error.code,
-        REFUSAL_MESSAGE[error.code] ?? error.message,
-      );
+      throw error;
     }
   }
 

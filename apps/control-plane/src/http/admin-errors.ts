@@ -60,8 +60,8 @@ export function renderAdminError(error: unknown): Problem {
       case 'fenced':
       case 'conflict':
         return problem(409, 'conflict', error.message, reason);
-      case 'forbidden':
-        return problem(403, 'forbidden', error.message);
+      case 'refused':
+        return problem(403, 'forbidden', error.message, reason);
       case 'unavailable':
         return problem(503, 'unavailable', error.message, reason);
     }

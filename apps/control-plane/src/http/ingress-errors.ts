@@ -1,5 +1,5 @@
 import { HttpException } from '@nestjs/common';
-import { DomainError } from '@ql/domain';
+import { DomainError, RefusedError } from '@ql/domain';
 import { IngressError, IngressErrorCode, ProtocolUnsupportedError } from '@ql/contracts';
 import { fastifyErrorCode } from './fastify-error-code';
 
@@ -17,6 +17,25 @@ export class IngressRefusal extends Error {
     super(message);
   }
 }
+
+/**
+ * The status of each refusal a domain rule decides (`RefusedError`: the rule and its wire code live in
+ * the domain, the status here). A token or certificate that is no good, or a disabled worker, is 403;
+ * a token used up or a certificate superseded by another key is 409; secrets the attempt maps but
+ * cannot get are 422.
+ */
+const REFUSED_STATUS: Partial<Record<IngressErrorCode, number>> = {
+  enrollment_token_invalid: 403,
+  enrollment_token_wrong_worker: 403,
+  enrollment_token_used: 409,
+  enrollment_token_exhausted: 409,
+  enrollment_token_may_not_replace: 409,
+  worker_disabled: 403,
+  certificate_revoked: 403,
+  certificate_unknown: 403,
+  certificate_superseded: 409,
+  secrets_unavailable: 422,
+};
 
 export interface RenderedError {
   readonly status: number;
@@ -58,6 +77,10 @@ export function renderIngressError(error: unknown): RenderedError {
   if (error instanceof HttpException && error.getStatus() === 404) {
     return { status: 404, body: { code: 'worker_route_not_found', message: 'no such ingress route' } };
   }
+  return unexpected();
+}
+
+function unexpected(): RenderedError {
   return {
     status: 503,
     body: { code: 'worker_ingress_unavailable', message: 'the control plane cannot serve this now' },
@@ -86,8 +109,16 @@ function renderDomainError(
       };
     case 'not_found':
       return { status: 404, body: { code: 'worker_route_not_found', message: error.message } };
-    case 'forbidden':
-      return { status: 401, body: { code: 'worker_authentication_required', message: error.message } };
+    case 'refused': {
+      const { code, reason } = error as RefusedError;
+      const status = REFUSED_STATUS[code as IngressErrorCode];
+      // A code without a status is a rule the edge was not told of: a programming error, never a 4xx.
+      if (status === undefined) return unexpected();
+      return {
+        status,
+        body: { code: code as IngressErrorCode, message: error.message, ...(reason ? { reason } : {}) },
+      };
+    }
     case 'unavailable':
       // Which state, where the worker can tell them apart: migrations pending ends when an operator acts.
       return {

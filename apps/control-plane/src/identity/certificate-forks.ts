@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { WORKER_CERTIFICATE_REPOSITORY, WorkerCertificateRepository } from '@ql/domain';
-import { IngressRefusal } from '../http/ingress-errors';
+import { RefusedError, WORKER_CERTIFICATE_REPOSITORY, WorkerCertificateRepository } from '@ql/domain';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 
 /**
@@ -29,11 +28,10 @@ export class CertificateForks {
   }
 
   /** Counts and logs a fork the caller has audited, and answers its refusal. */
-  refused(workerId: string, presented: string, current: string | null): IngressRefusal {
+  refused(workerId: string, presented: string, current: string | null): RefusedError {
     this.metrics.certificateFork();
     this.logger.warn({ msg: 'worker certificate fork', workerId, presented, current });
-    return new IngressRefusal(
-      409,
+    return new RefusedError(
       'certificate_superseded',
       'this certificate was renewed already, with another key: the worker identity is in use on another machine; revoke the worker and enroll the machine again',
     );

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { BundleWorkdirs } from '../bundles/bundle-workdirs';
-import { bundleRepositoryProvider } from '../bundles/bundles.module';
 import { PlacementModule } from '../placement/placement.module';
 import { CronTriggerService } from './cron-trigger.service';
 import { RunsController, TasksController } from './runs.controllers';
@@ -14,6 +13,6 @@ import { TasksService } from './tasks.service';
 @Module({
   imports: [PlacementModule],
   controllers: [TasksController, RunsController],
-  providers: [TasksService, RunsService, CronTriggerService, bundleRepositoryProvider, BundleWorkdirs],
+  providers: [TasksService, RunsService, CronTriggerService, BundleWorkdirs],
 })
 export class RunsModule {}

@@ -1,5 +1,4 @@
-import type { SecretCipher } from '@ql/domain';
-import type { PlaneSecretKeys, SqlPlaneSecretKeyRepository } from '@ql/persistence';
+import type { PlaneSecretKeyRepository, PlaneSecretKeys, SecretCipher } from '@ql/domain';
 
 /** The stable code of the CLI's refusal (issue 29 item 5, ADR 0050). */
 export const KEY_NOT_ON_CONTROL_PLANE = 'key_not_on_control_plane';
@@ -10,7 +9,7 @@ export const KEY_NOT_ON_CONTROL_PLANE = 'key_not_on_control_plane';
  * lacks would fail every run that maps it (`secrets_unavailable`) until that plane restarts.
  */
 export async function planeKeysRefusal(
-  planes: Pick<SqlPlaneSecretKeyRepository, 'live'>,
+  planes: Pick<PlaneSecretKeyRepository, 'live'>,
   cipher: SecretCipher | undefined,
   action: 'set' | 'rotate',
 ): Promise<string | undefined> {

@@ -1,8 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { hostname } from 'node:os';
-import { ID_GENERATOR, IdGenerator } from '@ql/domain';
-import { SqlPlaneSecretKeyRepository } from '@ql/persistence';
+import { ID_GENERATOR, IdGenerator, PLANE_SECRET_KEY_REPOSITORY, PlaneSecretKeyRepository } from '@ql/domain';
 import { ScheduledLoop } from '@ql/scheduling';
 import { secretCipherOf } from '../config/secret-keys';
 import { CONFIG, CORE, ControlPlaneCore } from '../core/core';
@@ -20,7 +19,6 @@ export const PLANE_KEYS_REFRESH_MS = 5_000;
 @Injectable()
 export class PlaneKeysPublisher implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('secrets');
-  private readonly repository: SqlPlaneSecretKeyRepository;
   private readonly replicaId: string;
   private readonly refreshMs: number;
   private readonly work: ScheduledLoop;
@@ -29,9 +27,9 @@ export class PlaneKeysPublisher implements OnApplicationBootstrap, OnApplication
     @Inject(CONFIG) private readonly config: ControlPlaneConfig,
     @Inject(CORE) private readonly core: ControlPlaneCore,
     @Inject(ID_GENERATOR) ids: IdGenerator,
+    @Inject(PLANE_SECRET_KEY_REPOSITORY) private readonly repository: PlaneSecretKeyRepository,
     scheduler: SchedulerRegistry,
   ) {
-    this.repository = new SqlPlaneSecretKeyRepository(core.db);
     this.replicaId = ids.uuidV7();
     this.refreshMs = config.sweepIntervalMs === 0 ? 0 : PLANE_KEYS_REFRESH_MS;
     this.work = new ScheduledLoop(scheduler, 'plane-keys', this.refreshMs, () => this.publish(), this.logger);

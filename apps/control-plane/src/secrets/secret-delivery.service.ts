@@ -1,9 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { UnavailableError } from '@ql/domain';
-import { SecretKeyError } from '@ql/domain';
-import type { SqlSecretRepository } from '@ql/persistence';
-import { CORE, ControlPlaneCore } from '../core/core';
-import { IngressRefusal } from '../http/ingress-errors';
+import {
+  RefusedError,
+  SECRET_REPOSITORY,
+  SecretKeyError,
+  SecretRepository,
+  UnavailableError,
+} from '@ql/domain';
 import { WorkerPrincipal } from '../identity/worker-principal';
 import { leaseFenceCommand } from '../leases/lease-fence-command';
 
@@ -14,11 +16,8 @@ import { leaseFenceCommand } from '../leases/lease-fence-command';
 @Injectable()
 export class SecretDeliveryService {
   private readonly logger = new Logger('secrets');
-  private readonly secrets: SqlSecretRepository;
 
-  constructor(@Inject(CORE) core: ControlPlaneCore) {
-    this.secrets = core.repositories.secrets;
-  }
+  constructor(@Inject(SECRET_REPOSITORY) private readonly secrets: SecretRepository) {}
 
   async deliver(p: WorkerPrincipal, sessionId: string, body: unknown) {
     const command = leaseFenceCommand(p, sessionId, body);
@@ -47,7 +46,7 @@ export class SecretDeliveryService {
         offerId: command.offerId,
         reason,
       });
-      throw new IngressRefusal(422, 'secrets_unavailable', (error as Error).message, undefined, reason);
+      throw new RefusedError('secrets_unavailable', (error as Error).message, reason);
     }
   }
 }

@@ -3,7 +3,7 @@ import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { AttemptCgroup, RunCgroups } from '../host/cgroup';
-import { StartFailedError } from './local-process.executor';
+import { StartFailedError } from './start-failed-error';
 
 /**
  * The `sh` that starts a run in its cgroup (ADR 0030): it waits on fd 3 until the worker has moved

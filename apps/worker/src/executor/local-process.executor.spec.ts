@@ -6,7 +6,8 @@ import { join, relative } from 'node:path';
 import { monotonicNow } from '../host/monotonic';
 import { liveGroupMembers, waitGroupGone } from '../host/process-table';
 import { GroupReaper } from './group-reaper';
-import { LaunchRequest, LocalProcessExecutor, LocalRun, StartFailedError } from './local-process.executor';
+import { LaunchRequest, LocalProcessExecutor, LocalRun } from './local-process.executor';
+import { StartFailedError } from './start-failed-error';
 import { OutputChunk } from './output-limiter';
 
 const ids = createIdGenerator();

@@ -4,6 +4,7 @@ import { chmod, chown, lchown, lstat, mkdir, readdir, realpath, writeFile } from
 import { join, sep } from 'node:path';
 import { AttemptCgroup, CgroupChoice, CgroupSetting, CgroupUsage, chooseRunCgroups } from '../host/cgroup';
 import { containedLine, moveIntoCgroup } from './cgroup-launch';
+import { StartFailedError } from './start-failed-error';
 import type { CompletionStatus, RecordedProcess } from '../journal/journal-record';
 import { currentBootId, groupAlive, signalGroup, waitGroupGone } from '../host/process-table';
 import { monotonicNow } from '../host/monotonic';
@@ -70,22 +71,6 @@ export interface ProcessOutcome {
   readonly groupCleared: boolean;
   /** CPU and peak memory of the attempt's cgroup, when it ran in one. */
   readonly usage?: CgroupUsage;
-}
-
-/** The run could not start: no process exists for it. */
-export class StartFailedError extends Error {
-  override readonly name = 'StartFailedError';
-  constructor(
-    readonly code:
-      | 'runtime_unavailable'
-      | 'work_dir_exists'
-      | 'spawn_failed'
-      | 'bundle_workdir_missing'
-      | 'bundle_workdir_outside',
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 /**

@@ -14,8 +14,8 @@ import {
   LocalProcessExecutor,
   LocalRun,
   ProcessOutcome,
-  StartFailedError,
 } from '../executor/local-process.executor';
+import { StartFailedError } from '../executor/start-failed-error';
 import type { WorkFolders } from '../executor/work-folders';
 import { RecordedOutcome, executorHandleOf } from '../journal/journal-record';
 import type { WorkerJournal } from '../journal/worker-journal';
