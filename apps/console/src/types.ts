@@ -70,6 +70,8 @@ export interface Revision {
 export interface Run {
   id: string;
   taskId: string;
+  /** The task's name (list and detail answers). */
+  taskName?: string | null;
   revision: number;
   status: string;
   trigger: string;
@@ -158,4 +160,12 @@ export interface EnvImportReport {
   readonly unchanged: string[];
   readonly refused: { at: string; reason: string }[];
   readonly skipped: { at: string; reason: string }[];
+}
+
+/** A task as the list answers it (issue 31 item 3). */
+export interface TaskListItem extends Task {
+  readonly enabled: boolean;
+  readonly pinned: boolean;
+  readonly lastRun: { id: string; status: string } | null;
+  readonly nextFireAt: string | null;
 }

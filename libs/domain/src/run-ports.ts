@@ -31,6 +31,8 @@ export interface TaskRepository {
   listRevisions(id: string, query: { beforeRevision?: number; limit: number }): Promise<TaskRevisionRecord[]>;
   /** Revisions never change: callers may cache the result. */
   findRevision(taskId: string, revision: number): Promise<TaskRevisionRecord | null>;
+  /** The names of these tasks (deleted ones too: a run names its task), one read. */
+  names(ids: readonly string[]): Promise<Map<string, string>>;
   /** Live tasks with a cron schedule, in id order (keyset). */
   listScheduled(query: PageQuery): Promise<TaskRecord[]>;
 }

@@ -205,6 +205,16 @@ export class SqlTaskRepository implements TaskRepository {
     return readRevision(this.db, taskId, revision);
   }
 
+  async names(ids: readonly string[]): Promise<Map<string, string>> {
+    if (ids.length === 0) return new Map();
+    const params = Object.fromEntries(ids.map((id, i) => [`t${i}`, id]));
+    const rows = await this.db.many<{ id: string; name: string }>(
+      `SELECT id, name FROM tasks WHERE id IN (${ids.map((_, i) => `:t${i}`).join(', ')})`,
+      params,
+    );
+    return new Map(rows.map((r) => [r.id, r.name]));
+  }
+
   async listScheduled(query: PageQuery): Promise<TaskRecord[]> {
     const rows = await this.db.many<TaskRow>(
       `SELECT ${TASK_COLUMNS} FROM tasks WHERE cron IS NOT NULL AND deleted_at IS NULL AND enabled = :yes

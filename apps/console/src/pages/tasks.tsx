@@ -4,8 +4,8 @@ import { CronPreview } from '../cron-preview';
 import { Diff } from '../diff';
 import { when } from '../format';
 import { go, href } from '../router';
-import type { Page, Revision, Run, Task, TaskSpec } from '../types';
-import { ErrorNote, Loading, Section, useLoad } from '../ui';
+import type { Page, Revision, Run, Task, TaskListItem, TaskSpec } from '../types';
+import { ErrorNote, Loading, Section, Status, useLoad } from '../ui';
 import { RunsTable } from './runs';
 import { TaskForm, pairsOf } from './task-form';
 
@@ -19,8 +19,60 @@ async function trigger(taskId: string) {
   go('runs', answer.run.id);
 }
 
+/** One page of the list as the API answers it (pinned first; search and filters server-side). */
+function tasksQuery(q: string, enabled: string, lastStatus: string, after: string | null): string {
+  const params = new URLSearchParams({ limit: '100' });
+  if (q.trim()) params.set('q', q.trim());
+  if (enabled) params.set('enabled', enabled);
+  if (lastStatus) params.set('lastStatus', lastStatus);
+  if (after) params.set('after', after);
+  return `/api/v1/tasks?${params.toString()}`;
+}
+
+const LAST_STATUSES = [
+  '',
+  'queued',
+  'running',
+  'succeeded',
+  'failed',
+  'timed_out',
+  'cancelled',
+  'lost',
+] as const;
+
 export function TasksPage({ admin }: { admin: boolean }) {
-  const { data, error } = useLoad((signal) => get<Page<Task>>('/api/v1/tasks?limit=200', signal), []);
+  const [q, setQ] = useState('');
+  const [enabled, setEnabled] = useState('');
+  const [lastStatus, setLastStatus] = useState('');
+  // The cursors of the pages shown before this one: "Previous" pops one.
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const after = cursors[cursors.length - 1] ?? null;
+  const [error, setError] = useState<string | null>(null);
+  const {
+    data,
+    error: loadError,
+    reload,
+  } = useLoad(
+    (signal) =>
+      get<Page<TaskListItem> & { nextAfter: string | null }>(
+        tasksQuery(q, enabled, lastStatus, after),
+        signal,
+      ),
+    [q, enabled, lastStatus, after],
+  );
+  const filter = (set: (v: string) => void) => (value: string) => {
+    set(value);
+    setCursors([null]);
+  };
+  const change = async (t: TaskListItem, state: { enabled?: boolean; pinned?: boolean }) => {
+    try {
+      await api('PATCH', `/api/v1/tasks/${t.id}`, state);
+      setError(null);
+      reload();
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    }
+  };
   return (
     <Section
       title="Tasks"
@@ -32,11 +84,42 @@ export function TasksPage({ admin }: { admin: boolean }) {
         ) : null
       }
     >
-      <ErrorNote error={error} />
+      <div class="filters" role="search">
+        <label>
+          Search (name or command){' '}
+          <input
+            type="search"
+            value={q}
+            onInput={(e) => filter(setQ)((e.target as HTMLInputElement).value)}
+          />
+        </label>
+        <label>
+          State{' '}
+          <select value={enabled} onChange={(e) => filter(setEnabled)((e.target as HTMLSelectElement).value)}>
+            <option value="">all</option>
+            <option value="true">enabled</option>
+            <option value="false">disabled</option>
+          </select>
+        </label>
+        <label>
+          Last run{' '}
+          <select
+            value={lastStatus}
+            onChange={(e) => filter(setLastStatus)((e.target as HTMLSelectElement).value)}
+          >
+            {LAST_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s ? s.replace(/_/g, ' ') : 'any'}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <ErrorNote error={error ?? loadError} />
       {!data ? (
         <Loading what="tasks" />
       ) : data.items.length === 0 ? (
-        <p class="muted">No task yet.</p>
+        <p class="muted">{q || enabled || lastStatus ? 'No task matches.' : 'No task yet.'}</p>
       ) : (
         <div class="table-wrap" role="region" aria-label="Tasks" tabIndex={0}>
           <table>
@@ -45,29 +128,72 @@ export function TasksPage({ admin }: { admin: boolean }) {
               <tr>
                 <th scope="col">Task</th>
                 <th scope="col">Command</th>
-                <th scope="col">Runtime</th>
                 <th scope="col">Schedule</th>
-                <th scope="col">Revision</th>
+                <th scope="col">Next</th>
+                <th scope="col">Last run</th>
+                {admin ? <th scope="col">Actions</th> : null}
               </tr>
             </thead>
             <tbody>
               {data.items.map((t) => (
                 <tr key={t.id}>
                   <th scope="row">
+                    {t.pinned ? <span title="pinned">📌 </span> : null}
                     <a href={href('tasks', t.id)}>{t.name}</a>
+                    {t.enabled ? null : <span class="muted"> (disabled)</span>}
                   </th>
                   <td>
                     <code>{t.spec.command}</code>
                   </td>
-                  <td>{t.spec.runtime}</td>
                   <td>{t.spec.cron ? `${t.spec.cron} (${t.spec.timezone ?? 'UTC'})` : '—'}</td>
-                  <td>{t.revision}</td>
+                  <td>{t.nextFireAt ? when(t.nextFireAt) : t.spec.cron && !t.enabled ? 'skipped' : '—'}</td>
+                  <td>
+                    {t.lastRun ? (
+                      <a href={href('runs', t.lastRun.id)}>
+                        <Status value={t.lastRun.status} />
+                      </a>
+                    ) : (
+                      '—'
+                    )}
+                  </td>
+                  {admin ? (
+                    <td>
+                      <div class="actions">
+                        <button
+                          type="button"
+                          aria-label={`${t.enabled ? 'Disable' : 'Enable'} ${t.name}`}
+                          onClick={() => change(t, { enabled: !t.enabled })}
+                        >
+                          {t.enabled ? 'Disable' : 'Enable'}
+                        </button>
+                        <button
+                          type="button"
+                          aria-label={`${t.pinned ? 'Unpin' : 'Pin'} ${t.name}`}
+                          onClick={() => change(t, { pinned: !t.pinned })}
+                        >
+                          {t.pinned ? 'Unpin' : 'Pin'}
+                        </button>
+                      </div>
+                    </td>
+                  ) : null}
                 </tr>
               ))}
             </tbody>
           </table>
         </div>
       )}
+      <div class="pager">
+        <button type="button" disabled={cursors.length < 2} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Previous
+        </button>
+        <button
+          type="button"
+          disabled={!data?.nextAfter}
+          onClick={() => data?.nextAfter && setCursors([...cursors, data.nextAfter])}
+        >
+          Next
+        </button>
+      </div>
     </Section>
   );
 }

@@ -25,6 +25,8 @@ import {
   parseWorkerId,
   readObject,
   sha256Hex,
+  TASK_REPOSITORY,
+  TaskRepository,
 } from '@ql/domain';
 import { readLimit, readQueryInt } from '../admin/query-params';
 import { PlacementService } from '../placement/placement.service';
@@ -45,6 +47,7 @@ export const LOG_TAIL_POLL_MS = 500;
 export class RunsService {
   constructor(
     @Inject(RUN_REPOSITORY) private readonly runs: RunRepository,
+    @Inject(TASK_REPOSITORY) private readonly tasks: Pick<TaskRepository, 'names'>,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     private readonly placement: PlacementService,
     @Inject(ACTIVATION_REPOSITORY) private readonly activation: ActivationRepository,
@@ -91,8 +94,10 @@ export class RunsService {
       before: q.before === undefined ? undefined : parseResourceId(q.before, 'before'),
       limit,
     });
+    // The page's task names in one read, however many tasks there are (issue 31 item 3).
+    const names = await this.tasks.names([...new Set(runs.map((r) => r.taskId))]);
     return {
-      items: runs.map(toRunView),
+      items: runs.map((r) => ({ ...toRunView(r), taskName: names.get(r.taskId) ?? null })),
       nextBefore: runs.length === limit ? runs[runs.length - 1]!.id : null,
     };
   }
@@ -106,8 +111,10 @@ export class RunsService {
       this.runs.events(runId, { afterSeq: 0, limit: DETAIL_EVENTS }),
       this.runs.envVars(runId),
     ]);
+    const names = await this.tasks.names([run.taskId]);
     return {
       ...toRunView(run),
+      taskName: names.get(run.taskId) ?? null,
       placement: run.placement,
       log: { bytes: run.logBytes, truncated: run.logTruncated },
       pending: run.status === 'queued' ? await this.placement.explain(run.placement) : null,

@@ -111,6 +111,14 @@ export class RunDto {
   @ApiProperty(UUID_V7_PROP)
   readonly taskId!: string;
 
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    required: false,
+    description: "the task's name (in the list and the detail)",
+  })
+  readonly taskName?: string | null;
+
   @ApiProperty(integerProp('the pinned task revision'))
   readonly revision!: number;
 
