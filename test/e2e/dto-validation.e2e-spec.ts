@@ -96,8 +96,8 @@ describe.each<Dialect>(['sqlite', 'postgres'])('request DTOs at the edge (%s)', 
     // 16 (two of secrets, the console's sign-in), plus the five activation actions (starting, running,
     // start-failure, completion, logs), enroll, certificate, secrets and the bundle fetch (the bundle
     // upload takes a raw body, not JSON: ADR 0051), and the four of env vars (create, change, order,
-    // import: ADR 0061), and a task's state (enabled, pinned: issue 31 item 3).
-    expect(bodies.length).toBe(30);
+    // import: ADR 0061), a task's state (enabled, pinned) and bulk actions (issue 31 item 3).
+    expect(bodies.length).toBe(31);
     expect(
       bodies.filter(({ type }) => typeof type !== 'function' || !dtoFields(type as Type<unknown>)),
     ).toEqual([]);

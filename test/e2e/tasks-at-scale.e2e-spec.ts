@@ -130,6 +130,41 @@ describe.each<Dialect>(['sqlite', 'postgres'])('tasks at scale (%s)', (dialect) 
     expect(audit.items.filter((e) => e.action === 'task.state' && e.target === `task:${id}`)).toHaveLength(2);
   });
 
+  it('bulk: one action on many tasks, each on its own; a refusal of one is its result; run is idempotent by key', async () => {
+    const some = ['任务 10', '任务 11', '任务 12'].map((n) => ids.get(n)!);
+    const gone = '01938e1e-0000-7000-8000-0000000000ff';
+    const disabled = await t.admin('POST', '/api/v1/tasks/bulk', {
+      action: 'disable',
+      taskIds: [...some, gone],
+    });
+    expect(disabled.status).toBe(200);
+    expect(disabled.body).toEqual({
+      action: 'disable',
+      results: [
+        ...some.map((taskId) => ({ taskId, ok: true })),
+        { taskId: gone, ok: false, code: 'not_found', message: expect.any(String) },
+      ],
+    });
+    expect((await names(`enabled=false&q=${encodeURIComponent('任务 1')}`)).sort()).toEqual([
+      '任务 10',
+      '任务 11',
+      '任务 12',
+    ]);
+    const run = () =>
+      t.admin('POST', '/api/v1/tasks/bulk', { action: 'run', taskIds: some.slice(0, 2) }, undefined, {
+        headers: { 'idempotency-key': 'console-bulk-1' },
+      });
+    const first = (await run()).body as { results: { runId: string }[] };
+    const again = (await run()).body as { results: { runId: string }[] };
+    expect(first.results.map((r) => r.runId)).toEqual(again.results.map((r) => r.runId));
+    expect(new Set(first.results.map((r) => r.runId)).size).toBe(2);
+    const deleted = await t.admin('POST', '/api/v1/tasks/bulk', { action: 'delete', taskIds: [some[2]] });
+    expect(deleted.body).toMatchObject({ results: [{ taskId: some[2], ok: true }] });
+    const left = await names(`q=${encodeURIComponent('任务 12')}`);
+    expect(left).not.toContain('任务 12');
+    expect(left).toHaveLength(110); // 任务 120 … 129 and 任务 1200 … 1299
+  });
+
   it('refuses bad input with a clear error and changes nothing', async () => {
     const before = await snapshotDatabase(t.plane.core.db);
     const id = ids.get('京东签到')!;
@@ -143,6 +178,15 @@ describe.each<Dialect>(['sqlite', 'postgres'])('tasks at scale (%s)', (dialect) 
     expect(
       (await t.admin('PATCH', '/api/v1/tasks/01938e1e-0000-7000-8000-000000000001', { pinned: true })).status,
     ).toBe(404);
+    for (const body of [
+      { action: 'archive', taskIds: [id] },
+      { action: 'disable', taskIds: [] },
+      { action: 'disable', taskIds: [id, id] },
+      { action: 'disable', taskIds: ['not-a-uuid'] },
+      { action: 'disable', taskIds: Array.from({ length: 201 }, () => id) },
+      { action: 'disable' },
+    ])
+      expect((await t.admin('POST', '/api/v1/tasks/bulk', body)).status).toBe(400);
     for (const query of [`q=${'x'.repeat(129)}`, 'enabled=maybe', 'lastStatus=done', 'sort=name'])
       expect((await t.admin('GET', `/api/v1/tasks?${query}`)).status).toBe(400);
     expect(await snapshotDatabase(t.plane.core.db)).toEqual(before);

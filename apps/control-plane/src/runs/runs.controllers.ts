@@ -40,6 +40,8 @@ import {
 } from './dto/run-views.dto';
 import { TaskSpecDto } from './dto/task-spec.dto';
 import { TaskStateDto } from './dto/task-state.dto';
+import { TaskBulkAnswerDto, TaskBulkDto } from './dto/task-bulk.dto';
+import { TaskBulkService } from './task-bulk.service';
 import { TriggerRunDto } from './dto/trigger-run.dto';
 import { whileClientWaits } from '../http/client-gone';
 import { IDEMPOTENCY_KEY_PATTERN } from './resource-ids';
@@ -57,6 +59,7 @@ export class TasksController {
   constructor(
     private readonly tasks: TasksService,
     private readonly runs: RunsService,
+    private readonly bulkActions: TaskBulkService,
   ) {}
 
   @Post()
@@ -67,6 +70,29 @@ export class TasksController {
   @AdminErrorResponses({ 400: BAD_BODY, 409: 'a live task has this name', 413: 'over the admin body limit' })
   create(@Req() req: AdminRequest, @Body() body: TaskSpecDto) {
     return this.tasks.create(req.apiKey!, body);
+  }
+
+  @Post('bulk')
+  @HttpCode(200)
+  @RequireRole('admin')
+  @ApiOperation({
+    summary:
+      'One action (run, enable, disable, pin, unpin, delete) on up to 200 tasks, each on its own: a refusal of one is its result (admin)',
+  })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN.source },
+    description: '`run`: the same key again returns the same runs',
+  })
+  @ApiOkResponse({ type: TaskBulkAnswerDto })
+  @AdminErrorResponses({ 400: BAD_BODY })
+  bulk(
+    @Req() req: AdminRequest,
+    @Body() body: TaskBulkDto,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+  ) {
+    return this.bulkActions.apply(req.apiKey!, body, idempotencyKey);
   }
 
   @Get()

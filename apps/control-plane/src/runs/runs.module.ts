@@ -4,6 +4,7 @@ import { PlacementModule } from '../placement/placement.module';
 import { CronTriggerService } from './cron-trigger.service';
 import { RunsController, TasksController } from './runs.controllers';
 import { RunsService } from './runs.service';
+import { TaskBulkService } from './task-bulk.service';
 import { TasksService } from './tasks.service';
 
 /**
@@ -13,6 +14,6 @@ import { TasksService } from './tasks.service';
 @Module({
   imports: [PlacementModule],
   controllers: [TasksController, RunsController],
-  providers: [TasksService, RunsService, CronTriggerService, BundleWorkdirs],
+  providers: [TasksService, RunsService, TaskBulkService, CronTriggerService, BundleWorkdirs],
 })
 export class RunsModule {}
