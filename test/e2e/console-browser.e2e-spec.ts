@@ -163,7 +163,11 @@ describe('the web console in a real browser (sqlite, a real worker process)', ()
     for (const path of ['#/tasks', `#/tasks/${taskId}`, `#/runs/${runId}`, '#/workers/worker-1']) {
       await page.goto(`${base}/${path}`);
       await page.locator('main section').waitFor();
-      expect({ path, buttons: await page.locator('main button, main a.button').allTextContents() }).toEqual({
+      // Paging changes nothing: the only buttons a viewer may see.
+      const buttons = (await page.locator('main button, main a.button').allTextContents()).filter(
+        (b) => b !== 'Previous' && b !== 'Next',
+      );
+      expect({ path, buttons }).toEqual({
         path,
         buttons: path.startsWith('#/runs') ? expect.not.arrayContaining(['Cancel']) : [],
       });

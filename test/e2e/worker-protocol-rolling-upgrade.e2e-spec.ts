@@ -3,7 +3,7 @@
  * real worker processes. The control plane's clock (which drives cron) moves 30 minutes per step over
  * 24 hours; the database keeps real time for leases, so real workers run each fire as it comes. Two
  * tasks: `整点签到`, every hour in Asia/Shanghai, for the machines labelled `site=hangzhou`; and
- * `京东签到`, at half past every other hour, which maps a secret (wire v2 only). `router-hz` starts held
+ * `京东签到`, at every odd hour (UTC), which maps a secret (wire v2 only). `router-hz` starts held
  * to v1 and is upgraded at noon (stopped, started again as a current worker: it registers 4);
  * `router-sh` is current all day. Every fire yields exactly one run, every run succeeds, the secret
  * runs only ever go to a v2 session, and the hourly runs go to v1 before noon and v2 after.
@@ -78,7 +78,8 @@ describe.each<Dialect>(['postgres'])('a rolling upgrade through a cron day (%s)'
       name: '京东签到',
       runtime: 'node',
       command: 'console.log("cookie " + process.env.JD_COOKIE)',
-      cron: '30 */2 * * *',
+      // On whole hours only: no fire can fall between the task's creation and the day's first step.
+      cron: '0 1-23/2 * * *',
       secretEnv: { JD_COOKIE: 'jd-cookie' },
     });
     const cron = h.t.plane.admin.get(CronTriggerService);
