@@ -408,6 +408,7 @@ describe('the web console in a real browser (sqlite, a real worker process)', ()
         ['run', `#/runs/${runId}`, /^Run /],
         ['audit', '#/audit', 'Audit'],
         ['env', '#/env', 'Environment variables'],
+        ['access', '#/access', 'API keys'],
       ];
       for (const [name, path, title] of pages) {
         await page.goto(`${base}/${path}`);

@@ -2,7 +2,8 @@
 // cookie variable `JD_COOKIE` (two accounts joined by &) and a plain one on the env vars page, runs
 // `京东签到` on a real worker and sees, on the run's page, the cookie as *** in the live log and the
 // variables it received; disables, reorders and deletes a variable; previews an import. A failed
-// run shows its error summary. Both widths, no serious accessibility finding.
+// run shows its error summary. On the Access page an admin makes a viewer key and an enrollment token,
+// each shown once, and revokes them. Both widths, no serious accessibility finding.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { launchChromium, newContext, screenshot, seriousA11yViolations } from '../support/browser';
 import { ROOT, tempDir } from '../support/entry-points';
 import { RemoteRunHarness } from '../support/remote-run-harness';
+import { issuerEnv } from '../support/enrolled-worker';
 
 jest.setTimeout(180_000);
 
@@ -25,10 +27,11 @@ describe('env vars in the web console (sqlite, a real worker process)', () => {
   beforeAll(async () => {
     const consoleDir = join(folder, 'console');
     execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-console.js'), consoleDir]);
-    h = await RemoteRunHarness.start('sqlite', ['worker-1'], {
+    h = await RemoteRunHarness.start('sqlite', ['worker-1'], (pki) => ({
       QL_CONSOLE_DIR: consoleDir,
       QL_SECRETS_KEY: randomBytes(32).toString('base64'),
-    });
+      ...issuerEnv(pki),
+    }));
     await h.untilOnline(h.startWorker('worker-1'));
     browser = await launchChromium();
     base = h.t.plane.adminUrl;
@@ -147,6 +150,41 @@ describe('env vars in the web console (sqlite, a real worker process)', () => {
     expect(await error.innerText()).toBe(
       `${attempt.errorCode ? `${attempt.errorCode} ` : ''}${attempt.errorSummary}`,
     );
+    await context.close();
+  });
+
+  it('the Access page makes a viewer key and an enrollment token, each shown once, and revokes them', async () => {
+    const { context } = await newContext(browser, 360);
+    const page = await context.newPage();
+    await signIn(page, h.t.adminToken);
+    await page.getByRole('link', { name: 'Access' }).click();
+    await page.getByRole('heading', { level: 2, name: 'API keys' }).waitFor();
+    await page.getByLabel("New key's name").fill('值班同学');
+    await page.getByLabel('Role').selectOption('viewer');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.getByTestId('shown-once').innerText()).trim();
+    // The key works, as a viewer: it reads, it cannot change.
+    expect((await h.t.admin('GET', '/api/v1/tasks', undefined, key)).status).toBe(200);
+    expect((await h.t.admin('POST', '/api/v1/env-vars', { name: 'X_Y', value: 'v' }, key)).status).toBe(403);
+    const keys = page.getByRole('region', { name: 'API keys' });
+    await keys.getByText('值班同学').waitFor();
+    await page.getByLabel('Worker id').fill('router-shanghai-01');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    await page.getByRole('region', { name: 'Enrollment tokens' }).getByText('router-shanghai-01').waitFor();
+    const shown = await page.getByTestId('shown-once').allInnerTexts();
+    expect(shown).toHaveLength(2);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+    expect(overflow).toBeLessThanOrEqual(0);
+    await screenshot(page, 'access-360');
+    // Revoke the key: it no longer reads.
+    await keys
+      .getByRole('row', { name: /值班同学/ })
+      .getByRole('button', { name: 'Revoke' })
+      .click();
+    await page.getByRole('button', { name: 'Yes, revoke' }).click();
+    await keys.getByText(/revoked/).waitFor();
+    expect((await h.t.admin('GET', '/api/v1/tasks', undefined, key)).status).toBe(401);
     await context.close();
   });
 });

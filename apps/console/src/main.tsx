@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError, Session, api, get, useSession } from './api';
 import { href, useRoute } from './router';
 import { AuditPage } from './pages/audit';
+import { AccessPage } from './pages/access';
 import { DashboardPage } from './pages/dashboard';
 import { EnvVarsPage } from './pages/env-vars';
 import { RunPage, RunsPage } from './pages/runs';
@@ -16,6 +17,7 @@ const NAV = [
   ['tasks', 'Tasks'],
   ['runs', 'Runs'],
   ['env', 'Env vars'],
+  ['access', 'Access'],
   ['audit', 'Audit'],
 ] as const;
 
@@ -74,6 +76,8 @@ function App() {
           <RunPage runId={id} admin={admin} />
         ) : page === 'runs' ? (
           <RunsPage />
+        ) : page === 'access' ? (
+          <AccessPage admin={admin} />
         ) : page === 'env' ? (
           <EnvVarsPage admin={admin} />
         ) : page === 'audit' ? (

@@ -41,7 +41,9 @@ export function RunsTable(props: { runs: Run[]; tasks?: Map<string, string>; lab
               </th>
               {tasks ? (
                 <td>
-                  <a href={href('tasks', r.taskId)}>{r.taskName ?? tasks.get(r.taskId) ?? r.taskId.slice(-12)}</a>
+                  <a href={href('tasks', r.taskId)}>
+                    {r.taskName ?? tasks.get(r.taskId) ?? r.taskId.slice(-12)}
+                  </a>
                 </td>
               ) : null}
               <td>
@@ -311,7 +313,8 @@ export function RunPage({ runId, admin }: { runId: string; admin: boolean }) {
             </dd>
             <dt>Task</dt>
             <dd>
-              <a href={href('tasks', run.taskId)}>{run.taskName ?? run.taskId.slice(-12)}</a>, revision {run.revision}
+              <a href={href('tasks', run.taskId)}>{run.taskName ?? run.taskId.slice(-12)}</a>, revision{' '}
+              {run.revision}
             </dd>
             <dt>Created</dt>
             <dd>{when(run.createdAt)}</dd>
