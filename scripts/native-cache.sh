@@ -8,16 +8,19 @@
 # each holding build/Release/better_sqlite3.node.
 #
 #   scripts/native-cache.sh dir               # prints the cache folder
+#   scripts/native-cache.sh rc                # writes .prebuild-installrc (git ignores it) here: the
+#                                             # next `npm ci` takes this Node's build from the cache
 #   scripts/native-cache.sh build <node-dir>  # prints the tarball for the Node in <node-dir> (bin/node,
 #                                             # include/node: scripts/install-node.sh); builds it with
 #                                             # node-gyp against those headers when the cache has none
 #   scripts/native-cache.sh store             # keeps this checkout's build (the machine's Node, after
 #                                             # `npm ci`) when the cache has none for its ABI
 #
-# `npm ci` takes a cached build through prebuild-install's local prebuilds (no compile):
-#   env "prebuild-install_local-prebuilds=$(scripts/native-cache.sh dir)" npm ci
-# (rc's `prebuild-install_` environment prefix; an `npm_config_*` name would make npm 11 warn). A cached
-# build that does not load is refused by prebuild-install, which then compiles as before.
+# `npm ci` takes a cached build through prebuild-install's local prebuilds: its `local-prebuilds`
+# setting, read from .prebuild-installrc in the package's folder or above (rc). Not an environment
+# variable: npm 11 warns on an unknown `npm_config_*` one, and sh drops `prebuild-install_local-prebuilds`
+# (not a shell name) on its way to the install script. A cached build that does not load is refused
+# by prebuild-install, which then compiles as before.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${QL_NATIVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ql-native}"
@@ -123,10 +126,11 @@ store() {
 
 case "${1:-}" in
   dir) echo "$cache" ;;
+  rc) node -e 'console.log(JSON.stringify({ "local-prebuilds": process.argv[1] }))' "$cache" >"$root/.prebuild-installrc" ;;
   build) build "${2:-}" ;;
   store) store ;;
   *)
-    echo "usage: native-cache.sh dir | build <node-dir> | store" >&2
+    echo "usage: native-cache.sh dir | rc | build <node-dir> | store" >&2
     exit 2
     ;;
 esac

@@ -104,24 +104,30 @@ describe('scripts/native-cache.sh', () => {
     expect(noHeaders.stderr).toContain('has no include/node (headers)');
   });
 
-  it("npm ci's prebuild-install takes the cached build by its name (prebuild-install_local-prebuilds), offline", async () => {
+  it("rc points npm ci's prebuild-install at the cache: it takes the cached build by its name, offline", async () => {
     await cached('store');
-    const copy = join(dir, 'node_modules', 'better-sqlite3');
+    // A checkout with this one's scripts and lock, and better-sqlite3 as npm ci unpacks it (no build/).
+    const checkout = join(dir, 'checkout');
+    cpSync(join(REPO_ROOT, 'scripts'), join(checkout, 'scripts'), { recursive: true });
+    cpSync(join(REPO_ROOT, 'package-lock.json'), join(checkout, 'package-lock.json'));
+    const copy = join(checkout, 'node_modules', 'better-sqlite3');
     cpSync(PACKAGE, copy, { recursive: true, filter: (src) => !src.startsWith(join(PACKAGE, 'build')) });
     expect(existsSync(join(copy, 'build'))).toBe(false);
+    const rc = await run(join(checkout, 'scripts', 'native-cache.sh'), ['rc'], { QL_NATIVE_CACHE: cache });
+    expect(rc.code).toBe(0);
+    expect(JSON.parse(readFileSync(join(checkout, '.prebuild-installrc'), 'utf8'))).toEqual({
+      'local-prebuilds': cache,
+    });
+    // What npm ci runs: better-sqlite3's install script, in its folder; a download attempt fails at once.
     const bin = join(REPO_ROOT, 'node_modules', 'prebuild-install', 'bin.js');
+    const unreachable = 'http://127.0.0.1:9';
     const result = await run(
       process.execPath,
       [bin, '--verbose'],
-      // No network: a download attempt goes to a closed port and fails.
-      {
-        'prebuild-install_local-prebuilds': cache,
-        https_proxy: 'http://127.0.0.1:9',
-        HTTPS_PROXY: 'http://127.0.0.1:9',
-      },
+      { https_proxy: unreachable, HTTPS_PROXY: unreachable, npm_config_https_proxy: unreachable },
       copy,
     );
-    expect(result.stderr).toContain(`found local prebuild`);
+    expect(result.stderr).toContain('found local prebuild');
     expect(result.stderr).toContain(
       `unpack required ${join(copy, 'build', 'Release', 'better_sqlite3.node')} successfully`,
     );
@@ -132,7 +138,7 @@ describe('scripts/native-cache.sh', () => {
     const result = await cached('rebuild');
     expect(result).toMatchObject({
       code: 2,
-      stderr: 'usage: native-cache.sh dir | build <node-dir> | store\n',
+      stderr: 'usage: native-cache.sh dir | rc | build <node-dir> | store\n',
     });
   });
 });
