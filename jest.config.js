@@ -22,6 +22,8 @@ module.exports = {
   moduleNameMapper: {
     '^@ql/(domain|persistence|contracts|scheduling)$': '<rootDir>/libs/$1/src/index.ts',
   },
+  // .cache/node holds other Nodes (scripts/install-node.sh), each with a package.json of the same name.
+  modulePathIgnorePatterns: ['<rootDir>/.cache/'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // The e2e files mostly wait on real processes, timers and sockets: with two workers on two cores

@@ -53,10 +53,12 @@ describe('scripts/check-engines.js', () => {
         mkdirSync(join(root, dir), { recursive: true });
         writeFileSync(join(root, dir, 'package.json'), JSON.stringify(body));
       };
-      pkg('.', { name: 'app', engines: { node: '^20.19.0 || ^22.13.0' } });
+      // Every Node of the matrix (20, 22, 24) is inside: only the two packages are problems, on each.
+      pkg('.', { name: 'app', engines: { node: '^20.19.0 || ^22.13.0 || ^24.11.0' } });
       pkg('node_modules/ok', { version: '1.0.0', engines: { node: '>=18' } });
       pkg('node_modules/@scope/parent/node_modules/cookie', { version: '2.0.2', engines: { node: '>=22' } });
       pkg('node_modules/odd-only', { version: '1.0.0', engines: { node: '^20.19.0 || ^24' } });
+      pkg('outside', { name: 'app', engines: { node: '<20' } });
     });
     afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -69,6 +71,16 @@ describe('scripts/check-engines.js', () => {
       expect(result.stderr).toContain('node_modules/odd-only@1.0.0 requires node ^20.19.0 || ^24');
       expect(result.stderr).not.toContain('node_modules/ok@');
       expect(result.stderr).toContain('2 problem(s)');
+      expect(result.stderr).not.toContain('this Node');
+    });
+
+    it('fails when the Node it runs on is outside the declared range', async () => {
+      const result = await check([join(root, 'outside')]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(
+        `this Node ${process.version} is outside the declared engines.node <20`,
+      );
+      expect(result.stderr).toContain('1 problem(s)');
     });
   });
 });

@@ -20,6 +20,7 @@ import {
   removeFixtureEntry,
   runLauncher,
 } from '../support/worker-launcher';
+import { NODE_MATRIX, otherNode } from '../support/other-node';
 
 const SERVICE = '/system.slice/system-qinglong\\x2dworker.slice/qinglong-worker@router-7.service';
 const v2 = (path: string) => `sys/fs/cgroup${path}/memory.max`;
@@ -177,37 +178,31 @@ describe('bin/ql-worker: the machine class from the memory the worker may use (A
     }
   });
 
-  it('a node that says it is 24 gets the small class without --no-expose-wasm (Node 24 refuses it: exit 9); one that says 22 gets it', async () => {
+  it('the real Node 24 gets the small class without --no-expose-wasm (it refuses it: exit 9); the real Node 22 gets it', async () => {
+    // The matrix's Nodes (scripts/install-node.sh), whichever Node runs this test: the launcher asks
+    // each for its version, and each really starts with the flags it was given.
+    const node24 = otherNode(24);
+    const node22 = otherNode(22);
+    expect(spawnSync(node24, ['--no-expose-wasm', '-e', '0']).status).toBe(9);
+    expect(spawnSync(node22, ['--no-expose-wasm', '-e', '0']).status).toBe(0);
     const h = host().memTotal(mib(256));
-    for (const [version, expected] of [
-      ['v24.22.3', ['--lite-mode']],
-      ['v22.23.5', ['--lite-mode', '--no-expose-wasm']],
+    for (const [node, version, expected] of [
+      [node24, `v${NODE_MATRIX['24']}`, ['--lite-mode']],
+      [node22, `v${NODE_MATRIX['22']}`, ['--lite-mode', '--no-expose-wasm']],
     ] as const) {
-      // A node that answers --version as `version` and is this node otherwise (exec: same pid).
-      const dir = mkdtempSync(join(tmpdir(), 'ql-fake-node-'));
-      const fake = join(dir, 'node');
-      writeFileSync(
-        fake,
-        `#!/bin/sh\nif [ "$1" = --version ]; then echo ${version}; exit 0; fi\nexec ${process.execPath} "$@"\n`,
-        { mode: 0o755 },
-      );
-      try {
-        const run = await runLauncher(h, { QL_WORKER_NODE: fake });
-        expect({
-          version,
-          code: run.code,
-          execArgv: run.saw?.execArgv,
-          nodeFlags: run.classLine?.nodeFlags,
-        }).toEqual({
-          version,
-          code: 0,
-          execArgv: expected,
-          nodeFlags: expected,
-        });
-        expect(workerNodeFlags('small', version.slice(1))).toEqual(expected);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
+      const run = await runLauncher(h, { QL_WORKER_NODE: node });
+      expect({
+        version,
+        code: run.code,
+        execArgv: run.saw?.execArgv,
+        nodeFlags: run.classLine?.nodeFlags,
+      }).toEqual({
+        version,
+        code: 0,
+        execArgv: expected,
+        nodeFlags: expected,
+      });
+      expect(workerNodeFlags('small', version.slice(1))).toEqual(expected);
     }
     expect(workerNodeFlags('large', '24.22.3')).toEqual([]);
   });

@@ -51,6 +51,7 @@ const NOT_REPLAYED: Record<string, string> = {
   'systemd-install': 'systemd and sudo (useradd, install, systemctl)',
   'replica-origins': 'a setting for a worker beside several replicas on other hosts, not a command',
   'npm-test': 'npm test is what runs this replay (CI: .ci/run)',
+  'node-matrix': 'the suite on other Nodes, which runs this replay (CI: .ci/run runs each)',
 };
 
 const shellBlocks = () =>

@@ -1,4 +1,4 @@
-import fs, { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import fs, { chmodSync, cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DRIVEN_PROCESS, SUCCEEDED, newOffer } from '../../test-support/journal-fixtures';
@@ -36,6 +36,8 @@ function powerCut(log: Buffer): Buffer {
 async function afterPowerCut(dir: string, offerId: string, n: number): Promise<JournalRecord | null> {
   const copy = join(root, `cut-${n}`);
   cpSync(dir, copy, { recursive: true });
+  // The folder a power cut leaves keeps its 0700; Node 22's cpSync makes the top folder 0755.
+  chmodSync(copy, statSync(dir).mode & 0o777);
   rmSync(join(copy, 'journal.lock'), { force: true });
   writeFileSync(join(copy, LOG_FILE), powerCut(readFileSync(join(dir, LOG_FILE))));
   const journal = new WorkerJournal({ dir: copy, ...LIMITS });
