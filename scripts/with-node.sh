@@ -12,7 +12,8 @@
 #    no space) with better-sqlite3's build/ replaced — unlinked and written anew, so the hard-linked
 #    original is never written through — and .cache/node (the other Nodes) hard-linked too.
 # 4. The command there with that Node first on PATH (npm, npx, jest and every child process the
-#    tests start run on it). Its test-results/ come back to test-results/node<major>/ here.
+#    tests start run on it), hard-linked beside the copy where any user can run it (a task run as
+#    another user runs on the worker's node). Its test-results/ come back to test-results/node<major>/ here.
 # QL_KEEP_NODE_COPY=1 keeps the copy (its path is printed).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,7 +36,7 @@ case "$(basename "$tarball")" in
 esac
 
 parent="$(mktemp -d "${TMPDIR:-/tmp}/ql-node$major-XXXXXX")"
-copy="$parent/$(basename "$root")"
+copy="$parent/checkout/$(basename "$root")"
 cleanup() {
   if [ "${QL_KEEP_NODE_COPY:-}" = 1 ]; then
     echo "with-node: the copy is kept in $copy" >&2
@@ -44,6 +45,14 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+link() { cp -al "$1" "$2" 2>/dev/null || cp -a "$1" "$2"; }
+# That Node where every user can run it (the folder above it 0755), the copy private (0700) as a
+# clone in a `mktemp -d` is: a worker with QL_WORKER_RUN_AS starts its node tasks as that user with
+# its own node (process.execPath; test/e2e/worker-run-as.e2e-spec.ts runs them as nobody).
+chmod 0755 "$parent"
+link "$node_dir" "$parent/node"
+node_bin="$parent/node/bin"
+mkdir -m 0700 "$parent/checkout"
 mkdir -p "$copy"
 
 # The files a fresh clone has: tracked (unless deleted here) and new ones git does not ignore.
@@ -54,7 +63,6 @@ mkdir -p "$copy"
   (cd "$root" && xargs -0 -r cp -a --parents -t "$copy")
 git -C "$copy" init -q
 [ ! -d "$root/dist" ] || cp -a "$root/dist" "$copy/dist"
-link() { cp -al "$1" "$2" 2>/dev/null || cp -a "$1" "$2"; }
 link "$root/node_modules" "$copy/node_modules"
 if [ -d "$root/.cache/node" ]; then
   mkdir -p "$copy/.cache"
@@ -63,9 +71,9 @@ fi
 rm -rf "$copy/node_modules/better-sqlite3/build"
 tar xzf "$tarball" -C "$copy/node_modules/better-sqlite3"
 
-echo "with-node: Node $("$node_dir/bin/node" --version) (ABI $("$node_dir/bin/node" -p process.versions.modules)) in $copy: $*" >&2
+echo "with-node: Node $("$node_bin/node" --version) (ABI $("$node_bin/node" -p process.versions.modules)) in $copy: $*" >&2
 status=0
-(cd "$copy" && PATH="$node_dir/bin:$PATH" "$@") || status=$?
+(cd "$copy" && PATH="$node_bin:$PATH" "$@") || status=$?
 if [ -d "$copy/test-results" ]; then
   rm -rf "$root/test-results/node$major"
   mkdir -p "$root/test-results"
