@@ -114,4 +114,20 @@ describe('tasks at scale in the web console (sqlite)', () => {
     await page.getByRole('link', { name: '京东签到' }).waitFor();
     await context.close();
   });
+
+  it("a task's page disables it and deletes it after asking", async () => {
+    const id = await h.createTask({ name: '旧脚本', runtime: 'shell', command: 'echo old' });
+    const { context } = await newContext(browser, 1280);
+    const page = await context.newPage();
+    await signIn(page);
+    await page.goto(`${base}/#/tasks/${id}`);
+    await page.getByText('enabled', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByText('disabled (cron skips it; its schedule is kept)').waitFor();
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('button', { name: 'Yes, delete' }).click();
+    await page.getByRole('heading', { level: 2, name: 'Tasks' }).waitFor();
+    expect((await h.t.admin('GET', `/api/v1/tasks/${id}`)).status).toBe(404);
+    await context.close();
+  });
 });

@@ -5,7 +5,7 @@ import { Diff } from '../diff';
 import { when } from '../format';
 import { go, href } from '../router';
 import type { Page, Revision, Run, Task, TaskListItem, TaskSpec } from '../types';
-import { ErrorNote, Loading, Section, Status, useLoad } from '../ui';
+import { ConfirmButton, ErrorNote, Loading, Section, Status, useLoad } from '../ui';
 import { RunsTable } from './runs';
 import { TaskForm, pairsOf } from './task-form';
 
@@ -199,7 +199,7 @@ export function TasksPage({ admin }: { admin: boolean }) {
 }
 
 export function TaskPage({ taskId, admin }: { taskId: string; admin: boolean }) {
-  const task = useLoad((signal) => get<Task>(`/api/v1/tasks/${taskId}`, signal), [taskId]);
+  const task = useLoad((signal) => get<TaskListItem>(`/api/v1/tasks/${taskId}`, signal), [taskId]);
   const revisions = useLoad(
     (signal) => get<Page<Revision>>(`/api/v1/tasks/${taskId}/revisions?limit=20`, signal),
     [taskId],
@@ -227,6 +227,23 @@ export function TaskPage({ taskId, admin }: { taskId: string; admin: boolean }) 
             <a class="button" href={href('tasks', taskId, 'edit')}>
               Edit
             </a>
+            <button
+              type="button"
+              onClick={() =>
+                api('PATCH', `/api/v1/tasks/${taskId}`, { enabled: !t.enabled }).then(
+                  task.reload,
+                  (e: Error) => setError(e.message),
+                )
+              }
+            >
+              {t.enabled ? 'Disable' : 'Enable'}
+            </button>
+            <ConfirmButton
+              label="Delete"
+              danger
+              question={`Delete ${t.name}? Its runs stay, with the revision they ran.`}
+              onConfirm={() => api('DELETE', `/api/v1/tasks/${taskId}`).then(() => go('tasks'))}
+            />
           </div>
         ) : null
       }
@@ -240,6 +257,11 @@ export function TaskPage({ taskId, admin }: { taskId: string; admin: boolean }) 
             <dt>Command</dt>
             <dd>
               <code>{t.spec.command}</code>
+            </dd>
+            <dt>State</dt>
+            <dd>
+              {t.enabled ? 'enabled' : 'disabled (cron skips it; its schedule is kept)'}
+              {t.pinned ? ', pinned' : ''}
             </dd>
             <dt>Runtime</dt>
             <dd>{t.spec.runtime}</dd>
