@@ -77,8 +77,12 @@ describe('tasks at scale in the web console (sqlite)', () => {
       await page.getByRole('link', { name: '京东签到' }).waitFor();
       await rows(page).nth(1).waitFor({ state: 'detached' });
       const enabled = width === 1280; // the first width switches it off, the second back on
-      await page.getByRole('button', { name: `${enabled ? 'Disable' : 'Enable'} 京东签到` }).click();
-      await page.getByRole('button', { name: `${enabled ? 'Enable' : 'Disable'} 京东签到` }).waitFor();
+      await page
+        .getByRole('button', { name: `${enabled ? 'Disable' : 'Enable'} 京东签到`, exact: true })
+        .click();
+      await page
+        .getByRole('button', { name: `${enabled ? 'Enable' : 'Disable'} 京东签到`, exact: true })
+        .waitFor();
       const row = await rows(page).first().innerText();
       if (enabled) expect(row).toMatch(/\(disabled\)[\s\S]*skipped/);
       else expect(row).not.toContain('(disabled)');
@@ -89,8 +93,10 @@ describe('tasks at scale in the web console (sqlite)', () => {
           }
         ).items[0]!;
       expect((await task()).enabled).toBe(!enabled);
-      await page.getByRole('button', { name: `${enabled ? 'Pin' : 'Unpin'} 京东签到` }).click();
-      await page.getByRole('button', { name: `${enabled ? 'Unpin' : 'Pin'} 京东签到` }).waitFor();
+      await page.getByRole('button', { name: `${enabled ? 'Pin' : 'Unpin'} 京东签到`, exact: true }).click();
+      await page
+        .getByRole('button', { name: `${enabled ? 'Unpin' : 'Pin'} 京东签到`, exact: true })
+        .waitFor();
       expect((await task()).pinned).toBe(enabled);
       expect(await seriousA11yViolations(page)).toEqual([]);
       const overflow = await page.evaluate<number>(
