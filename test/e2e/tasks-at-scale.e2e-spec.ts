@@ -187,6 +187,11 @@ describe.each<Dialect>(['sqlite', 'postgres'])('tasks at scale (%s)', (dialect) 
       { action: 'disable' },
     ])
       expect((await t.admin('POST', '/api/v1/tasks/bulk', body)).status).toBe(400);
+    // A malformed Idempotency-Key is refused whole, as on the single trigger route: no run is made.
+    const badKey = await t.admin('POST', '/api/v1/tasks/bulk', { action: 'run', taskIds: [id] }, undefined, {
+      headers: { 'idempotency-key': 'bad key with spaces' },
+    });
+    expect(badKey.status).toBe(400);
     for (const query of [`q=${'x'.repeat(129)}`, 'enabled=maybe', 'lastStatus=done', 'sort=name'])
       expect((await t.admin('GET', `/api/v1/tasks?${query}`)).status).toBe(400);
     expect(await snapshotDatabase(t.plane.core.db)).toEqual(before);

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ApiKeyRecord, DomainError, ValidationError, canonicalJson, sha256Hex } from '@ql/domain';
 import { renderAdminError } from '../http/admin-errors';
 import { TASK_BULK_ACTIONS, TASK_BULK_MAX, TaskBulkAction } from './dto/task-bulk.dto';
+import { IDEMPOTENCY_KEY_PATTERN } from './resource-ids';
 import { RunsService } from './runs.service';
 import { TasksService } from './tasks.service';
 
@@ -38,6 +39,12 @@ export class TaskBulkService {
       throw new ValidationError('taskIds', 'too_many_items', `taskIds: 1 … ${TASK_BULK_MAX} ids`);
     if (new Set(body.taskIds).size !== body.taskIds.length)
       throw new ValidationError('taskIds', 'duplicate_item');
+    // Judged once, as the single trigger route judges it, before any task is touched.
+    if (
+      idempotencyKey !== undefined &&
+      (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey))
+    )
+      throw new ValidationError('Idempotency-Key', 'invalid_format');
     const results: TaskBulkResult[] = [];
     for (const taskId of body.taskIds) {
       try {
@@ -68,8 +75,6 @@ export class TaskBulkService {
           typeof idempotencyKey === 'string'
             ? `bulk:${sha256Hex(canonicalJson({ key: idempotencyKey, taskId })).slice(0, 40)}`
             : undefined;
-        if (idempotencyKey !== undefined && typeof idempotencyKey !== 'string')
-          throw new ValidationError('Idempotency-Key', 'invalid_format');
         const { run } = await this.runs.trigger(actor, taskId, {}, key);
         return { runId: run.id };
       }
